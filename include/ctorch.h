@@ -1,0 +1,15 @@
+/* ctorch: PyTorch's semantics in C. The whole public API; see README.md. */
+#ifndef CTORCH_H
+#define CTORCH_H
+#include "ctorch/core.h"
+#include "ctorch/autograd.h"
+#include "ctorch/creation.h"
+#include "ctorch/view.h"
+#include "ctorch/pointwise.h"
+#include "ctorch/reduce.h"
+#include "ctorch/linalg.h"
+#include "ctorch/index.h"
+#include "ctorch/shape.h"
+#include "ctorch/nn.h"
+#include "ctorch/random.h"
+#endif

@@ -1,0 +1,92 @@
+/* Autograd internals: graph nodes, saved tensors, the engine. */
+#ifndef CT_AUTOGRAD_INTERNAL_H
+#define CT_AUTOGRAD_INTERNAL_H
+#include "../ops/op_table.h"
+
+typedef struct ct_node ct_node;
+typedef struct {
+  ct_node *fn; /* strong; NULL = this input needs no gradient */
+  int nr;      /* which output of fn this input was */
+} ct_edge;
+
+typedef struct {
+  ct_tensor *t;     /* strong ref to a handle without grad_fn (no cycles) */
+  uint64_t version; /* storage version when saved */
+  int out_index;    /* >= 0: saved output (its grad_fn is this node) */
+  bool used;
+} ct_saved;
+
+typedef struct {
+  int ndim;
+  int64_t shape[CT_MAX_DIMS];
+  ct_dtype dtype;
+  ct_device device;
+} ct_meta;
+
+struct ct_node {
+  int64_t refcount;
+  int op;                 /* op id, or -1 for AccumulateGrad / custom nodes */
+  const char *name;
+  ct_backward_fn backward;
+  int n_in, n_out;
+  ct_edge next[CT_MAX_OP_IN];
+  ct_meta in_meta[CT_MAX_OP_IN];
+  ct_meta out_meta[CT_MAX_OP_OUT];
+  ct_saved saved_in[CT_MAX_OP_IN];
+  ct_saved saved_out[CT_MAX_OP_OUT];
+  ct_attrs a;
+  bool released;          /* saved tensors freed after a backward without retain_graph */
+  uint64_t seq;           /* creation order: later nodes run first among ready ones */
+  ct_tensor *leaf;        /* AccumulateGrad: the leaf (strong) */
+  /* weak: the non-leaf tensor handle of each output that has hooks or retains grad */
+  ct_tensor *watch[CT_MAX_OP_OUT];
+  /* custom nodes (autograd.Function from the bindings, checkpointing) */
+  void *extra;
+  void (*extra_free)(void *extra);
+  /* engine scratch, valid during one backward */
+  int deps;
+  ct_tensor *gbuf[CT_MAX_OP_OUT];
+  int64_t mark;
+};
+
+ct_node *ct_node_new(int op, int n_in, int n_out);
+void ct_node_retain(ct_node *n);
+void ct_node_release(ct_node *n);
+const char *ct_node_name(const ct_node *n);
+/* Whether input i of node n needs a gradient. */
+static inline bool ct_node_needs_grad(const ct_node *n, int i) { return n->next[i].fn != NULL; }
+/* Saved tensors, checked against in-place modification and freed graphs.
+ * Borrowed; NULL with error set if unavailable. */
+ct_tensor *ct_node_saved_in(ct_node *n, int i);
+ct_tensor *ct_node_saved_out(ct_node *n, int j);
+/* The edge a tensor feeds gradients into (grad_fn, or the leaf's AccumulateGrad); fn NULL if none. */
+ct_edge ct_tensor_edge(ct_tensor *t);
+/* Attach node n as grad_fn of t at output nr (t must not be a leaf requiring grad). */
+void ct_set_history(ct_tensor *t, ct_node *n, int nr);
+/* Generic record: makes a node for `op` with inputs/outputs of the call. Returns
+ * the node (borrowed from the outputs) or NULL if nothing required grad. */
+ct_node *ct_record_node(int op, int n_in, ct_tensor *const *in, int n_out, ct_tensor *const *out,
+                        const ct_attrs *a, uint32_t save, ct_backward_fn bw, const char *name);
+/* Adds a custom node's hooks list support. */
+bool ct_grad_mode_recording(void);
+
+/* Helpers for derivative formulas: reduce a gradient to an input's shape (sum over
+ * broadcast dims) and dtype; returns a new reference. */
+ct_tensor *ct_grad_sum_to(const ct_tensor *g, const ct_meta *m);
+/* zeros with the node input's / output's meta */
+ct_tensor *ct_zeros_meta(const ct_meta *m);
+
+/* hooks on tensors */
+typedef struct ct_hook_list {
+  int n, cap, next_id;
+  struct {
+    int id;
+    ct_tensor_hook_fn fn;
+    void *user;
+  } *h;
+} ct_hook_list;
+/* Apply t's hooks to grad (takes ownership of grad, returns new ref or NULL on error). */
+ct_tensor *ct_apply_hooks(ct_tensor *t, ct_tensor *grad);
+void ct_hooks_free(ct_hook_list *l);
+
+#endif

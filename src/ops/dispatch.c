@@ -1,0 +1,49 @@
+/* The one door every op goes through. */
+#include "../autograd/autograd.h"
+#include "../backend/backend.h"
+
+static const char *backend_title(ct_device_type t) {
+  switch (t) {
+    case CT_DEVICE_CPU: return "CPU";
+    case CT_DEVICE_CUDA: return "CUDA";
+    case CT_DEVICE_WEBGPU: return "WebGPU";
+    default: return "unknown";
+  }
+}
+
+ct_status ct_run_kernel(ct_call *c) {
+  const ct_op_info *info = ct_op_info_of(c->op);
+  if (!info) return CT_ERR(CT_ERR_RUNTIME, "unknown op %d", c->op);
+  const ct_tensor *first = c->n_out ? c->out[0] : c->in[0];
+  ct_device dev = first->storage->device;
+  for (int i = 0; i < c->n_in; i++) {
+    const ct_tensor *t = c->in[i];
+    if (!t) continue;
+    ct_device d = t->storage->device;
+    if (d.type != dev.type || d.index != dev.index)
+      return CT_ERR(CT_ERR_RUNTIME,
+                    "Expected all tensors to be on the same device, but found at least two devices, %s:%d and %s:%d! "
+                    "(when checking argument for argument %d in method %s)",
+                    ct_device_type_name(dev.type), dev.index, ct_device_type_name(d.type), d.index, i, info->id);
+  }
+  const ct_backend *be = ct_backend_for(dev.type);
+  ct_kernel_fn k = be ? be->kernel(c->op) : NULL;
+  if (!k)
+    return CT_ERR(CT_ERR_NOT_IMPLEMENTED, "Could not run 'aten::%s' with arguments from the '%s' backend.", info->id,
+                  backend_title(dev.type));
+  return k(c);
+}
+
+ct_status ct_record(ct_call *c) {
+  const ct_op_info *info = ct_op_info_of(c->op);
+  if (info->backward == ct_no_backward) return CT_OK;
+  ct_clear_error();
+  ct_node *n = ct_record_node(c->op, c->n_in, c->in, c->n_out, c->out, &c->a, info->save, NULL, NULL);
+  if (!n && ct_last_status() != CT_OK) return ct_last_status();
+  return CT_OK;
+}
+
+ct_status ct_dispatch(ct_call *c) {
+  CT_TRY(ct_run_kernel(c));
+  return ct_record(c);
+}

@@ -1,0 +1,38 @@
+/* Shared machinery of the elementwise ops (unary, binary, ternary): type
+ * promotion, broadcasting, in-place and out= forms. */
+#ifndef CT_POINTWISE_H
+#define CT_POINTWISE_H
+#include "../autograd/autograd.h"
+
+/* How the result dtype follows the promoted input dtype. */
+typedef enum {
+  CT_OUT_SAME = 0,   /* result = promoted dtype (add, mul, ...) */
+  CT_OUT_BOOL,       /* comparisons and logical ops: computed in the promoted dtype, bool result */
+  CT_OUT_FLOAT,      /* integer inputs promote to the default float (true division, exp, sin, ...) */
+  CT_OUT_SAME_NOBOOL /* like SAME, but bool inputs are refused by the op itself */
+} ct_out_kind;
+
+/* Out-of-place elementwise op over n inputs (broadcast, promoted); attrs copied into the call. */
+ct_tensor *ct_pointwise(int op, int n, const ct_tensor *const *in, const ct_attrs *a, ct_out_kind kind);
+/* In place: self = op(self, others...), with PyTorch's casting and shape checks. */
+ct_status ct_pointwise_(int op, int n, ct_tensor *const *in, const ct_attrs *a, ct_out_kind kind);
+/* out= form: writes into out (resized if it has zero elements). */
+ct_status ct_pointwise_out(int op, ct_tensor *out, int n, const ct_tensor *const *in, const ct_attrs *a, ct_out_kind kind);
+/* The computation dtype and result dtype for inputs. */
+ct_dtype ct_pointwise_compute_dtype(int n, const ct_tensor *const *in, ct_out_kind kind);
+
+/* Writes result's values into self and gives self result's history (the
+ * in-place half of every in-place op). */
+ct_status ct_write_result_inplace(ct_tensor *self, ct_tensor *result);
+ct_status ct_check_inplace(const ct_tensor *t);
+ct_status ct_fill_nograd(ct_tensor *t, ct_scalar v);
+bool ct_has_internal_overlap(const ct_tensor *t);
+
+/* Convenience for attrs */
+static inline ct_attrs ct_attrs_zero(void) {
+  ct_attrs a;
+  memset(&a, 0, sizeof a);
+  return a;
+}
+
+#endif

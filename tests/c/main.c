@@ -1,0 +1,83 @@
+/* The C test runner: runs every registered test (or those whose name contains argv[1]). */
+#include "test.h"
+#include <stdarg.h>
+#include <stdlib.h>
+
+#define MAX_TESTS 4096
+static struct {
+  const char *name, *file;
+  ct_test_fn fn;
+} tests[MAX_TESTS];
+static int n_tests;
+int ct_test_failures;
+
+void ct_test_register(const char *name, const char *file, ct_test_fn fn) {
+  if (n_tests < MAX_TESTS) {
+    tests[n_tests].name = name;
+    tests[n_tests].file = file;
+    tests[n_tests++].fn = fn;
+  }
+}
+
+void ct_test_fail(const char *file, int line, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "  %s:%d: ", file, line);
+  vfprintf(stderr, fmt, ap);
+  fprintf(stderr, "\n");
+  va_end(ap);
+  ct_test_failures++;
+}
+
+ct_tensor *tt_from(const double *v, int ndim, const int64_t *shape, ct_dtype dt) {
+  return ct_from_buffer(v, CT_FLOAT64, ndim, shape, ct_opts_dtype(dt));
+}
+
+double tt_at(const ct_tensor *t, int64_t i) {
+  int64_t n = ct_numel(t);
+  double *buf = malloc((size_t)(n ? n : 1) * sizeof *buf);
+  double v = NAN;
+  if (buf && ct_copy_to_buffer(t, buf, CT_FLOAT64, n) == CT_OK && i < n) v = buf[i];
+  free(buf);
+  return v;
+}
+
+int tt_allclose(const ct_tensor *a, const ct_tensor *b, double rtol, double atol) {
+  if (!a || !b || ct_ndim(a) != ct_ndim(b)) return 0;
+  for (int d = 0; d < ct_ndim(a); d++)
+    if (ct_shape(a)[d] != ct_shape(b)[d]) return 0;
+  int64_t n = ct_numel(a);
+  double *x = malloc((size_t)(n ? n : 1) * 8), *y = malloc((size_t)(n ? n : 1) * 8);
+  int ok = x && y && ct_copy_to_buffer(a, x, CT_FLOAT64, n) == CT_OK && ct_copy_to_buffer(b, y, CT_FLOAT64, n) == CT_OK;
+  for (int64_t i = 0; ok && i < n; i++) {
+    if (isnan(x[i]) && isnan(y[i])) continue;
+    if (x[i] == y[i]) continue;
+    if (!(fabs(x[i] - y[i]) <= atol + rtol * fabs(y[i]))) ok = 0;
+  }
+  free(x);
+  free(y);
+  return ok;
+}
+
+int main(int argc, char **argv) {
+  const char *filter = argc > 1 ? argv[1] : NULL;
+  int passed = 0, failed = 0;
+  int64_t live0 = ct_live_tensors();
+  for (int i = 0; i < n_tests; i++) {
+    if (filter && !strstr(tests[i].name, filter)) continue;
+    ct_test_failures = 0;
+    int64_t before = ct_live_tensors();
+    ct_scope *s = ct_scope_begin();
+    tests[i].fn();
+    ct_scope_end(s);
+    int64_t leaked = ct_live_tensors() - before;
+    if (leaked != 0) ct_test_fail(tests[i].file, 0, "%lld tensor handle(s) leaked", (long long)leaked);
+    if (ct_test_failures) {
+      fprintf(stderr, "FAIL %s (%s)\n", tests[i].name, tests[i].file);
+      failed++;
+    } else passed++;
+  }
+  (void)live0;
+  printf("%d passed, %d failed\n", passed, failed);
+  return failed ? 1 : 0;
+}

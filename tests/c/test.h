@@ -1,0 +1,59 @@
+/* A tiny test framework: TEST(name) { ... } registers a test; CHECK* record
+ * failures and keep going; the runner ends with "N passed, M failed". */
+#ifndef CT_TEST_H
+#define CT_TEST_H
+#include "ctorch.h"
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+typedef void (*ct_test_fn)(void);
+void ct_test_register(const char *name, const char *file, ct_test_fn fn);
+extern int ct_test_failures; /* failures in the current test */
+void ct_test_fail(const char *file, int line, const char *fmt, ...);
+
+#define TEST(name)                                                         \
+  static void test_##name(void);                                           \
+  __attribute__((constructor)) static void register_##name(void) {         \
+    ct_test_register(#name, __FILE__, test_##name);                        \
+  }                                                                        \
+  static void test_##name(void)
+
+#define CHECK(cond)                                                        \
+  do {                                                                     \
+    if (!(cond)) ct_test_fail(__FILE__, __LINE__, "CHECK(%s) failed (last error: %s)", #cond, ct_last_error()); \
+  } while (0)
+#define CHECK_OK(expr)                                                     \
+  do {                                                                     \
+    ct_status _s = (expr);                                                 \
+    if (_s != CT_OK) ct_test_fail(__FILE__, __LINE__, "%s returned %d: %s", #expr, (int)_s, ct_last_error()); \
+  } while (0)
+/* expr must fail (NULL or non-OK) with a message containing substr */
+#define CHECK_ERR_PTR(expr, substr)                                        \
+  do {                                                                     \
+    ct_clear_error();                                                      \
+    ct_tensor *_t = (expr);                                                \
+    if (_t) { ct_test_fail(__FILE__, __LINE__, "%s succeeded, expected error '%s'", #expr, substr); ct_release(_t); } \
+    else if (!strstr(ct_last_error(), substr)) ct_test_fail(__FILE__, __LINE__, "%s: error '%s' lacks '%s'", #expr, ct_last_error(), substr); \
+  } while (0)
+#define CHECK_ERR(expr, substr)                                            \
+  do {                                                                     \
+    ct_clear_error();                                                      \
+    ct_status _s = (expr);                                                 \
+    if (_s == CT_OK) ct_test_fail(__FILE__, __LINE__, "%s succeeded, expected error '%s'", #expr, substr); \
+    else if (!strstr(ct_last_error(), substr)) ct_test_fail(__FILE__, __LINE__, "%s: error '%s' lacks '%s'", #expr, ct_last_error(), substr); \
+  } while (0)
+#define CHECK_NEAR(a, b, tol)                                              \
+  do {                                                                     \
+    double _a = (a), _b = (b);                                             \
+    if (!(fabs(_a - _b) <= (tol))) ct_test_fail(__FILE__, __LINE__, "%s = %.9g, expected %.9g (tol %g)", #a, _a, _b, (double)(tol)); \
+  } while (0)
+
+/* Helpers */
+ct_tensor *tt_from(const double *v, int ndim, const int64_t *shape, ct_dtype dt);
+/* Element i (row-major) as double. */
+double tt_at(const ct_tensor *t, int64_t i);
+/* max |a-b| <= atol + rtol*|b| over all elements, shapes equal */
+int tt_allclose(const ct_tensor *a, const ct_tensor *b, double rtol, double atol);
+
+#endif

@@ -1,0 +1,7 @@
+/* Subcommands of the ctorch command line. */
+#ifndef CT_CLI_H
+#define CT_CLI_H
+int ct_cmd_info(int argc, char **argv);
+int ct_cmd_ops(int argc, char **argv);
+int ct_cmd_demo(int argc, char **argv);
+#endif
