@@ -1,8 +1,7 @@
-/* Elementwise ops: unary, binary, ternary. Binary ops broadcast and promote like
- * PyTorch; *_scalar forms take a Python-like number; *_ forms work in place;
+/* Binary elementwise ops. They broadcast and promote like PyTorch; *_scalar forms take a Python-like number; *_ forms work in place;
  * *_out forms write into an existing tensor. */
-#ifndef CTORCH_POINTWISE_H
-#define CTORCH_POINTWISE_H
+#ifndef CTORCH_BINARY_H
+#define CTORCH_BINARY_H
 #include "core.h"
 #ifdef __cplusplus
 extern "C" {
@@ -33,13 +32,6 @@ ct_tensor *ct_div_mode(const ct_tensor *a, const ct_tensor *b, const char *round
 ct_tensor *ct_div_scalar(const ct_tensor *a, ct_scalar b);
 ct_status ct_div_(ct_tensor *a, const ct_tensor *b);
 ct_status ct_div_scalar_(ct_tensor *a, ct_scalar b);
-
-ct_tensor *ct_neg(const ct_tensor *a);
-ct_status ct_neg_(ct_tensor *a);
-ct_tensor *ct_exp(const ct_tensor *a);
-ct_status ct_exp_(ct_tensor *a);
-ct_tensor *ct_log(const ct_tensor *a);
-ct_status ct_log_(ct_tensor *a);
 
 #ifdef __cplusplus
 }
