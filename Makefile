@@ -44,6 +44,7 @@ deps:
 
 test: deps all
 	$(BUILD)/test_ctorch
+	tools/readme_ops.sh $(BUILD) --check
 	$(MAKE) --no-print-directory test-parity
 
 test-c: all

@@ -24,7 +24,7 @@ static int combine(int higher, int lower) {
   if (higher < 0) return lower;
   if (lower < 0) return higher;
   if (ct_dtype_is_floating((ct_dtype)higher)) return higher;
-  if (higher == CT_BOOL || ct_dtype_is_floating((ct_dtype)lower)) return ct_promote_types(higher, lower);
+  if (higher == CT_BOOL || ct_dtype_is_floating((ct_dtype)lower)) return (int)ct_promote_types((ct_dtype)higher, (ct_dtype)lower);
   return higher;
 }
 
@@ -36,11 +36,11 @@ ct_dtype ct_result_type_n(int n, const ct_tensor *const *ts) {
     if (t->is_wrapped_number) {
       int cur = t->dtype;
       if (ct_dtype_is_floating(t->dtype)) cur = ct_get_default_dtype();
-      wrapped_r = wrapped_r < 0 ? cur : ct_promote_types(wrapped_r, cur);
+      wrapped_r = wrapped_r < 0 ? cur : (int)ct_promote_types((ct_dtype)wrapped_r, (ct_dtype)cur);
     } else if (t->ndim == 0) {
-      zero_r = zero_r < 0 ? t->dtype : ct_promote_types(zero_r, t->dtype);
+      zero_r = zero_r < 0 ? (int)t->dtype : (int)ct_promote_types((ct_dtype)zero_r, t->dtype);
     } else {
-      dim_r = dim_r < 0 ? t->dtype : ct_promote_types(dim_r, t->dtype);
+      dim_r = dim_r < 0 ? (int)t->dtype : (int)ct_promote_types((ct_dtype)dim_r, t->dtype);
     }
   }
   int r = combine(dim_r, combine(zero_r, wrapped_r));
