@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Write tests/fixtures/generator_ref.txt: reference random streams from PyTorch's
-CPU generator, read by tests/test_generator_standalone.c.
+CPU generator, read by tests/c/test_generator.c.
 
     python3 tests/gen_generator_ref.py [output_path]
 

@@ -34,8 +34,8 @@ ct_status ct_set_grad(ct_tensor *t, ct_tensor *g) {
       return CT_ERR(CT_ERR_RUNTIME, "assigned grad has data located on a different device");
   }
   ct_tensor *old = t->grad;
-  t->grad = ct_retain(g);
-  ct_release(old);
+  t->grad = ct_hold(g);
+  ct_unhold(old);
   return CT_OK;
 }
 
@@ -52,8 +52,8 @@ ct_status ct_retain_grad(ct_tensor *t) {
 ct_tensor *ct_detach(const ct_tensor *t) {
   if (ct_check_tensor(t, "detach")) return NULL;
   ct_tensor *d = ct_tensor_over(t->storage, t->ndim, t->shape, t->stride, t->offset, t->dtype);
-  if (d && t->base) d->base = ct_retain(t->base);
-  else if (d) d->base = ct_retain((ct_tensor *)t);
+  if (d && t->base) d->base = ct_hold(t->base);
+  else if (d) d->base = ct_hold((ct_tensor *)t);
   return d;
 }
 

@@ -104,14 +104,14 @@ void ct_hooks_free(ct_hook_list *l) {
 static ct_status accumulate_into_grad(ct_tensor *t, ct_tensor *g, bool create_graph) {
   if (!t->grad) {
     ct_tensor *stored;
-    if (create_graph) stored = ct_retain(g);
+    if (create_graph) stored = ct_hold(g);
     else {
       bool prev = ct_set_grad_enabled(false);
       /* steal when nothing else can see the buffer, else copy (grads are often shared views) */
-      if (g->refcount == 1 && g->storage->refcount == 1 && !g->grad_fn && ct_is_contiguous(g)) stored = ct_retain(g);
+      if (g->refcount == 1 && g->storage->refcount == 1 && !g->grad_fn && ct_is_contiguous(g)) stored = ct_hold(g);
       else stored = ct_clone(g);
       ct_set_grad_enabled(prev);
-      if (stored && stored->grad_fn) { ct_tensor *d = ct_detach(stored); ct_release(stored); stored = d; }
+      if (stored && stored->grad_fn) { ct_tensor *d = ct_detach(stored); ct_unhold(stored); stored = d; }
     }
     if (!stored) return ct_last_status();
     ct_own(stored);
@@ -121,7 +121,7 @@ static ct_status accumulate_into_grad(ct_tensor *t, ct_tensor *g, bool create_gr
   if (create_graph) {
     ct_tensor *s = ct_own(ct_add(t->grad, g));
     if (!s) return ct_last_status();
-    ct_release(t->grad);
+    ct_unhold(t->grad);
     t->grad = s;
     return CT_OK;
   }
@@ -344,6 +344,22 @@ ct_status ct_backward(ct_tensor *t, const ct_tensor *gradient, bool retain_graph
   return ct_backward_many(1, &t, &g, retain_graph, create_graph);
 }
 
+/* The caller's own handle for a gradient that something else also references (say
+ * its grad_output passed straight through): same data and history, a new reference
+ * in the current scope, so releasing it or ending the scope is always balanced. */
+static ct_tensor *own_handle(ct_tensor *g) {
+  if (g->refcount == 1 || (!g->grad_fn && g->requires_grad)) return g; /* a leaf keeps its identity */
+  ct_tensor *a = ct_tensor_over(g->storage, g->ndim, g->shape, g->stride, g->offset, g->dtype);
+  if (!a) return g;
+  if (g->grad_fn) {
+    a->grad_fn = g->grad_fn;
+    ct_node_retain(a->grad_fn);
+    a->output_nr = g->output_nr;
+  }
+  ct_release(g);
+  return a;
+}
+
 ct_status ct_autograd_grad(int n_outputs, ct_tensor *const *outputs, ct_tensor *const *grad_outputs, int n_inputs,
                            ct_tensor *const *inputs, ct_tensor **grads_out, bool retain_graph, bool create_graph,
                            bool allow_unused) {
@@ -376,8 +392,10 @@ ct_status ct_autograd_grad(int n_outputs, ct_tensor *const *outputs, ct_tensor *
       grads_out[i] = NULL;
     }
   else
-    for (int i = 0; i < n_inputs; i++)
+    for (int i = 0; i < n_inputs; i++) {
+      if (grads_out[i]) grads_out[i] = own_handle(grads_out[i]);
       if (grads_out[i] && !grads_out[i]->scope) ct_scope_register(grads_out[i]);
+    }
 out:
   for (int i = 0; i < n_inputs; i++) ct_node_release(caps[i].fn);
   free(caps);

@@ -29,11 +29,11 @@ void ct_node_retain(ct_node *n) {
 
 static void release_saved(ct_node *n) {
   for (int i = 0; i < CT_MAX_OP_IN; i++) {
-    ct_release(n->saved_in[i].t);
+    ct_unhold(n->saved_in[i].t);
     n->saved_in[i].t = NULL;
   }
   for (int j = 0; j < CT_MAX_OP_OUT; j++) {
-    ct_release(n->saved_out[j].t);
+    ct_unhold(n->saved_out[j].t);
     n->saved_out[j].t = NULL;
   }
 }
@@ -67,7 +67,7 @@ void ct_node_release(ct_node *n) {
     for (int j = 0; j < CT_MAX_OP_OUT; j++) ct_release(x->gbuf[j]);
     if (x->leaf) {
       if (x->leaf->grad_acc == x) x->leaf->grad_acc = NULL;
-      ct_release(x->leaf);
+      ct_unhold(x->leaf);
     }
     if (x->extra_free) x->extra_free(x->extra);
     free(x);
@@ -117,7 +117,7 @@ ct_edge ct_tensor_edge(ct_tensor *t) {
       ct_node *acc = ct_node_new(-1, 0, 1);
       if (!acc) return e;
       acc->name = "AccumulateGrad";
-      acc->leaf = ct_retain(t);
+      acc->leaf = ct_hold(t);
       /* the node holds the leaf; the leaf points back weakly */
       t->grad_acc = acc;
       acc->out_meta[0].ndim = t->ndim;
@@ -155,7 +155,7 @@ static void meta_of(ct_meta *m, const ct_tensor *t) {
 /* A handle over the same data keeping t's autograd identity, so in-place ops that
  * later rebase t do not change what this node saw. */
 static ct_tensor *save_alias(ct_tensor *t) {
-  if (!t->grad_fn) return ct_retain(t); /* leaves keep their identity */
+  if (!t->grad_fn) return ct_hold(t); /* leaves keep their identity */
   ct_tensor *a = ct_tensor_over(t->storage, t->ndim, t->shape, t->stride, t->offset, t->dtype);
   if (!a) return NULL;
   ct_scope_unregister(a);

@@ -254,7 +254,7 @@ void ct_generator_get_state(const ct_generator *g, uint8_t *out) {
     }
 }
 
-int ct_generator_set_state(ct_generator *g, const uint8_t *in, size_t n) {
+int ct_gen_set_state(ct_generator *g, const uint8_t *in, size_t n) {
     if (!g || !in || n != (size_t)ST_SIZE) return -1;
     int32_t left = (int32_t)get_u32(in + ST_LEFT);
     uint32_t seeded = get_u32(in + ST_SEEDED);
@@ -719,7 +719,10 @@ static inline uint64_t draw_int(ct_generator *g, uint64_t range, int wide_ok) {
 
 /* (int64_t)(T)v for T float/double, with x86's result for out-of-range */
 static int64_t round_trip_i64(int64_t v, int digits) {
-    double d = digits == 24 ? (double)(float)v : (double)v;
+    double d = digits == 24 ? (double)(float)v
+             : digits == 11 ? (double)ct_f16_bits_to_f32(ct_f32_to_f16_bits((float)v))
+             : digits == 8  ? (double)ct_bf16_bits_to_f32(ct_f32_to_bf16_bits((float)v))
+                            : (double)v;
     if (!(d >= -9223372036854775808.0 && d < 9223372036854775808.0)) return INT64_MIN;
     return (int64_t)d;
 }
@@ -779,6 +782,13 @@ int ct_gen_randint_f32(ct_generator *g, float *out, int64_t n, int64_t low, int6
     const uint64_t range = (uint64_t)high - (uint64_t)low;
     for (int64_t i = 0; i < n; i++) out[i] = (float)from_to_value(draw_int(g, range, 1), low);
     return 0;
+}
+
+int ct_gen_randint_float_range(int64_t *low, int64_t *high, int digits) {
+    if (*low >= *high) return -1;
+    *low = update_from(*low, digits);
+    *high = update_to(*high, digits);
+    return *low >= *high ? -1 : 0;
 }
 
 int ct_gen_randint_f64(ct_generator *g, double *out, int64_t n, int64_t low, int64_t high) {

@@ -26,7 +26,9 @@
 extern "C" {
 #endif
 
-typedef struct ct_generator ct_generator;
+/* The public part (ct_generator, new/free/manual_seed/initial_seed/default,
+ * state size/get) lives in include/ctorch/random.h. */
+#include "ctorch/random.h"
 
 /* PyTorch's default_rng_seed_val. */
 #define CT_GENERATOR_DEFAULT_SEED UINT64_C(67280421310721)
@@ -36,20 +38,17 @@ typedef struct ct_generator ct_generator;
  * can be exchanged with PyTorch byte for byte. */
 #define CT_GENERATOR_STATE_SIZE 5056
 
-/* like torch.Generator().manual_seed(seed); NULL if out of memory */
-ct_generator *ct_generator_new(uint64_t seed);
-void ct_generator_free(ct_generator *g);
-void ct_generator_manual_seed(ct_generator *g, uint64_t seed);
-uint64_t ct_generator_initial_seed(const ct_generator *g);
-/* process-wide generator, seeded with CT_GENERATOR_DEFAULT_SEED on first use */
-ct_generator *ct_default_generator(void);
+/* Raw form of ct_generator_set_state: 0 ok, -1 bad size/content (generator
+ * left unchanged on error); sets no error message. */
+int ct_gen_set_state(ct_generator *g, const uint8_t *in, size_t n);
 
-size_t ct_generator_state_size(void);
-/* Writes ct_generator_state_size() bytes: seed, mt19937 state, cached
- * normal samples (PyTorch's CPUGeneratorImplState layout, little endian). */
-void ct_generator_get_state(const ct_generator *g, uint8_t *out);
-/* 0 ok, -1 bad size/content (generator left unchanged on error). */
-int ct_generator_set_state(ct_generator *g, const uint8_t *in, size_t n);
+/* torch's update_from/update_to for random_(from, to) on a floating dtype
+ * with `digits` mantissa digits (24 float, 53 double, 11 half, 8 bfloat16).
+ * Returns -1 if the adjusted range is empty. */
+int ct_gen_randint_float_range(int64_t *low, int64_t *high, int digits);
+
+/* What the random_fill op draws (attribute k0 of src/ops/defs/random.def). */
+enum { CT_RF_UNIFORM = 0, CT_RF_NORMAL, CT_RF_EXPONENTIAL, CT_RF_RANDINT, CT_RF_BERNOULLI };
 
 /*
  * PyTorch's CPU kernels are compiled once per CPU capability, and results

@@ -75,6 +75,9 @@ struct ct_tensor {
   /* scope bookkeeping */
   struct ct_scope *scope;
   int64_t scope_slot;
+  /* references held by library objects (view bases, saved tensors, .grad, AccumulateGrad)
+   * through ct_hold: never the creator's reference that a scope owns */
+  int64_t holds;
 };
 
 /* A new handle with no storage yet (refcount 1, registered in the current scope). */
@@ -123,6 +126,12 @@ void ct_scope_unregister(ct_tensor *t);
 /* For internal code storing a tensor it got from an op into a long-lived field:
  * takes the creator's reference away from the scope when it is the only one. */
 ct_tensor *ct_own(ct_tensor *t);
+/* A reference kept by a library object (ct_unhold gives it back). Unlike ct_retain it
+ * is not mistaken for the creator's: when every other reference of a scoped handle
+ * has been released, the handle leaves its scope, so the scope never releases a
+ * reference that its creator already gave back. */
+ct_tensor *ct_hold(ct_tensor *t);
+void ct_unhold(ct_tensor *t);
 
 /* ---- threads -------------------------------------------------------------- */
 /* Runs fn(ctx, begin, end) over [0, n) split across the pool; grain = min items per task. */

@@ -103,7 +103,7 @@ ct_tensor *ct_make_view(const ct_tensor *t, int ndim, const int64_t *shape, cons
   ct_tensor *v = ct_tensor_over(t->storage, ndim, shape, stride, offset, t->dtype);
   if (!v) return NULL;
   ct_tensor *base = t->base ? t->base : (ct_tensor *)t;
-  v->base = ct_retain(base);
+  v->base = ct_hold(base);
   return v;
 }
 
@@ -117,9 +117,29 @@ ct_tensor *ct_retain(ct_tensor *t) {
   return t;
 }
 
+ct_tensor *ct_hold(ct_tensor *t) {
+  if (t) {
+    __atomic_add_fetch(&t->holds, 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&t->refcount, 1, __ATOMIC_RELAXED);
+  }
+  return t;
+}
+
+void ct_unhold(ct_tensor *t) {
+  if (!t) return;
+  if (__atomic_load_n(&t->holds, __ATOMIC_RELAXED) > 0) __atomic_sub_fetch(&t->holds, 1, __ATOMIC_RELAXED);
+  ct_release(t);
+}
+
 void ct_release(ct_tensor *t) {
   if (!t) return;
-  if (__atomic_sub_fetch(&t->refcount, 1, __ATOMIC_ACQ_REL) != 0) return;
+  int64_t rc = __atomic_sub_fetch(&t->refcount, 1, __ATOMIC_ACQ_REL);
+  if (rc != 0) {
+    /* only library holds are left: the creator released its reference early, so the
+     * scope no longer owns one (else ct_scope_end would release a hold's reference) */
+    if (t->scope && rc == __atomic_load_n(&t->holds, __ATOMIC_RELAXED)) ct_scope_unregister(t);
+    return;
+  }
   if (t->scope) ct_scope_unregister(t);
   if (t->grad_fn) {
     ct_node *n = t->grad_fn;
@@ -127,8 +147,8 @@ void ct_release(ct_tensor *t) {
     ct_node_release(n);
   }
   if (t->grad_acc) t->grad_acc->leaf = NULL; /* cannot happen while the node holds t; kept for safety */
-  ct_release(t->grad);
-  ct_release(t->base);
+  ct_unhold(t->grad);
+  ct_unhold(t->base);
   ct_hooks_free(t->hooks);
   ct_storage_release(t->storage);
   __atomic_sub_fetch(&live_tensors, 1, __ATOMIC_RELAXED);

@@ -208,8 +208,16 @@ static ct_status snapshot_saved(ct_node *n, const ct_tensor *self) {
     }
     s->t = c;
     s->version = c->storage->version;
-    ct_release(old);
+    ct_unhold(old);
   }
+  return CT_OK;
+}
+
+/* The gradient of a value overwritten by a constant is zero. */
+static ct_status bw_overwritten(ct_node *n, ct_tensor *const *g, ct_tensor **gin) {
+  (void)n;
+  (void)g;
+  (void)gin;
   return CT_OK;
 }
 
@@ -283,6 +291,13 @@ ct_status ct_write_result_inplace(ct_tensor *self, ct_tensor *result) {
     if (!vn && ct_last_status() != CT_OK) st = ct_last_status();
   } else if (r->grad_fn) {
     ct_set_history(self, r->grad_fn, r->output_nr);
+  } else if (self->grad_fn) {
+    /* overwritten by a constant (fill_, zero_, copy_ of a tensor without grad): like
+     * PyTorch, self keeps requiring grad through a node giving its old history zero */
+    ct_clear_error();
+    if (!ct_record_node(CT_OP_copy, 1, &self, 1, &self, NULL, CT_SAVE_NONE, bw_overwritten, "FillBackward0") &&
+        ct_last_status() != CT_OK)
+      st = ct_last_status();
   }
   ct_release(r);
   return st;

@@ -320,7 +320,7 @@ ct_tensor *ct_t(const ct_tensor *t) {
 ct_tensor *ct_mT(const ct_tensor *t) {
   if (ct_check_tensor(t, "mT")) return NULL;
   if (t->ndim < 2) {
-    ct_set_error(CT_ERR_RUNTIME, "tensor.mT is only supported on matrices or batches of matrices. Got %dD tensor.", t->ndim);
+    ct_set_error(CT_ERR_RUNTIME, "tensor.mT is only supported on matrices or batches of matrices. Got %d-D tensor.", t->ndim);
     return NULL;
   }
   return ct_transpose(t, -2, -1);

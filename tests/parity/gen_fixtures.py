@@ -22,9 +22,12 @@ Fixture format (little-endian; version 1):
              5 int list (u32 n, i64*n), 6 float list (u32 n, f64*n)
   case    := str name, str op, str source file, str genfail ("" unless the generator failed),
              u32 n_attrs attr*, f64 rtol atol grad_rtol grad_atol (NaN = dtype default),
-             u8 gradgrad, u8 fd, u8 has_error, str error,
+             u8 gradgrad, u8 fd, u8 has_error, str error, u8 check_strides,
              u32 n_in tensor*                    (inputs; requires_grad as the case says)
              u32 n_out tensor*                   (PyTorch's outputs; requires_grad = PyTorch's)
+             geom*n_out                          (geom := u8 ndim, i64 strides[ndim], i64 storage
+                                                  offset, i8 index of the first input sharing its
+                                                  storage or -1)
              opt*n_out                           (grad_outputs: present for outputs requiring grad)
              opt*n_in                            (grads: present for inputs requiring grad when
                                                   some grad_output is present; None -> zeros)
@@ -300,12 +303,24 @@ def gen_case(c, w):
     cw.u8(1 if c.fd else 0)
     cw.u8(1 if c.error is not None else 0)
     cw.s(c.error or "")
+    cw.u8(1 if getattr(c, "check_strides", False) else 0)
     cw.u32(len(xs))
     for s, b in zip(c.inputs, bases):
         write_tensor(cw, b, s.layout, s.requires_grad)
     cw.u32(len(outs))
     for o in outs:
         write_tensor(cw, o)
+    for o in outs:
+        cw.u8(o.dim())
+        for st in o.stride():
+            cw.i64(st)
+        cw.i64(o.storage_offset())
+        share = -1
+        for i, x in enumerate(xs):
+            if o.numel() and x.numel() and o.storage().data_ptr() == x.storage().data_ptr():
+                share = i
+                break
+        cw.u8(share & 0xFF)
     for g in gos:
         write_opt(cw, g)
     for g in (grads if outs else []):
@@ -333,6 +348,7 @@ def write_genfail(w, name, op, source, msg):
     w.u8(0)
     w.u8(0)
     w.s("")
+    w.u8(0)
     w.u32(0)
     w.u32(0)
     w.u8(0)

@@ -15,6 +15,8 @@
   of the C gradient (set fd=False at non-smooth points or for integer-only ops).
 - error="substring": PyTorch (when fn is given) and ctorch must both fail, and both messages
   must contain the substring (so write PyTorch's wording).
+- check_strides=True (an addition for view ops): each output's strides and storage offset
+  must equal PyTorch's, and it must share storage with exactly the inputs PyTorch's does.
 """
 
 DTYPES = ("float32", "float64", "float16", "bfloat16", "int8", "uint8", "int16", "int32", "int64", "bool")
@@ -48,14 +50,14 @@ class T:
 
 class Case:
     __slots__ = ("name", "op", "inputs", "fn", "attrs", "rtol", "atol", "grad_rtol", "grad_atol", "gradgrad", "fd",
-                 "error", "source")
+                 "error", "check_strides", "source")
 
     def __repr__(self):
         return "case(%r, %r)" % (self.name, self.op)
 
 
 def case(name, op, inputs, fn, attrs=None, rtol=None, atol=None, grad_rtol=None, grad_atol=None, gradgrad=False,
-         fd=True, error=None):
+         fd=True, error=None, check_strides=False):
     c = Case()
     c.name = name
     c.op = op
@@ -69,5 +71,6 @@ def case(name, op, inputs, fn, attrs=None, rtol=None, atol=None, grad_rtol=None,
     c.gradgrad = bool(gradgrad)
     c.fd = bool(fd)
     c.error = error
+    c.check_strides = bool(check_strides)
     c.source = None
     return c

@@ -64,7 +64,7 @@ ct_status ct_cpu_copy(const ct_call *c) {
 
 typedef struct {
   ct_dtype dt;
-  char bytes[8];
+  _Alignas(8) char bytes[8]; /* ct_store_* write through typed pointers */
 } fill_ctx;
 
 static void fill_loop(char **p, const int64_t *s, int64_t n, void *vctx) {
@@ -110,7 +110,7 @@ ct_status ct_cpu_arange(const ct_call *c) {
       double start = c->a.f[0], end = c->a.f[1];
       double step = n > 1 ? (end - start) / (double)(n - 1) : 0;
       int64_t half = n / 2;
-      double v = i < half ? start + step * (double)i : end - step * (double)(n - 1 - i);
+      double v = n == 1 ? start : i < half ? start + step * (double)i : end - step * (double)(n - 1 - i);
       if (c->a.k[0] == 2) v = pow(c->a.f[2], v);
       if (!ct_dtype_is_floating(o->dtype)) ct_store_i64(p, o->dtype, (int64_t)v);
       else ct_store_f64(p, o->dtype, v);

@@ -1,24 +1,11 @@
-/*
- * Standalone test of src/core/generator.c against PyTorch reference streams.
- *
- *   gcc -std=c11 -O2 -Isrc tests/test_generator_standalone.c src/core/generator.c -lm
- *   ./a.out tests/fixtures/generator_ref.txt
- *
- * The fixture is written by tests/gen_generator_ref.py (format described
- * there).  Every op line is one check and must match bit for bit; a few
- * API checks that need no reference data follow.  Ends with
- * "N passed, M failed"; exit status 0 only if nothing failed.
- */
+/* The generator against PyTorch's reference streams (tests/fixtures/generator_ref.txt,
+ * written by tests/gen_generator_ref.py with torch 1.13; the runner runs from the repo
+ * root). Every op line of the fixture must match bit for bit. */
+#include "test.h"
 #include "core/generator.h"
 
 #include <inttypes.h>
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-
-static int n_pass, n_fail;
-
-/* ---------------------------------------------------------------- utils */
 
 static uint64_t fnv1a(uint64_t h, const uint8_t *p, size_t n) {
     for (size_t i = 0; i < n; i++) {
@@ -162,13 +149,12 @@ static void fmt_elem(const result *r, uint64_t bits, char *buf, size_t n) {
 
 /* ------------------------------------------------------------ the tests */
 
+static int n_checked; /* fixture checks run */
 static void report(int ok, int lineno, const char *what, const char *detail) {
-    if (ok) {
-        n_pass++;
-    } else {
-        n_fail++;
-        printf("FAIL line %d: %s%s%s\n", lineno, what, detail ? ": " : "", detail ? detail : "");
-    }
+    n_checked++;
+    if (!ok)
+        ct_test_fail(__FILE__, __LINE__, "generator_ref.txt line %d: %s%s%s", lineno, what, detail ? ": " : "",
+                     detail ? detail : "");
 }
 
 static void check_result(const result *r, char **exp, int n_exp, int hashed, int lineno,
@@ -468,7 +454,7 @@ static void run_fixture(char *text) {
             }
             char what[160];
             snprintf(what, sizeof what, "[%s] set_state from torch bytes", case_name);
-            report(okhex && ct_generator_set_state(g, buf, len) == 0, lineno, what, NULL);
+            report(okhex && ct_generator_set_state(g, buf, len) == CT_OK, lineno, what, NULL);
             free(buf);
         } else {
             run_op(g, t, nt, lineno, case_name);
@@ -479,19 +465,29 @@ static void run_fixture(char *text) {
     ct_generator_free(g);
 }
 
+
+TEST(generator_reference_streams) {
+    const char *path = getenv("CT_GENERATOR_REF");
+    if (!path) path = "tests/fixtures/generator_ref.txt";
+    char *text = read_file(path);
+    if (!text) {
+        ct_test_fail(__FILE__, __LINE__, "cannot read %s (run the tests from the repository root)", path);
+        return;
+    }
+    n_checked = 0;
+    run_fixture(text);
+    free(text);
+    if (n_checked < 200) ct_test_fail(__FILE__, __LINE__, "only %d fixture checks ran", n_checked);
+}
+
 /* checks that need no reference data */
-static void run_api_checks(void) {
-    char what[128];
-#define CHECK(cond)                                              \
-    do {                                                         \
-        snprintf(what, sizeof what, "api: %s", #cond);           \
-        report((cond) ? 1 : 0, __LINE__, what, NULL);            \
-    } while (0)
+TEST(generator_api) {
 
     CHECK(ct_generator_state_size() == 5056);
     ct_generator *d = ct_default_generator();
     CHECK(d != NULL && d == ct_default_generator());
-    CHECK(ct_generator_initial_seed(d) == UINT64_C(67280421310721));
+    ct_manual_seed(77);
+    CHECK(ct_generator_initial_seed(d) == 77 && ct_initial_seed() == 77);
 
     ct_generator *g = ct_generator_new(123);
     CHECK(ct_generator_initial_seed(g) == 123);
@@ -509,7 +505,7 @@ static void run_api_checks(void) {
     double da, db;
     ct_gen_normal_f64(g, &da, 1, 0.0, 1.0);
     ct_gen_normal_f32(g, a, 40, 0.0, 1.0);
-    CHECK(ct_generator_set_state(g5, st, sizeof st) == 0);
+    CHECK(ct_generator_set_state(g5, st, sizeof st) == CT_OK);
     ct_gen_normal_f64(g5, &db, 1, 0.0, 1.0);
     ct_gen_normal_f32(g5, b, 40, 0.0, 1.0);
     CHECK(f64_bits(da) == f64_bits(db) && memcmp(a, b, sizeof a) == 0);
@@ -518,45 +514,45 @@ static void run_api_checks(void) {
     CHECK(memcmp(st, st2, sizeof st) == 0);
 
     /* rejected states leave the generator alone */
-    CHECK(ct_generator_set_state(g5, st, sizeof st - 1) == -1);
+    CHECK_ERR(ct_generator_set_state(g5, st, sizeof st - 1), "CPUGeneratorImplState of size 5056 but found the input RNG state size to be 5055");
     uint8_t bad[CT_GENERATOR_STATE_SIZE];
     memcpy(bad, st, sizeof bad);
     memset(bad + 8, 0, 4); /* left = 0 */
-    CHECK(ct_generator_set_state(g5, bad, sizeof bad) == -1);
+    CHECK(ct_generator_set_state(g5, bad, sizeof bad) != 0);
     memcpy(bad, st, sizeof bad);
     memset(bad + 12, 0, 4); /* seeded = 0 */
-    CHECK(ct_generator_set_state(g5, bad, sizeof bad) == -1);
+    CHECK(ct_generator_set_state(g5, bad, sizeof bad) != 0);
     memcpy(bad, st, sizeof bad);
     bad[16] = 0x71;
     bad[17] = 0x02; /* next = 625 */
-    CHECK(ct_generator_set_state(g5, bad, sizeof bad) == -1);
+    CHECK(ct_generator_set_state(g5, bad, sizeof bad) != 0);
     memcpy(bad, st, sizeof bad);
     bad[24 + 4] = 1; /* state word above 32 bits */
-    CHECK(ct_generator_set_state(g5, bad, sizeof bad) == -1);
+    CHECK(ct_generator_set_state(g5, bad, sizeof bad) != 0);
     ct_generator_get_state(g5, st2);
     CHECK(memcmp(st, st2, sizeof st) == 0);
 
     /* invalid arguments */
     int64_t out[8];
     double pr[4] = {0.1, -0.2, 0.3, 0.4};
-    CHECK(ct_gen_multinomial(g, pr, 1, 4, 2, 1, out) == -1);
-    CHECK(ct_gen_multinomial(g, pr, 1, 4, 2, 0, out) == -1);
+    CHECK(ct_gen_multinomial(g, pr, 1, 4, 2, 1, out) != 0);
+    CHECK(ct_gen_multinomial(g, pr, 1, 4, 2, 0, out) != 0);
     pr[1] = 0.2;
-    CHECK(ct_gen_multinomial(g, pr, 1, 4, 5, 0, out) == -1);
+    CHECK(ct_gen_multinomial(g, pr, 1, 4, 5, 0, out) != 0);
     CHECK(ct_gen_multinomial(g, pr, 1, 4, 5, 1, out) == 0);
     pr[2] = 1.0 / 0.0;
-    CHECK(ct_gen_multinomial(g, pr, 1, 4, 2, 1, out) == -1);
-    CHECK(ct_gen_multinomial(g, pr, 1, 4, 2, 0, out) == -1);
+    CHECK(ct_gen_multinomial(g, pr, 1, 4, 2, 1, out) != 0);
+    CHECK(ct_gen_multinomial(g, pr, 1, 4, 2, 0, out) != 0);
     pr[2] = 0.0 / 0.0;
-    CHECK(ct_gen_multinomial(g, pr, 1, 4, 2, 1, out) == -1);
-    CHECK(ct_gen_multinomial(g, pr, 1, 4, 2, 0, out) == -1);
+    CHECK(ct_gen_multinomial(g, pr, 1, 4, 2, 1, out) != 0);
+    CHECK(ct_gen_multinomial(g, pr, 1, 4, 2, 0, out) != 0);
     float pz[3] = {0.0f, 0.0f, 0.0f};
-    CHECK(ct_gen_multinomial_f32(g, pz, 1, 3, 1, 1, out) == -1);
-    CHECK(ct_gen_multinomial_f32(g, pz, 1, 3, 1, 0, out) == -1);
-    CHECK(ct_gen_randint_i64(g, out, 4, 5, 5) == -1);
+    CHECK(ct_gen_multinomial_f32(g, pz, 1, 3, 1, 1, out) != 0);
+    CHECK(ct_gen_multinomial_f32(g, pz, 1, 3, 1, 0, out) != 0);
+    CHECK(ct_gen_randint_i64(g, out, 4, 5, 5) != 0);
     int32_t o32[4];
-    CHECK(ct_gen_randint_i32(g, o32, 4, 0, INT64_C(1) << 33) == -1);
-    CHECK(ct_generator_set_cpu_capability(g, 7) == -1);
+    CHECK(ct_gen_randint_i32(g, o32, 4, 0, INT64_C(1) << 33) != 0);
+    CHECK(ct_generator_set_cpu_capability(g, 7) != 0);
 
     /* half helpers */
     CHECK(ct_f32_to_f16_bits(1.0f) == 0x3C00 && ct_f16_bits_to_f32(0x3C00) == 1.0f);
@@ -572,20 +568,5 @@ static void run_api_checks(void) {
     ct_generator_free(g5);
     ct_generator_free(d); /* no-op for the default generator */
     CHECK(ct_default_generator() != NULL);
-#undef CHECK
 }
 
-int main(int argc, char **argv) {
-    const char *path = argc > 1 ? argv[1] : "tests/fixtures/generator_ref.txt";
-    char *text = read_file(path);
-    if (!text) {
-        fprintf(stderr, "cannot read %s\n", path);
-        printf("0 passed, 1 failed\n");
-        return 1;
-    }
-    run_fixture(text);
-    free(text);
-    run_api_checks();
-    printf("%d passed, %d failed\n", n_pass, n_fail);
-    return n_fail == 0 ? 0 : 1;
-}

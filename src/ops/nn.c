@@ -1,0 +1,649 @@
+/* nn ops: softmax, normalisation layers, dropout, embedding, attention; entry points and
+ * derivative formulas side by side. Convolutions live in conv.c, pools and interpolation in
+ * pool.c. The norms compose a statistics op (norm_moments, private) and rsqrt_eps with the
+ * public elementwise ops, so their gradients and double backward come from those formulas. */
+#include "nn_util.h"
+#include "reduce_util.h"
+#include <math.h>
+
+/* ---- helpers shared by the family ---- */
+ct_tensor *nn_new_out(const ct_tensor *like, int nd, const int64_t *shape, ct_dtype dt) {
+  return ct_tensor_new(nd, shape, dt, like->storage->device);
+}
+
+/* Dispatches a call whose outputs were allocated; on failure releases them. */
+ct_status nn_dispatch(ct_call *c) {
+  ct_status st = ct_dispatch(c);
+  if (st != CT_OK)
+    for (int j = 0; j < c->n_out; j++) {
+      ct_release(c->out[j]);
+      c->out[j] = NULL;
+    }
+  return st;
+}
+
+bool nn_is_reduced_float(ct_dtype dt) { return dt == CT_FLOAT16 || dt == CT_BFLOAT16; }
+
+ct_status nn_not_implemented(const char *kernel, ct_dtype dt) {
+  return CT_ERR(CT_ERR_RUNTIME, "\"%s\" not implemented for '%s'", kernel, ct_dtype_torch_name(dt));
+}
+
+/* Temporary-release helper: releases up to 8 handles (NULL-safe). */
+void nn_release_n(int n, ...) {
+  va_list ap;
+  va_start(ap, n);
+  for (int i = 0; i < n; i++) ct_release(va_arg(ap, ct_tensor *));
+  va_end(ap);
+}
+
+/* ---- softmax / log_softmax ---- */
+static ct_tensor *softmax_impl(int op, const ct_tensor *x, int64_t dim, int dtype) {
+  if (ct_check_tensor(x, op == CT_OP_softmax ? "softmax" : "log_softmax")) return NULL;
+  int64_t d = ct_wrap_dim(dim, x->ndim > 0 ? x->ndim : 1);
+  if (d < 0) return NULL;
+  if (dtype >= 0 && !ct_dtype_valid(dtype)) {
+    ct_set_error(CT_ERR_TYPE, "invalid dtype %d", dtype);
+    return NULL;
+  }
+  ct_dtype dt = dtype >= 0 ? (ct_dtype)dtype : x->dtype;
+  if (!ct_dtype_is_floating(dt) || dt == CT_FLOAT16) {
+    bool last = x->ndim == 0 || d == x->ndim - 1;
+    nn_not_implemented(last ? (op == CT_OP_softmax ? "softmax_lastdim_kernel_impl" : "log_softmax_lastdim_kernel_impl")
+                            : "softmax_kernel_impl", dt);
+    return NULL;
+  }
+  ct_tensor *xc = ct_to_dtype(x, dt);
+  if (!xc) return NULL;
+  ct_call c = ct_call_make(op);
+  c.n_in = 1;
+  c.n_out = 1;
+  c.in[0] = xc;
+  c.out[0] = nn_new_out(x, x->ndim, x->shape, dt);
+  c.a.k[0] = x->ndim ? d : 0;
+  if (c.out[0]) nn_dispatch(&c);
+  ct_release(xc);
+  return c.out[0];
+}
+
+ct_tensor *ct_softmax(const ct_tensor *x, int64_t dim, int dtype) { return softmax_impl(CT_OP_softmax, x, dim, dtype); }
+ct_tensor *ct_log_softmax(const ct_tensor *x, int64_t dim, int dtype) {
+  return softmax_impl(CT_OP_log_softmax, x, dim, dtype);
+}
+
+/* Reduced-precision gradients are formed in float32 (PyTorch's kernels accumulate in float);
+ * the engine casts the result back to the input's dtype. */
+static ct_tensor *up(ct_tensor *t) { return nn_is_reduced_float(t->dtype) ? ct_to_dtype(t, CT_FLOAT32) : ct_retain(t); }
+
+/* d softmax: y * (g - sum(g * y, dim)) */
+ct_status ct_bw_softmax(ct_node *n, ct_tensor *const *g, ct_tensor **gin) {
+  ct_tensor *y0 = ct_node_saved_out(n, 0);
+  if (!y0) return ct_last_status();
+  int64_t d = n->a.k[0];
+  ct_tensor *y = up(y0), *gg = up(g[0]);
+  ct_tensor *gy = (y && gg) ? ct_mul(gg, y) : NULL;
+  ct_tensor *s = gy ? ct_sum_dims(gy, 1, &d, true) : NULL;
+  ct_tensor *t = s ? ct_sub(gg, s) : NULL;
+  gin[0] = t ? ct_mul(y, t) : NULL;
+  nn_release_n(5, y, gg, gy, s, t);
+  return gin[0] ? CT_OK : ct_last_status();
+}
+
+/* d log_softmax: g - exp(y) * sum(g, dim) */
+ct_status ct_bw_log_softmax(ct_node *n, ct_tensor *const *g, ct_tensor **gin) {
+  ct_tensor *y0 = ct_node_saved_out(n, 0);
+  if (!y0) return ct_last_status();
+  int64_t d = n->a.k[0];
+  ct_tensor *y = up(y0), *gg = up(g[0]);
+  ct_tensor *e = y ? ct_exp(y) : NULL;
+  ct_tensor *s = (e && gg) ? ct_sum_dims(gg, 1, &d, true) : NULL;
+  ct_tensor *t = s ? ct_mul(e, s) : NULL;
+  gin[0] = t ? ct_sub(gg, t) : NULL;
+  nn_release_n(5, y, gg, e, s, t);
+  return gin[0] ? CT_OK : ct_last_status();
+}
+
+/* ---- statistics: mean and biased variance over mask (keepdim) ---- */
+ct_status nn_moments(const ct_tensor *x, uint32_t mask, ct_tensor **mean, ct_tensor **var) {
+  int nd;
+  int64_t shape[CT_MAX_DIMS];
+  ct_reduced_shape(x, mask, true, &nd, shape);
+  ct_call c = ct_call_make(CT_OP_norm_moments);
+  c.n_in = 1;
+  c.n_out = 2;
+  c.in[0] = (ct_tensor *)x;
+  c.out[0] = nn_new_out(x, nd, shape, x->dtype);
+  c.out[1] = nn_new_out(x, nd, shape, x->dtype);
+  c.a.k[0] = mask;
+  if (!c.out[0] || !c.out[1]) {
+    ct_release(c.out[0]);
+    ct_release(c.out[1]);
+    return ct_last_status();
+  }
+  CT_TRY(nn_dispatch(&c));
+  *mean = c.out[0];
+  *var = c.out[1];
+  return CT_OK;
+}
+
+/* d mean = 1/N, d var = 2 (x - mean) / N */
+ct_status ct_bw_norm_moments(ct_node *n, ct_tensor *const *g, ct_tensor **gin) {
+  ct_tensor *x = ct_node_saved_in(n, 0), *mean = ct_node_saved_out(n, 0);
+  if (!x || !mean) return ct_last_status();
+  int64_t N = 1;
+  for (int d = 0; d < n->in_meta[0].ndim; d++)
+    if ((n->a.k[0] >> d) & 1) N *= n->in_meta[0].shape[d];
+  ct_tensor *dx = ct_sub(x, mean);
+  ct_tensor *t = dx ? ct_mul(dx, g[1]) : NULL;
+  ct_tensor *t2 = t ? ct_mul_scalar(t, ct_sf(2.0 / (double)N)) : NULL;
+  ct_tensor *gm = t2 ? ct_div_scalar(g[0], ct_sf((double)N)) : NULL;
+  gin[0] = gm ? ct_add(t2, gm) : NULL;
+  nn_release_n(4, dx, t, t2, gm);
+  return gin[0] ? CT_OK : ct_last_status();
+}
+
+/* 1/sqrt(v + eps) */
+ct_tensor *nn_rsqrt_eps(const ct_tensor *v, double eps) {
+  ct_call c = ct_call_make(CT_OP_rsqrt_eps);
+  c.n_in = 1;
+  c.n_out = 1;
+  c.in[0] = (ct_tensor *)v;
+  c.out[0] = nn_new_out(v, v->ndim, v->shape, v->dtype);
+  c.a.f[0] = eps;
+  if (c.out[0]) nn_dispatch(&c);
+  return c.out[0];
+}
+
+/* d rsqrt(v + eps) = -y^3 / 2 */
+ct_status ct_bw_rsqrt_eps(ct_node *n, ct_tensor *const *g, ct_tensor **gin) {
+  ct_tensor *y = ct_node_saved_out(n, 0);
+  if (!y) return ct_last_status();
+  ct_tensor *y2 = ct_mul(y, y), *y3 = y2 ? ct_mul(y2, y) : NULL, *h = y3 ? ct_mul_scalar(y3, ct_sf(-0.5)) : NULL;
+  gin[0] = h ? ct_mul(g[0], h) : NULL;
+  nn_release_n(3, y2, y3, h);
+  return gin[0] ? CT_OK : ct_last_status();
+}
+
+/* (x - mean) * rstd, then * weight + bias (either may be NULL; already shaped to broadcast). */
+static ct_tensor *normalize(const ct_tensor *x, const ct_tensor *mean, const ct_tensor *rstd, const ct_tensor *w,
+                            const ct_tensor *b) {
+  ct_tensor *d = mean ? ct_sub(x, mean) : ct_retain((ct_tensor *)x);
+  ct_tensor *y = d && rstd ? ct_mul(d, rstd) : ct_retain(d);
+  ct_release(d);
+  if (y && w) {
+    ct_tensor *t = ct_mul(y, w);
+    ct_release(y);
+    y = t;
+  }
+  if (y && b) {
+    ct_tensor *t = ct_add(y, b);
+    ct_release(y);
+    y = t;
+  }
+  return y;
+}
+
+/* The dtype the norms compute in: float32 for half types (PyTorch accumulates in float). */
+static ct_tensor *compute_view(const ct_tensor *t, ct_dtype dt) { return t ? ct_to_dtype(t, dt) : NULL; }
+
+static ct_status check_norm_dtype(const ct_tensor *x, const char *kernel) {
+  if (!ct_dtype_is_floating(x->dtype) || x->dtype == CT_FLOAT16) return nn_not_implemented(kernel, x->dtype);
+  return CT_OK;
+}
+
+/* ---- layer_norm ---- */
+ct_tensor *ct_layer_norm(const ct_tensor *x, int n, const int64_t *nshape, const ct_tensor *weight,
+                         const ct_tensor *bias, double eps) {
+  if (ct_check_tensor(x, "layer_norm")) return NULL;
+  char a[160], b[160];
+  if (n < 1 || !nshape) {
+    ct_set_error(CT_ERR_RUNTIME, "Expected normalized_shape to be at least 1-dimensional, i.e., containing at least one "
+                 "element, but got normalized_shape = []");
+    return NULL;
+  }
+  bool ok = n <= x->ndim;
+  for (int i = 0; ok && i < n; i++) ok = x->shape[x->ndim - n + i] == nshape[i];
+  if (!ok) {
+    char star[200];
+    snprintf(star, sizeof star, "[*, %s", ct_shape_str(n, nshape, b, sizeof b) + 1);
+    ct_set_error(CT_ERR_RUNTIME, "Given normalized_shape=%s, expected input with shape %s, but got input of size%s",
+                 ct_shape_str(n, nshape, a, sizeof a), star, CT_SHAPE_STR(x, b));
+    return NULL;
+  }
+  const ct_tensor *wb[2] = {weight, bias};
+  const char *names[2] = {"weight", "bias"};
+  for (int k = 0; k < 2; k++) {
+    const ct_tensor *t = wb[k];
+    if (!t) continue;
+    bool same = t->ndim == n;
+    for (int i = 0; same && i < n; i++) same = t->shape[i] == nshape[i];
+    if (!same) {
+      ct_set_error(CT_ERR_RUNTIME, "Expected %s to be of same shape as normalized_shape, but got %s of shape %s and "
+                   "normalized_shape = %s", names[k], names[k], CT_SHAPE_STR(t, a), ct_shape_str(n, nshape, b, sizeof b));
+      return NULL;
+    }
+  }
+  if (check_norm_dtype(x, "LayerNormKernelImpl")) return NULL;
+  ct_dtype cdt = nn_is_reduced_float(x->dtype) ? CT_FLOAT32 : x->dtype;
+  ct_tensor *xc = compute_view(x, cdt), *w = compute_view(weight, cdt), *bb = compute_view(bias, cdt);
+  ct_tensor *mean = NULL, *var = NULL, *rstd = NULL, *y = NULL;
+  uint32_t mask = 0;
+  for (int i = 0; i < n; i++) mask |= 1u << (x->ndim - n + i);
+  if (xc && (!weight || w) && (!bias || bb) && nn_moments(xc, mask, &mean, &var) == CT_OK) {
+    rstd = nn_rsqrt_eps(var, eps);
+    if (rstd) y = normalize(xc, mean, rstd, w, bb);
+  }
+  nn_release_n(6, xc, w, bb, mean, var, rstd);
+  if (y && y->dtype != x->dtype) {
+    ct_tensor *t = ct_to_dtype(y, x->dtype);
+    ct_release(y);
+    y = t;
+  }
+  return y;
+}
+
+/* weight [C] viewed as [1, C, 1, ...] for an input of nd dims. */
+static ct_tensor *channel_view(const ct_tensor *t, int nd, ct_dtype dt) {
+  if (!t) return NULL;
+  int64_t shape[CT_MAX_DIMS];
+  for (int d = 0; d < nd; d++) shape[d] = 1;
+  shape[1] = t->shape[0];
+  ct_tensor *c = ct_to_dtype(t, dt);
+  if (!c) return NULL;
+  ct_tensor *v = ct_reshape(c, nd, shape);
+  ct_release(c);
+  return v;
+}
+
+/* ---- group_norm ---- */
+ct_tensor *ct_group_norm(const ct_tensor *x, int64_t G, const ct_tensor *weight, const ct_tensor *bias, double eps) {
+  if (ct_check_tensor(x, "group_norm")) return NULL;
+  char a[160], b[160];
+  if (x->ndim < 2) {
+    ct_set_error(CT_ERR_INDEX, "Dimension out of range (expected to be in range of [-1, 0], but got 1)");
+    return NULL;
+  }
+  int64_t N = x->shape[0], C = x->shape[1];
+  if (G <= 0) {
+    ct_set_error(CT_ERR_VALUE, "integer division or modulo by zero");
+    return NULL;
+  }
+  if (C % G) {
+    ct_set_error(CT_ERR_RUNTIME, "Expected number of channels in input to be divisible by num_groups, but got input of "
+                 "shape %s and num_groups=%lld", CT_SHAPE_STR(x, a), (long long)G);
+    return NULL;
+  }
+  const ct_tensor *wb[2] = {weight, bias};
+  const char *names[2] = {"weight", "bias"};
+  for (int k = 0; k < 2; k++)
+    if (wb[k] && (wb[k]->ndim != 1 || wb[k]->shape[0] != C)) {
+      ct_set_error(CT_ERR_RUNTIME, "Expected %s to be a vector of size equal to the number of channels in input, but "
+                   "got %s of shape %s and input of shape %s", names[k], names[k], CT_SHAPE_STR(wb[k], a), CT_SHAPE_STR(x, b));
+      return NULL;
+    }
+  if (check_norm_dtype(x, "GroupNormKernelImpl")) return NULL;
+  ct_dtype cdt = nn_is_reduced_float(x->dtype) ? CT_FLOAT32 : x->dtype;
+  ct_tensor *xc = compute_view(x, cdt);
+  int64_t gshape[3] = {N, G, (N != 0 && G != 0) ? ct_numel(x) / (N * G) : 0};
+  ct_tensor *xg = xc ? ct_reshape(xc, 3, gshape) : NULL;
+  ct_tensor *mean = NULL, *var = NULL, *rstd = NULL, *yg = NULL, *y = NULL;
+  if (xg && nn_moments(xg, 1u << 2, &mean, &var) == CT_OK && (rstd = nn_rsqrt_eps(var, eps)) != NULL)
+    yg = normalize(xg, mean, rstd, NULL, NULL);
+  ct_tensor *yr = yg ? ct_reshape(yg, x->ndim, x->shape) : NULL;
+  ct_tensor *w = channel_view(weight, x->ndim, cdt), *bb = channel_view(bias, x->ndim, cdt);
+  if (yr && (!weight || w) && (!bias || bb)) y = normalize(yr, NULL, NULL, w, bb);
+  nn_release_n(8, xc, xg, mean, var, rstd, yg, yr, w);
+  ct_release(bb);
+  if (y && y->dtype != x->dtype) {
+    ct_tensor *t = ct_to_dtype(y, x->dtype);
+    ct_release(y);
+    y = t;
+  }
+  return y;
+}
+
+/* ---- batch_norm ---- */
+static ct_status update_running(ct_tensor *running, const ct_tensor *stat, double momentum, double factor) {
+  int64_t C = ct_numel(running);
+  bool prev = ct_set_grad_enabled(false);
+  ct_tensor *flat = ct_reshape(stat, 1, &C);
+  ct_tensor *s = flat ? ct_mul_scalar(flat, ct_sf(momentum * factor)) : NULL;
+  ct_tensor *r = s ? ct_mul_scalar(running, ct_sf(1.0 - momentum)) : NULL;
+  ct_tensor *sum = r ? ct_add(r, s) : NULL;
+  ct_status st = sum ? ct_copy_(running, sum) : ct_last_status();
+  nn_release_n(4, flat, s, r, sum);
+  ct_set_grad_enabled(prev);
+  return st;
+}
+
+ct_tensor *ct_batch_norm(const ct_tensor *x, ct_tensor *running_mean, ct_tensor *running_var, const ct_tensor *weight,
+                         const ct_tensor *bias, bool training, double momentum, double eps) {
+  if (ct_check_tensor(x, "batch_norm")) return NULL;
+  char a[160];
+  if (x->ndim < 2) {
+    ct_set_error(CT_ERR_INDEX, "Dimension out of range (expected to be in range of [-1, 0], but got 1)");
+    return NULL;
+  }
+  int64_t C = x->shape[1], per_channel = C ? ct_numel(x) / C : 0;
+  if (training && per_channel == 1) {
+    ct_set_error(CT_ERR_VALUE, "Expected more than 1 value per channel when training, got input size torch.Size(%s)",
+                 CT_SHAPE_STR(x, a));
+    return NULL;
+  }
+  const ct_tensor *ts[4] = {running_mean, running_var, weight, bias};
+  const char *names[4] = {"running_mean", "running_var", "weight", "bias"};
+  for (int k = 0; k < 4; k++)
+    if (ts[k] && ct_numel(ts[k]) != C) {
+      ct_set_error(CT_ERR_RUNTIME, "%s should contain %lld elements not %lld", names[k], (long long)C,
+                   (long long)ct_numel(ts[k]));
+      return NULL;
+    }
+  if (!training && (!running_mean || !running_var)) {
+    ct_set_error(CT_ERR_RUNTIME, "%s must be defined in evaluation mode", running_mean ? "running_var" : "running_mean");
+    return NULL;
+  }
+  if (check_norm_dtype(x, "batch_norm")) return NULL;
+  ct_dtype cdt = nn_is_reduced_float(x->dtype) ? CT_FLOAT32 : x->dtype;
+  ct_tensor *xc = compute_view(x, cdt);
+  ct_tensor *w = channel_view(weight, x->ndim, cdt), *bb = channel_view(bias, x->ndim, cdt);
+  ct_tensor *mean = NULL, *var = NULL, *rstd = NULL, *y = NULL;
+  if (!xc || (weight && !w) || (bias && !bb)) goto done;
+  if (training) {
+    uint32_t mask = ((1u << x->ndim) - 1) & ~2u;
+    if (nn_moments(xc, mask, &mean, &var)) goto done;
+    if (!(rstd = nn_rsqrt_eps(var, eps))) goto done;
+    y = normalize(xc, mean, rstd, w, bb);
+    if (!y) goto done;
+    if (running_mean && update_running(running_mean, mean, momentum, 1.0)) goto fail;
+    if (running_var &&
+        update_running(running_var, var, momentum, per_channel > 1 ? (double)per_channel / (double)(per_channel - 1) : INFINITY))
+      goto fail;
+  } else {
+    mean = channel_view(running_mean, x->ndim, cdt);
+    var = channel_view(running_var, x->ndim, cdt);
+    if (!mean || !var || !(rstd = nn_rsqrt_eps(var, eps))) goto done;
+    y = normalize(xc, mean, rstd, w, bb);
+  }
+  goto done;
+fail:
+  ct_release(y);
+  y = NULL;
+done:
+  nn_release_n(6, xc, w, bb, mean, var, rstd);
+  if (y && y->dtype != x->dtype) {
+    ct_tensor *t = ct_to_dtype(y, x->dtype);
+    ct_release(y);
+    y = t;
+  }
+  return y;
+}
+
+/* ---- rms_norm ---- */
+ct_tensor *ct_rms_norm(const ct_tensor *x, int n, const int64_t *nshape, const ct_tensor *weight, double eps) {
+  if (ct_check_tensor(x, "rms_norm")) return NULL;
+  char a[160], b[160];
+  bool ok = n >= 1 && nshape && n <= x->ndim;
+  for (int i = 0; ok && i < n; i++) ok = x->shape[x->ndim - n + i] == nshape[i];
+  if (!ok) {
+    char star[200];
+    if (n < 1 || !nshape) {
+      ct_set_error(CT_ERR_RUNTIME, "Expected normalized_shape to be at least 1-dimensional, i.e., containing at least "
+                   "one element, but got normalized_shape = []");
+      return NULL;
+    }
+    snprintf(star, sizeof star, "[*, %s", ct_shape_str(n, nshape, b, sizeof b) + 1);
+    ct_set_error(CT_ERR_RUNTIME, "Given normalized_shape=%s, expected input with shape %s, but got input of size%s",
+                 ct_shape_str(n, nshape, a, sizeof a), star, CT_SHAPE_STR(x, b));
+    return NULL;
+  }
+  if (weight) {
+    bool same = weight->ndim == n;
+    for (int i = 0; same && i < n; i++) same = weight->shape[i] == nshape[i];
+    if (!same) {
+      ct_set_error(CT_ERR_RUNTIME, "Expected weight to be of same shape as normalized_shape, but got weight of shape %s "
+                   "and normalized_shape = %s", CT_SHAPE_STR(weight, a), ct_shape_str(n, nshape, b, sizeof b));
+      return NULL;
+    }
+  }
+  if (!ct_dtype_is_floating(x->dtype)) {
+    nn_not_implemented("rms_norm", x->dtype);
+    return NULL;
+  }
+  if (eps < 0) eps = x->dtype == CT_FLOAT64 ? 2.220446049250313e-16
+                   : x->dtype == CT_FLOAT16 ? 0.0009765625 : x->dtype == CT_BFLOAT16 ? 0.0078125 : 1.1920928955078125e-07;
+  int64_t dims[CT_MAX_DIMS];
+  for (int i = 0; i < n; i++) dims[i] = x->ndim - n + i;
+  ct_tensor *sq = ct_mul(x, x);
+  ct_tensor *ms = sq ? ct_mean_dims(sq, n, dims, true) : NULL;
+  ct_tensor *r = ms ? nn_rsqrt_eps(ms, eps) : NULL;
+  ct_tensor *y = r ? ct_mul(x, r) : NULL;
+  if (y && weight) {
+    ct_tensor *t = ct_mul(y, weight);
+    ct_release(y);
+    y = t;
+  }
+  nn_release_n(3, sq, ms, r);
+  return y;
+}
+
+/* ---- dropout ---- */
+ct_tensor *ct_dropout(const ct_tensor *x, double p, bool training, ct_generator *gen) {
+  if (ct_check_tensor(x, "dropout")) return NULL;
+  if (!(p >= 0 && p <= 1)) {
+    ct_set_error(CT_ERR_VALUE, "dropout probability has to be between 0 and 1, but got %g", p);
+    return NULL;
+  }
+  if (p == 0 || !training || ct_numel(x) == 0) return ct_retain((ct_tensor *)x);
+  if (!ct_dtype_is_floating(x->dtype)) {
+    ct_set_error(CT_ERR_RUNTIME, "result type Float can't be cast to the desired output type %s",
+                 ct_dtype_torch_name(x->dtype));
+    return NULL;
+  }
+  if (x->dtype == CT_FLOAT16) {
+    nn_not_implemented("bernoulli_scalar_cpu_", x->dtype);
+    return NULL;
+  }
+  ct_tensor *noise;
+  if (p == 1) {
+    ct_options o = ct_opts_dtype(x->dtype);
+    o.device = x->storage->device;
+    noise = ct_zeros(0, NULL, o);
+  } else {
+    ct_call c = ct_call_make(CT_OP_dropout_noise);
+    c.n_in = 1;
+    c.n_out = 1;
+    c.in[0] = (ct_tensor *)x;
+    c.out[0] = nn_new_out(x, x->ndim, x->shape, x->dtype);
+    c.a.f[0] = p;
+    c.a.ptr = gen;
+    if (c.out[0]) nn_dispatch(&c);
+    noise = c.out[0];
+  }
+  if (!noise) return NULL;
+  ct_tensor *y = ct_mul(x, noise);
+  ct_release(noise);
+  return y;
+}
+
+/* ---- embedding ---- */
+ct_tensor *ct_embedding(const ct_tensor *indices, const ct_tensor *weight, const int64_t *padding_idx) {
+  if (ct_check_tensor(indices, "embedding") || ct_check_tensor(weight, "embedding")) return NULL;
+  if (weight->ndim != 2) {
+    ct_set_error(CT_ERR_RUNTIME, "'weight' must be 2-D");
+    return NULL;
+  }
+  if (indices->dtype != CT_INT64 && indices->dtype != CT_INT32) {
+    ct_set_error(CT_ERR_RUNTIME, "Expected tensor for argument #1 'indices' to have one of the following scalar types: "
+                 "Long, Int; but got %s instead (while checking arguments for embedding)",
+                 ct_dtype_legacy_name(indices->dtype));
+    return NULL;
+  }
+  int64_t V = weight->shape[0], pad = 0;
+  bool has_pad = padding_idx != NULL;
+  if (has_pad) {
+    pad = *padding_idx;
+    if (pad >= V || pad < -V) {
+      ct_set_error(CT_ERR_VALUE, "Padding_idx must be within num_embeddings");
+      return NULL;
+    }
+    if (pad < 0) pad += V;
+  }
+  if (indices->ndim + 1 > CT_MAX_DIMS) {
+    ct_set_error(CT_ERR_RUNTIME, "embedding: indices have too many dims");
+    return NULL;
+  }
+  int64_t shape[CT_MAX_DIMS];
+  memcpy(shape, indices->shape, sizeof(int64_t) * (size_t)indices->ndim);
+  shape[indices->ndim] = weight->shape[1];
+  ct_call c = ct_call_make(CT_OP_embedding);
+  c.n_in = 2;
+  c.n_out = 1;
+  c.in[0] = (ct_tensor *)weight;
+  c.in[1] = (ct_tensor *)indices;
+  c.out[0] = nn_new_out(weight, indices->ndim + 1, shape, weight->dtype);
+  c.a.k[0] = has_pad;
+  c.a.i[0] = pad;
+  if (c.out[0]) nn_dispatch(&c);
+  return c.out[0];
+}
+
+static ct_tensor *embedding_dense_backward(const ct_tensor *g, const ct_tensor *idx, int64_t V, const ct_attrs *a) {
+  int64_t shape[2] = {V, g->shape[g->ndim - 1]};
+  ct_call c = ct_call_make(CT_OP_embedding_dense_backward);
+  c.n_in = 2;
+  c.n_out = 1;
+  c.in[0] = (ct_tensor *)g;
+  c.in[1] = (ct_tensor *)idx;
+  c.out[0] = nn_new_out(g, 2, shape, g->dtype);
+  c.a = *a;
+  if (c.out[0]) nn_dispatch(&c);
+  return c.out[0];
+}
+
+ct_status ct_bw_embedding(ct_node *n, ct_tensor *const *g, ct_tensor **gin) {
+  ct_tensor *idx = ct_node_saved_in(n, 1);
+  if (!idx) return ct_last_status();
+  gin[0] = embedding_dense_backward(g[0], idx, n->in_meta[0].shape[0], &n->a);
+  return gin[0] ? CT_OK : ct_last_status();
+}
+
+/* the adjoint of embedding_dense_backward is embedding itself (padding rows get no gradient
+ * into the weight, so their gathered gradient is zero: gather then mask). */
+ct_status ct_bw_embedding_backward(ct_node *n, ct_tensor *const *g, ct_tensor **gin) {
+  ct_tensor *idx = ct_node_saved_in(n, 1);
+  if (!idx) return ct_last_status();
+  if (!ct_node_needs_grad(n, 0)) return CT_OK;
+  if (n->a.k[0]) {
+    /* zero the padding row of the incoming gradient before gathering */
+    int64_t V = g[0]->shape[0], D = g[0]->shape[1];
+    double *m = calloc((size_t)(V ? V : 1), sizeof *m);
+    if (!m) return CT_ERR(CT_ERR_OOM, "out of memory");
+    for (int64_t i = 0; i < V; i++) m[i] = i == n->a.i[0] ? 0.0 : 1.0;
+    int64_t ms[2] = {V, 1};
+    ct_options o = ct_opts_dtype(g[0]->dtype);
+    o.device = g[0]->storage->device;
+    ct_tensor *mt = ct_from_buffer(m, CT_FLOAT64, 2, ms, o);
+    free(m);
+    (void)D;
+    ct_tensor *gm = mt ? ct_mul(g[0], mt) : NULL;
+    gin[0] = gm ? ct_embedding(idx, gm, NULL) : NULL;
+    nn_release_n(2, mt, gm);
+  } else {
+    gin[0] = ct_embedding(idx, g[0], NULL);
+  }
+  return gin[0] ? CT_OK : ct_last_status();
+}
+
+/* ---- scaled_dot_product_attention: softmax(q k^T * scale + mask) v, composed ---- */
+static ct_tensor *bool_mask_additive(const ct_tensor *m, ct_dtype dt) {
+  ct_call c = ct_call_make(CT_OP_attn_bool_mask);
+  c.n_in = 1;
+  c.n_out = 1;
+  c.in[0] = (ct_tensor *)m;
+  c.out[0] = nn_new_out(m, m->ndim, m->shape, dt);
+  if (c.out[0]) nn_dispatch(&c);
+  return c.out[0];
+}
+
+ct_tensor *ct_scaled_dot_product_attention(const ct_tensor *q, const ct_tensor *k, const ct_tensor *v,
+                                           const ct_tensor *attn_mask, double dropout_p, bool is_causal,
+                                           const double *scale, ct_generator *gen) {
+  const char *nm = "scaled_dot_product_attention";
+  if (ct_check_tensor(q, nm) || ct_check_tensor(k, nm) || ct_check_tensor(v, nm)) return NULL;
+  if (attn_mask && ct_check_tensor(attn_mask, nm)) return NULL;
+  if (q->ndim < 2 || k->ndim < 2 || v->ndim < 2) {
+    ct_set_error(CT_ERR_RUNTIME, "scaled_dot_product_attention: query, key and value must be at least 2-dimensional");
+    return NULL;
+  }
+  if (q->dtype != k->dtype || q->dtype != v->dtype) {
+    ct_set_error(CT_ERR_RUNTIME, "Expected query, key, and value to have the same dtype, but got query.dtype: %s key.dtype: "
+                 "%s and value.dtype: %s instead.", ct_dtype_name(q->dtype), ct_dtype_name(k->dtype), ct_dtype_name(v->dtype));
+    return NULL;
+  }
+  if (!ct_dtype_is_floating(q->dtype)) {
+    nn_not_implemented("scaled_dot_product_attention", q->dtype);
+    return NULL;
+  }
+  if (is_causal && attn_mask) {
+    ct_set_error(CT_ERR_RUNTIME, "_scaled_dot_product_attention: Explicit attn_mask should not be set when is_causal=True");
+    return NULL;
+  }
+  if (!(dropout_p >= 0 && dropout_p <= 1)) {
+    ct_set_error(CT_ERR_VALUE, "dropout probability has to be between 0 and 1, but got %g", dropout_p);
+    return NULL;
+  }
+  if (attn_mask && attn_mask->dtype != CT_BOOL && attn_mask->dtype != q->dtype) {
+    ct_set_error(CT_ERR_RUNTIME, "Expected attn_mask dtype to be bool or to match query dtype, but got attn_mask.dtype: %s "
+                 "and  query.dtype: %s instead.", ct_dtype_name(attn_mask->dtype), ct_dtype_name(q->dtype));
+    return NULL;
+  }
+  int64_t L = q->shape[q->ndim - 2], S = k->shape[k->ndim - 2], E = q->shape[q->ndim - 1];
+  double sc = scale ? *scale : 1.0 / sqrt((double)E);
+  ct_tensor *kt = ct_mT(k);
+  ct_tensor *qk = kt ? ct_matmul(q, kt) : NULL;
+  ct_tensor *s = qk ? ct_mul_scalar(qk, ct_sf(sc)) : NULL;
+  nn_release_n(2, kt, qk);
+  if (!s) return NULL;
+  ct_tensor *add = NULL;
+  if (is_causal) {
+    bool *m = malloc((size_t)(L * S > 0 ? L * S : 1));
+    if (!m) {
+      ct_release(s);
+      ct_set_error(CT_ERR_OOM, "out of memory");
+      return NULL;
+    }
+    for (int64_t i = 0; i < L; i++)
+      for (int64_t j = 0; j < S; j++) m[i * S + j] = j <= i;
+    int64_t ms[2] = {L, S};
+    ct_options o = ct_opts_dtype(CT_BOOL);
+    o.device = q->storage->device;
+    ct_tensor *mt = ct_from_buffer(m, CT_BOOL, 2, ms, o);
+    free(m);
+    add = mt ? bool_mask_additive(mt, q->dtype) : NULL;
+    ct_release(mt);
+    if (!add) {
+      ct_release(s);
+      return NULL;
+    }
+  } else if (attn_mask) {
+    add = attn_mask->dtype == CT_BOOL ? bool_mask_additive(attn_mask, q->dtype) : ct_retain((ct_tensor *)attn_mask);
+    if (!add) {
+      ct_release(s);
+      return NULL;
+    }
+  }
+  if (add) {
+    ct_tensor *t = ct_add(s, add);
+    nn_release_n(2, s, add);
+    if (!(s = t)) return NULL;
+  }
+  ct_tensor *p = ct_softmax(s, -1, -1);
+  ct_release(s);
+  if (p && dropout_p > 0) {
+    ct_tensor *t = ct_dropout(p, dropout_p, true, gen);
+    ct_release(p);
+    p = t;
+  }
+  ct_tensor *out = p ? ct_matmul(p, v) : NULL;
+  ct_release(p);
+  return out;
+}
