@@ -51,9 +51,10 @@ ct_status ct_retain_grad(ct_tensor *t) {
 
 ct_tensor *ct_detach(const ct_tensor *t) {
   if (ct_check_tensor(t, "detach")) return NULL;
+  /* shares storage (and so the version counter) but, as in PyTorch, is not a view: in-place
+   * ops on it are allowed even when t is a leaf that requires grad */
   ct_tensor *d = ct_tensor_over(t->storage, t->ndim, t->shape, t->stride, t->offset, t->dtype);
-  if (d && t->base) d->base = ct_hold(t->base);
-  else if (d) d->base = ct_hold((ct_tensor *)t);
+  if (d) d->is_inference = t->is_inference;
   return d;
 }
 

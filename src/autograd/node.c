@@ -92,9 +92,9 @@ static ct_tensor *unpack(ct_node *n, ct_saved *s, const char *kind, int idx) {
     char shp[128];
     ct_set_error(CT_ERR_RUNTIME,
                  "one of the variables needed for gradient computation has been modified by an inplace operation: "
-                 "[%s %s], which is %s %d of %s, is at version %llu; expected version %llu instead. Hint: the "
-                 "backtrace further above can point to the operation that failed to compute its gradient. The "
-                 "variable in question was changed in there or anywhere later. Good luck!",
+                 "[%s %s], which is %s %d of %s, is at version %llu; expected version %llu instead. Hint: enable "
+                 "anomaly detection to find the operation that failed to compute its gradient, with "
+                 "torch.autograd.set_detect_anomaly(True).",
                  ct_dtype_legacy_name(s->t->dtype), CT_SHAPE_STR(s->t, shp),
                  s->out_index >= 0 ? "output" : "input", idx, ct_node_name(n), (unsigned long long)s->t->storage->version,
                  (unsigned long long)s->version);

@@ -132,6 +132,13 @@ ct_tensor *ct_own(ct_tensor *t);
  * reference that its creator already gave back. */
 ct_tensor *ct_hold(ct_tensor *t);
 void ct_unhold(ct_tensor *t);
+bool ct_scope_active(void); /* inside some scope */
+/* For ops that return their input unchanged (contiguous of a contiguous tensor, to() of
+ * the same dtype, ...): t itself as a new reference, as PyTorch returns self. Inside a
+ * scope that is a new handle with t's storage, geometry and history (a leaf requiring
+ * grad is aliased through a view node), so that the scope owns it like any result and
+ * releasing it or ending the scope stays balanced. */
+ct_tensor *ct_same(const ct_tensor *t);
 
 /* ---- threads -------------------------------------------------------------- */
 /* Runs fn(ctx, begin, end) over [0, n) split across the pool; grain = min items per task. */

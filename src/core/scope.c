@@ -47,6 +47,8 @@ static void scope_add(ct_scope *s, ct_tensor *t) {
   s->live++;
 }
 
+bool ct_scope_active(void) { return current != NULL; }
+
 void ct_scope_register(ct_tensor *t) {
   if (current) scope_add(current, t);
 }

@@ -39,7 +39,9 @@ int64_t ct_shape_numel(int ndim, const int64_t *shape) {
       return -1;
     }
     if (!ct_mul_ok(n, shape[d], &n)) {
-      ct_set_error(CT_ERR_RUNTIME, "numel: integer multiplication overflow");
+      char buf[160];
+      ct_set_error(CT_ERR_RUNTIME, "Storage size calculation overflowed with sizes=%s",
+                   ct_shape_str(ndim, shape, buf, sizeof buf));
       return -1;
     }
   }
@@ -83,10 +85,19 @@ ct_tensor *ct_tensor_new(int ndim, const int64_t *shape, ct_dtype dt, ct_device 
     ct_set_error(CT_ERR_TYPE, "invalid dtype %d", (int)dt);
     return NULL;
   }
+  if (ndim > 0 && !shape) {
+    ct_set_error(CT_ERR_VALUE, "shape is NULL");
+    return NULL;
+  }
   int64_t n = ct_shape_numel(ndim, shape);
   if (n < 0) return NULL;
   int64_t nbytes;
-  if (!ct_mul_ok(n, (int64_t)ct_dtype_size(dt), &nbytes) || nbytes > (int64_t)1 << 52) {
+  if (!ct_mul_ok(n, (int64_t)ct_dtype_size(dt), &nbytes)) {
+    char buf[160];
+    ct_set_error(CT_ERR_RUNTIME, "Storage size calculation overflowed with sizes=%s", ct_shape_str(ndim, shape, buf, sizeof buf));
+    return NULL;
+  }
+  if (nbytes > (int64_t)1 << 52) {
     ct_set_error(CT_ERR_OOM, "CPU out of memory: tensor of %lld elements is too large", (long long)n);
     return NULL;
   }
@@ -189,7 +200,7 @@ int64_t ct_wrap_dim(int64_t dim, int ndim) {
 const char *ct_shape_str(int ndim, const int64_t *shape, char *buf, size_t n) {
   size_t o = 0;
   o += (size_t)snprintf(buf + o, n - o, "[");
-  for (int d = 0; d < ndim && o < n; d++) o += (size_t)snprintf(buf + o, n - o, d ? ", %lld" : "%lld", (long long)shape[d]);
+  for (int d = 0; shape && d < ndim && o < n; d++) o += (size_t)snprintf(buf + o, n - o, d ? ", %lld" : "%lld", (long long)shape[d]);
   if (o < n) snprintf(buf + o, n - o, "]");
   return buf;
 }

@@ -64,19 +64,31 @@ static ct_tensor *conv_impl(const ct_tensor *x, const ct_tensor *w, const ct_ten
       return ct_set_error(CT_ERR_RUNTIME, "negative output_padding is not supported"), NULL;
   }
   if (p->groups <= 0) return ct_set_error(CT_ERR_RUNTIME, "non-positive groups is not supported"), NULL;
-  if (x->dtype != w->dtype) {
-    ct_set_error(CT_ERR_RUNTIME, "Input type (%s) and weight type (%s) should be the same or input should be a MKLDNN "
-                 "tensor and weight is a dense tensor", ct_dtype_legacy_name(x->dtype), ct_dtype_legacy_name(w->dtype));
-    return NULL;
-  }
-  if (bias && bias->dtype != x->dtype) {
-    /* PyTorch prints C type names: float, double, c10::BFloat16 */
-    const char *tn[2];
-    ct_dtype ds[2] = {x->dtype, bias->dtype};
-    for (int k = 0; k < 2; k++)
-      tn[k] = ds[k] == CT_FLOAT32 ? "float" : ds[k] == CT_FLOAT64 ? "double" : ds[k] == CT_BFLOAT16 ? "c10::BFloat16"
-            : ds[k] == CT_FLOAT16 ? "c10::Half" : ds[k] == CT_INT64 ? "long int" : ct_dtype_name(ds[k]);
-    ct_set_error(CT_ERR_RUNTIME, "Input type (%s) and bias type (%s) should be the same", tn[0], tn[1]);
+  if (x->dtype != w->dtype || (bias && bias->dtype != x->dtype)) {
+    /* PyTorch's wording depends on the path it would take: oneDNN (float32/bfloat16, not
+     * transposed, and grouped, a kernel over 3x3, a batch over 1 or a large input) or its
+     * native kernels */
+    int64_t kh = nd == 2 && w->ndim == 4 ? w->shape[2] : 1, kw = w->ndim >= 3 ? w->shape[w->ndim - 1] : 1;
+    bool mkldnn = (x->dtype == CT_FLOAT32 || x->dtype == CT_BFLOAT16) && !transposed &&
+                  (p->groups > 1 || (kw > 3 && kh > 3) || x->shape[0] > 1 || ct_numel(x) > 20480);
+    ct_dtype other = x->dtype != w->dtype ? w->dtype : bias->dtype;
+    if (!mkldnn)
+      ct_set_error(CT_ERR_RUNTIME, "expected scalar type %s but found %s", ct_dtype_torch_name(x->dtype),
+                   ct_dtype_torch_name(other));
+    else if (x->dtype != w->dtype)
+      ct_set_error(CT_ERR_RUNTIME, "Input type (%s) and weight type (%s) should be the same or input should be a MKLDNN "
+                   "tensor and weight is a dense tensor",
+                   x->dtype == CT_BFLOAT16 ? "CPUBFloat16Type" : ct_dtype_legacy_name(x->dtype),
+                   w->dtype == CT_BFLOAT16 ? "CPUBFloat16Type" : ct_dtype_legacy_name(w->dtype));
+    else {
+      /* this message prints C type names: float, double, c10::BFloat16 */
+      const char *tn[2];
+      ct_dtype ds[2] = {x->dtype, bias->dtype};
+      for (int k = 0; k < 2; k++)
+        tn[k] = ds[k] == CT_FLOAT32 ? "float" : ds[k] == CT_FLOAT64 ? "double" : ds[k] == CT_BFLOAT16 ? "c10::BFloat16"
+              : ds[k] == CT_FLOAT16 ? "c10::Half" : ds[k] == CT_INT64 ? "long int" : ct_dtype_name(ds[k]);
+      ct_set_error(CT_ERR_RUNTIME, "Input type (%s) and bias type (%s) should be the same", tn[0], tn[1]);
+    }
     return NULL;
   }
   if (w->ndim != nd + 2) {

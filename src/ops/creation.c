@@ -268,7 +268,7 @@ ct_tensor *ct_clone(const ct_tensor *t) {
 
 ct_tensor *ct_contiguous(const ct_tensor *t) {
   if (ct_check_tensor(t, "contiguous")) return NULL;
-  if (ct_is_contiguous(t)) return ct_retain((ct_tensor *)t);
+  if (ct_is_contiguous(t)) return ct_same(t);
   ct_tensor *o = copy_as(t, t->dtype);
   if (o && o->grad_fn) o->grad_fn->name = "CloneBackward0";
   return o;
@@ -280,7 +280,7 @@ ct_tensor *ct_to_dtype(const ct_tensor *t, ct_dtype dt) {
     ct_set_error(CT_ERR_TYPE, "invalid dtype %d", (int)dt);
     return NULL;
   }
-  if (t->dtype == dt) return ct_retain((ct_tensor *)t);
+  if (t->dtype == dt) return ct_same(t);
   ct_tensor *o = copy_as(t, dt);
   if (o && o->grad_fn) o->grad_fn->name = "ToCopyBackward0";
   return o;
@@ -289,7 +289,7 @@ ct_tensor *ct_to_dtype(const ct_tensor *t, ct_dtype dt) {
 ct_tensor *ct_to_device(const ct_tensor *t, ct_device dev) {
   if (ct_check_tensor(t, "to")) return NULL;
   ct_device cur = t->storage->device;
-  if (cur.type == dev.type && cur.index == dev.index) return ct_retain((ct_tensor *)t);
+  if (cur.type == dev.type && cur.index == dev.index) return ct_same(t);
   if (!ct_device_available(dev)) {
     ct_set_error(CT_ERR_RUNTIME, "%s device %d is not available (backends compiled in: %s)",
                  ct_device_type_name(dev.type), dev.index, ct_backends_compiled());
@@ -320,7 +320,8 @@ ct_status ct_check_inplace(const ct_tensor *t) {
                   "location. Please clone() the tensor before performing the operation.");
   if (t->is_inference && !ct_is_inference_mode())
     return CT_ERR(CT_ERR_RUNTIME, "Inplace update to inference tensor outside InferenceMode is not allowed.You can "
-                                  "make a clone to get a normal tensor before doing inplace update.");
+                                  "make a clone to get a normal tensor before doing inplace update.See "
+                                  "https://github.com/pytorch/rfcs/pull/17 for more details.");
   return CT_OK;
 }
 

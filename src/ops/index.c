@@ -156,13 +156,14 @@ ct_tensor *ct_gather(const ct_tensor *self, int64_t dim, const ct_tensor *index)
   if (ct_check_tensor(self, "gather") || ct_check_tensor(index, "gather")) return NULL;
   dim = wrap_dim0(dim, self);
   if (dim < 0) return NULL;
-  if (ct_numel(index) == 0) return ct_empty(index->ndim, index->shape, ct_opts_dtype(self->dtype));
-  if (index->dtype != CT_INT64) {
-    ct_set_error(CT_ERR_RUNTIME, "gather(): Expected dtype int64 for index");
-    return NULL;
+  if (ct_numel(index) != 0) { /* PyTorch checks nothing more for an empty index */
+    if (index->dtype != CT_INT64) {
+      ct_set_error(CT_ERR_RUNTIME, "gather(): Expected dtype int64 for index");
+      return NULL;
+    }
+    if (gather_shape_check(self, dim, index)) return NULL;
+    if (check_range(index, dim_size(self, dim), RANGE_DIM, CT_ERR_RUNTIME, dim)) return NULL;
   }
-  if (gather_shape_check(self, dim, index)) return NULL;
-  if (check_range(index, dim_size(self, dim), RANGE_DIM, CT_ERR_RUNTIME, dim)) return NULL;
   ct_attrs a = dim_attrs(dim);
   ct_tensor *in[2] = {(ct_tensor *)self, (ct_tensor *)index};
   return run_op(CT_OP_gather, 2, in, index->ndim, index->shape, self->dtype, &a);
@@ -337,11 +338,51 @@ ct_status ct_bw_scatter_reduce(ct_node *n, ct_tensor *const *g, ct_tensor **gin)
     ct_release(Nf);
     ct_release(Ns);
     ct_release(gg);
-  } else {
-    return CT_ERR(CT_ERR_NOT_IMPLEMENTED, "scatter_reduce(): backward for reduce='%s' is not implemented yet",
-                  reduce_names[r]);
+  } else if (r == 1) { /* prod: exclusive products, with zeros handled explicitly */
+    ct_tensor *T_[24] = {0};
+    int nt = 0;
+#define K(e) (T_[nt++] = (e))
+    ct_tensor *self0 = K(ct_eq_scalar(self, ct_si(0)));
+    ct_tensor *mself = self0 ? K(ct_masked_fill(self, self0, ct_si(1))) : NULL;
+    ct_tensor *msr = mself ? K(ct_scatter_reduce(mself, dim, idx, src, "prod", include_self)) : NULL;
+    ct_tensor *t1 = msr ? K(ct_mul(grad, msr)) : NULL;
+    gs = t1 ? ct_div(t1, mself) : NULL;
+    ct_tensor *src0 = K(ct_eq_scalar(src, ct_si(0)));
+    ct_tensor *src0f = src0 ? K(ct_to_dtype(src0, self->dtype)) : NULL;
+    ct_tensor *z = K(ct_zeros_like(self, NULL));
+    ct_tensor *nz1 = z && src0f ? K(ct_scatter_add(z, dim, idx, src0f)) : NULL;
+    ct_tensor *nz = nz1 ? K(ct_gather(nz1, dim, idx)) : NULL;
+    ct_tensor *one = nz ? K(ct_eq_scalar(nz, ct_si(1))) : NULL;
+    ct_tensor *single = one ? K(ct_bitwise_and(src0, one)) : NULL;
+    ct_tensor *msrc = single ? K(ct_masked_fill(src, single, ct_si(1))) : NULL;
+    ct_tensor *msrcr = msrc ? K(ct_scatter_reduce(self, dim, idx, msrc, "prod", include_self)) : NULL;
+    ct_tensor *a1 = msrcr ? K(ct_mul(grad, msrcr)) : NULL;
+    ct_tensor *a2 = a1 ? K(ct_gather(a1, dim, idx)) : NULL;
+    ct_tensor *b1 = a2 ? K(ct_mul(grad, result)) : NULL;
+    ct_tensor *b2 = b1 ? K(ct_gather(b1, dim, idx)) : NULL;
+    ct_tensor *b3 = b2 ? K(ct_masked_fill(src, src0, ct_si(1))) : NULL;
+    ct_tensor *b4 = b3 ? K(ct_div(b2, b3)) : NULL;
+    gsrc = b4 ? ct_where(single, a2, b4) : NULL;
+    /* more than one zero scattered to one place: PyTorch refuses only the double backward */
+#undef K
+    for (int q = 0; q < nt; q++) ct_release(T_[q]);
+  } else { /* amax / amin: the gradient is shared evenly between the tied extrema */
+    ct_tensor *T_[16] = {0};
+    int nt = 0;
+#define K(e) (T_[nt++] = (e))
+    ct_tensor *value = K(ct_gather(result, dim, idx));
+    ct_tensor *sir = K(ct_eq(self, result));
+    ct_tensor *srr = value ? K(ct_eq(src, value)) : NULL;
+    ct_tensor *sirf = sir ? K(ct_to_dtype(sir, self->dtype)) : NULL;
+    ct_tensor *srrf = srr ? K(ct_to_dtype(srr, self->dtype)) : NULL;
+    ct_tensor *N = sirf && srrf ? K(ct_scatter_add(sirf, dim, idx, srrf)) : NULL;
+    ct_tensor *gd = N ? K(ct_div(grad, N)) : NULL;
+    gs = gd ? ct_mul(sirf, gd) : NULL;
+    ct_tensor *gdg = gd ? K(ct_gather(gd, dim, idx)) : NULL;
+    gsrc = gdg ? ct_mul(srrf, gdg) : NULL;
+#undef K
+    for (int q = 0; q < nt; q++) ct_release(T_[q]);
   }
-  (void)result;
   if (!gs || !gsrc) st = ct_last_status();
   if (st == CT_OK && !include_self) { /* self's scattered positions did not contribute */
     ct_tensor *m = ct_scatter_value(gs, dim, idx, ct_si(0));
@@ -1381,7 +1422,6 @@ static ct_status apply_slicing(const ct_tensor *t, int n, const ct_index_item *i
   memset(s, 0, sizeof *s);
   if (n < 0 || (n > 0 && !items)) return CT_ERR(CT_ERR_VALUE, "index: invalid items");
   int64_t specified = 0;
-  int n_ellipsis = 0;
   for (int i = 0; i < n; i++) {
     switch (items[i].kind) {
       case CT_IDX_INT:
@@ -1390,9 +1430,7 @@ static ct_status apply_slicing(const ct_tensor *t, int n, const ct_index_item *i
         CT_TRY(ct_check_tensor(items[i].tensor, "index"));
         specified += is_mask(items[i].tensor) ? items[i].tensor->ndim : 1;
         break;
-      case CT_IDX_ELLIPSIS:
-        if (++n_ellipsis > 1) return CT_ERR(CT_ERR_INDEX, "an index can only have a single ellipsis ('...')");
-        break;
+      case CT_IDX_ELLIPSIS: break; /* PyTorch accepts several; each skips the unspecified dims */
       case CT_IDX_NONE:
       case CT_IDX_BOOL: break;
       default: return CT_ERR(CT_ERR_VALUE, "index: unknown item kind %d", (int)items[i].kind);

@@ -321,7 +321,8 @@ static ct_tensor *matmul_fold(const ct_tensor *t1, const ct_tensor *t2, bool tra
   int ond = 0;
   for (int d = 0; d < t1->ndim - 1; d++) oshape[ond++] = t1->shape[d];
   if (t2->ndim == 2) oshape[ond++] = t2->shape[1];
-  int64_t fs[2] = {-1, t1->shape[t1->ndim - 1]};
+  int64_t fs[2] = {1, t1->shape[t1->ndim - 1]}; /* explicit: -1 is ambiguous when K == 0 */
+  for (int d = 0; d < t1->ndim - 1; d++) fs[0] *= t1->shape[d];
   ct_tensor *f = ct_reshape(t1, 2, fs);
   if (!f) return NULL;
   ct_tensor *p = t2->ndim == 1 ? ct_mv(f, t2) : ct_mm(f, t2);

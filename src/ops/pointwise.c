@@ -22,7 +22,8 @@ static ct_status prepare(int n, const ct_tensor *const *in, ct_dtype dt, int nd,
                          ct_tensor **prep) {
   for (int i = 0; i < n; i++) prep[i] = NULL;
   for (int i = 0; i < n; i++) {
-    ct_tensor *c = ct_to_dtype(in[i], dt);
+    /* same dtype: a plain reference (released below), no new handle */
+    ct_tensor *c = in[i]->dtype == dt ? ct_retain((ct_tensor *)in[i]) : ct_to_dtype(in[i], dt);
     if (!c) return ct_last_status();
     if (c->storage->device.type != dev.type || c->storage->device.index != dev.index) {
       ct_tensor *m = ct_to_device(c, dev);

@@ -190,7 +190,7 @@ ct_tensor *ct_sum_to_size(const ct_tensor *t, int ndim, const int64_t *shape) {
     else if (shape[d - lead] == 1 && t->shape[d] != 1) dims[nd++] = d;
     else if (shape[d - lead] != t->shape[d]) goto bad;
   }
-  if (nd == 0) return ct_retain((ct_tensor *)t);
+  if (nd == 0) return ct_same(t);
   {
     ct_tensor *s = ct_sum_dims(t, nd, dims, true);
     if (!s) return NULL;
@@ -706,9 +706,12 @@ static ct_tensor *var_grad(const ct_tensor *gk, const ct_tensor *x, uint32_t mas
   int64_t dims[CT_MAX_DIMS], count = 1;
   int nd = mask_dims(mask, x->ndim, dims);
   for (int k = 0; k < nd; k++) count *= x->shape[dims[k]];
+  double dof = (double)count - correction;
+  if (x->ndim == 0 && dof == 0) /* PyTorch's 0-dim path gives grad * 2/0 = +-inf here, not NaN */
+    return ct_mul_scalar(gk, ct_sf(2.0 / dof));
   ct_tensor *mu = nd ? ct_mean_dims(x, nd, dims, true) : ct_mean(x);
   ct_tensor *dev = mu ? ct_sub(x, mu) : NULL;
-  ct_tensor *s = ct_mul_scalar(gk, ct_sf(2.0 / ((double)count - correction)));
+  ct_tensor *s = ct_mul_scalar(gk, ct_sf(2.0 / dof));
   ct_tensor *r = (dev && s) ? ct_mul(s, dev) : NULL;
   ct_release(mu);
   ct_release(dev);

@@ -335,7 +335,7 @@ static ct_status hardtanh_attrs(const ct_tensor *x, double lo, double hi, ct_att
   a->f[0] = lo;
   a->f[1] = hi;
   if (x && x->dtype == CT_BOOL) return CT_ERR(CT_ERR_RUNTIME, "Bool inputs not supported for hardtanh");
-  if (x && x->dtype == CT_UINT8 && (lo < 0 || hi < 0))
+  if (x && x->dtype == CT_UINT8 && ((int64_t)lo < 0 || (int64_t)hi < 0))
     return CT_ERR(CT_ERR_RUNTIME, "cannot do hardtanh on an unsigned type with negative limits");
   return CT_OK;
 }
@@ -385,6 +385,7 @@ static ct_attrs elu_attrs(double alpha, double scale, double is, bool inplace) {
   a.f[0] = alpha;
   a.f[1] = scale;
   a.f[2] = is;
+  a.f[3] = is; /* the input scale the backward uses (celu's differs) */
   a.k[3] = inplace;
   return a;
 }
@@ -409,19 +410,29 @@ static ct_status check_celu(double alpha) {
   if (alpha == 0) return CT_ERR(CT_ERR_RUNTIME, "ZeroDivisionError: alpha cannot be 0 for CELU");
   return CT_OK;
 }
+/* PyTorch's celu runs elu with input scale 1/alpha in double, but its derivative
+ * formula divides by alpha rounded to float */
+static ct_attrs celu_attrs(double alpha, bool inplace) {
+  ct_attrs a = elu_attrs(alpha, 1, 1 / alpha, inplace);
+  a.f[3] = 1.0 / (double)(float)alpha;
+  return a;
+}
 ct_tensor *ct_celu(const ct_tensor *x, double alpha) {
   if (check_celu(alpha)) return NULL;
-  return set_node_name(ct_elu_full(x, alpha, 1, 1 / alpha), "CeluBackward0");
+  ct_attrs a = celu_attrs(alpha, false);
+  return set_node_name(un(CT_OP_elu, x, &a), "CeluBackward0");
 }
 ct_status ct_celu_(ct_tensor *x, double alpha) {
   CT_TRY(check_celu(alpha));
-  CT_TRY(ct_elu_full_(x, alpha, 1, 1 / alpha));
+  ct_attrs a = celu_attrs(alpha, true);
+  CT_TRY(un_(CT_OP_elu, x, &a));
   set_node_name(x, "CeluBackward0");
   return CT_OK;
 }
 ct_status ct_celu_out(ct_tensor *out, const ct_tensor *x, double alpha) {
   CT_TRY(check_celu(alpha));
-  return ct_elu_out(out, x, alpha, 1, 1 / alpha);
+  ct_attrs a = celu_attrs(alpha, false);
+  return un_out(CT_OP_elu, out, x, &a);
 }
 
 /* softsign = x / (1 + |x|), composed like PyTorch (node DivBackward0) */
@@ -477,17 +488,21 @@ static ct_attrs clamp_attrs(const ct_scalar *lo, const ct_scalar *hi) {
   }
   return a;
 }
-static const char *clamp_name(const ct_scalar *lo, const ct_scalar *hi) {
-  return !hi ? "ClampMinBackward0" : (!lo ? "ClampMaxBackward0" : "ClampBackward1");
+/* PyTorch's kernel names differ by which bound is given */
+static ct_status check_clamp_dtype(const ct_scalar *lo, const ct_scalar *hi, ct_dtype dt) {
+  if (!(spec_of(CT_OP_clamp, NULL).ok & DM(dt)))
+    return CT_ERR(CT_ERR_RUNTIME, "\"%s\" not implemented for '%s'",
+                  lo && hi ? "clamp_scalar_cpu" : (lo ? "clamp_min_cpu" : "clamp_max_scalar_cpu"), ct_dtype_torch_name(dt));
+  return CT_OK;
 }
 ct_tensor *ct_clamp(const ct_tensor *x, const ct_scalar *lo, const ct_scalar *hi) {
   ct_dtype dt;
-  if (clamp_dtype(x, lo, hi, &dt) || check_dtype(CT_OP_clamp, NULL, dt, NULL)) return NULL;
+  if (clamp_dtype(x, lo, hi, &dt) || check_clamp_dtype(lo, hi, dt)) return NULL;
   ct_attrs a = clamp_attrs(lo, hi);
   ct_tensor *c = ct_to_dtype(x, dt);
   ct_tensor *r = c ? un(CT_OP_clamp, c, &a) : NULL;
   ct_release(c);
-  return set_node_name(r, lo && hi ? "ClampBackward1" : clamp_name(lo, hi));
+  return set_node_name(r, "ClampBackward1");
 }
 /* C++ type names PyTorch prints in clamp_'s scalar casting check */
 static const char *cpp_type_name(ct_dtype dt) {
@@ -504,19 +519,19 @@ static const char *cpp_type_name(ct_dtype dt) {
 ct_status ct_clamp_(ct_tensor *x, const ct_scalar *lo, const ct_scalar *hi) {
   ct_dtype dt;
   CT_TRY(clamp_dtype(x, lo, hi, &dt));
-  CT_TRY(check_dtype(CT_OP_clamp, NULL, dt, NULL));
+  CT_TRY(check_clamp_dtype(lo, hi, dt));
   if (!ct_can_cast(dt, x->dtype))
     return CT_ERR(CT_ERR_RUNTIME, "result type %s can't be cast to the desired output type %s", ct_dtype_torch_name(dt),
                   cpp_type_name(x->dtype));
   ct_attrs a = clamp_attrs(lo, hi);
   CT_TRY(un_(CT_OP_clamp, x, &a));
-  set_node_name(x, clamp_name(lo, hi));
+  set_node_name(x, "ClampBackward1");
   return CT_OK;
 }
 ct_status ct_clamp_out(ct_tensor *out, const ct_tensor *x, const ct_scalar *lo, const ct_scalar *hi) {
   ct_dtype dt;
   CT_TRY(clamp_dtype(x, lo, hi, &dt));
-  CT_TRY(check_dtype(CT_OP_clamp, NULL, dt, NULL));
+  CT_TRY(check_clamp_dtype(lo, hi, dt));
   ct_attrs a = clamp_attrs(lo, hi);
   ct_tensor *c = ct_to_dtype(x, dt);
   if (!c) return ct_last_status();
@@ -524,8 +539,9 @@ ct_status ct_clamp_out(ct_tensor *out, const ct_tensor *x, const ct_scalar *lo, 
   ct_release(c);
   return st;
 }
-ct_tensor *ct_clamp_min(const ct_tensor *x, ct_scalar lo) { return ct_clamp(x, &lo, NULL); }
-ct_tensor *ct_clamp_max(const ct_tensor *x, ct_scalar hi) { return ct_clamp(x, NULL, &hi); }
+/* torch.clamp_min / clamp_max: the same op, PyTorch's node names */
+ct_tensor *ct_clamp_min(const ct_tensor *x, ct_scalar lo) { return set_node_name(ct_clamp(x, &lo, NULL), "ClampMinBackward0"); }
+ct_tensor *ct_clamp_max(const ct_tensor *x, ct_scalar hi) { return set_node_name(ct_clamp(x, NULL, &hi), "ClampMaxBackward0"); }
 
 /* nan_to_num(x, nan, posinf, neginf) */
 static ct_attrs n2n_attrs(const double *nan, const double *pinf, const double *ninf) {

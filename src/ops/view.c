@@ -168,8 +168,17 @@ ct_tensor *ct_flatten(const ct_tensor *t, int64_t start, int64_t end) {
   return ct_reshape(t, nd, ns);
 }
 
+/* An array argument of n > 0 entries must not be NULL. */
+static bool null_array(const void *arr, int n, const char *fn, const char *what) {
+  if (n > 0 && !arr) {
+    ct_set_error(CT_ERR_VALUE, "%s: %s is NULL", fn, what);
+    return true;
+  }
+  return false;
+}
+
 ct_tensor *ct_unflatten(const ct_tensor *t, int64_t dim, int nsizes, const int64_t *sizes) {
-  if (ct_check_tensor(t, "unflatten")) return NULL;
+  if (ct_check_tensor(t, "unflatten") || null_array(sizes, nsizes, "unflatten", "sizes")) return NULL;
   dim = ct_wrap_dim(dim, t->ndim);
   if (dim < 0) return NULL;
   if (nsizes < 1 || t->ndim - 1 + nsizes > CT_MAX_DIMS) {
@@ -258,7 +267,7 @@ ct_tensor *ct_unsqueeze(const ct_tensor *t, int64_t dim) {
 
 /* ---- permute ---- */
 ct_tensor *ct_permute(const ct_tensor *t, int nd, const int64_t *dims) {
-  if (ct_check_tensor(t, "permute")) return NULL;
+  if (ct_check_tensor(t, "permute") || null_array(dims, nd, "permute", "dims")) return NULL;
   if (nd != t->ndim) {
     ct_set_error(CT_ERR_RUNTIME, "permute(sparse_coo): number of dimensions in the tensor input does not match the "
                                  "length of the desired ordering of dimensions i.e. input.dim() = %d is not equal to "
@@ -327,7 +336,9 @@ ct_tensor *ct_mT(const ct_tensor *t) {
 }
 
 ct_tensor *ct_movedim(const ct_tensor *t, int n, const int64_t *src, const int64_t *dst) {
-  if (ct_check_tensor(t, "movedim")) return NULL;
+  if (ct_check_tensor(t, "movedim") || null_array(src, n, "movedim", "source") ||
+      null_array(dst, n, "movedim", "destination"))
+    return NULL;
   int nd = t->ndim;
   int64_t perm[CT_MAX_DIMS];
   bool used_src[CT_MAX_DIMS] = {0}, used_dst[CT_MAX_DIMS] = {0};
@@ -354,7 +365,7 @@ ct_tensor *ct_movedim(const ct_tensor *t, int n, const int64_t *src, const int64
 
 /* ---- expand ---- */
 ct_tensor *ct_expand(const ct_tensor *t, int nd, const int64_t *shape) {
-  if (ct_check_tensor(t, "expand")) return NULL;
+  if (ct_check_tensor(t, "expand") || null_array(shape, nd, "expand", "size")) return NULL;
   char a1[160], a2[160];
   if (nd < t->ndim || nd > CT_MAX_DIMS) {
     ct_set_error(CT_ERR_RUNTIME, "expand(%s{%s}, size=%s): the number of sizes provided (%d) must be greater or equal to "
@@ -455,6 +466,22 @@ ct_tensor *ct_as_strided(const ct_tensor *t, int nd, const int64_t *shape, const
   if (offset < 0) offset = t->offset;
   if (check_bounds(t, nd, shape, stride, offset)) return NULL;
   return strided_view(t, nd, shape, stride, offset);
+}
+
+ct_tensor *ct_same(const ct_tensor *t) {
+  if (!ct_scope_active()) return ct_retain((ct_tensor *)t);
+  if (!t->grad_fn && t->requires_grad) return ct_alias(t);
+  ct_tensor *a = ct_tensor_over(t->storage, t->ndim, t->shape, t->stride, t->offset, t->dtype);
+  if (!a) return NULL;
+  if (t->base) a->base = ct_hold(t->base);
+  a->is_wrapped_number = t->is_wrapped_number;
+  a->is_inference = t->is_inference;
+  if (t->grad_fn) {
+    a->grad_fn = t->grad_fn;
+    ct_node_retain(a->grad_fn);
+    a->output_nr = t->output_nr;
+  }
+  return a;
 }
 
 ct_tensor *ct_alias(const ct_tensor *t) {

@@ -251,6 +251,10 @@ TEST(binary_isclose_equal) {
   CHECK_ERR_PTR(ct_isclose(x, y, -1, 1e-8, false), "rtol must be greater than or equal to zero, but got -1");
   CHECK_ERR_PTR(ct_isclose(x, y, 1e-5, -1, false), "atol must be greater than or equal to zero, but got -1");
   CHECK(VALS(ct_isclose(V(CT_INT64, 5, -7, 0), V(CT_INT64, 6, -6, 2), 0, 1, false), 1, 1, 0));
+  int64_t ia[2] = {(1LL << 53) + 1, 1LL << 62}, ib[2] = {1LL << 53, -(1LL << 62)};
+  /* integers are compared in the default float dtype, without wrap-around */
+  CHECK(VALS(ct_isclose(i64vec(2, ia), i64vec(2, ib), 0, 0.5, false), 1, 0));
+  CHECK(VALS(ct_isclose(V(CT_INT8, 100), V(CT_INT8, -100), 0, 56.5, false), 0));
   CHECK(VALS(ct_isclose(V(CT_BOOL, 1, 0), V(CT_BOOL, 1, 1), 0, 1, false), 1, 1));
   CHECK(VALS(ct_isclose(V(CT_BOOL, 1, 0), V(CT_BOOL, 1, 1), 1e-5, 1e-8, false), 1, 0));
   bool ok = false;

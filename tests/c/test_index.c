@@ -399,8 +399,11 @@ TEST(advanced_index_basic_views) {
   CHECK(ct_last_status() == CT_ERR_INDEX);
   ct_index_item st0 = ct_is(false, 0, false, 0, true, 0);
   CHECK_ERR_PTR(ct_index(x, 1, &st0), "slice step cannot be zero");
-  ct_index_item two_e[2] = {ct_iellipsis(), ct_iellipsis()};
-  CHECK_ERR_PTR(ct_index(x, 2, two_e), "an index can only have a single ellipsis");
+  /* PyTorch accepts two ellipses: x[..., 0, ...] selects on the last dim */
+  ct_index_item two_e[3] = {ct_iellipsis(), ct_ii(0), ct_iellipsis()};
+  ct_tensor *te = ct_index(x, 3, two_e);
+  CHECK(te && ct_ndim(te) == 2 && ct_shape(te)[1] == 3 && tt_at(te, 1) == 4);
+  ct_release(te);
   ct_release(x);
 }
 

@@ -1,7 +1,6 @@
 /* Tests of the nn family: softmax, convolutions, pools, norms, dropout, embedding,
  * interpolation, attention. Gradients are checked against central differences in float64. */
 #include "test.h"
-#include "core/generator.h"
 #include <stdlib.h>
 
 /* deterministic pseudo-random values in [-1, 1) */

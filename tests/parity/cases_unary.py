@@ -80,12 +80,14 @@ OPS = [
     ("silu", F.silu, U("silu"), (-3, 3), (-3, 3), True, True),
     ("mish", F.mish, U("mish"), (-3, 3), (-3, 3), True, True),
     ("softplus", F.softplus, U("softplus"), (-3, 3), (-3, 3), True, True),
+    # softplus with a threshold jumps at beta*x == threshold (bfloat16 values can sit on it): no fd
     ("softplus_beta", lambda x: F.softplus(x, beta=2, threshold=1.5), U("softplus", beta=2, threshold=1.5),
-     (-2, 2), (-3, 3), True, True),
+     (-2, 2), (-3, 3), True, False),
     ("softsign", F.softsign, U("softsign"), (-3, 3), (-3, 3), True, True),
     ("hardtanh", lambda x: F.hardtanh(x, -0.5, 1.5), U("hardtanh", min_val=-0.5, max_val=1.5), (-2, 2), (-3, 3),
      True, True),
-    ("hardsigmoid", F.hardsigmoid, U("hardsigmoid"), (-4, 4), (-5, 5), True, True),
+    # PyTorch 1.13 has no double backward for hardsigmoid
+    ("hardsigmoid", F.hardsigmoid, U("hardsigmoid"), (-4, 4), (-5, 5), False, True),
     ("hardswish", F.hardswish, U("hardswish"), (-4, 4), (-5, 5), True, True),
     ("leaky_relu", lambda x: F.leaky_relu(x, 0.2), U("leaky_relu", negative_slope=0.2), (-2, 2), (-3, 3), True, True),
     ("elu", lambda x: F.elu(x, 0.7), U("elu", alpha=0.7), (-2, 2), (-3, 3), True, True),
@@ -123,7 +125,9 @@ for name, fn, attrs, fdom, idom, gg, fd in OPS:
         if dt == "uint8" and lo < 0:
             lo = 0
         err = torch_error(fn, dt)
-        add(case("%s_%s" % (name, dt), "unary", [T((2, 3), dt, low=lo, high=hi)], fn, attrs=attrs,
+        # PyTorch 1.13 lacks hardtanh's bfloat16 backward ("hardshrink_backward_cpu"): values only
+        rg = False if (dt == "bfloat16" and name in ("hardtanh", "relu6")) else None
+        add(case("%s_%s" % (name, dt), "unary", [T((2, 3), dt, low=lo, high=hi, requires_grad=rg)], fn, attrs=attrs,
                  gradgrad=gg and dt == "float64" and err is None, fd=fd, error=err,
                  atol=ATOL.get(name) if dt == "float32" else None))
     if torch_error(fn, "float32") is not None:
@@ -137,6 +141,8 @@ for name, fn, attrs, fdom, idom, gg, fd in OPS:
     add(case("%s_0dim" % name, "unary", [T((), low=lo, high=hi)], fn, attrs=attrs, fd=fd, atol=ATOL.get(name)))
     add(case("%s_empty" % name, "unary", [T((0, 3), low=lo, high=hi)], fn, attrs=attrs, fd=False))
     # out= into an empty tensor (inputs must not require grad)
+    if name == "softsign":  # no out= form in PyTorch
+        continue
     out_dt = str(fn(torch.ones(1)).dtype).replace("torch.", "")
     add(case("%s_out" % name, "unary", [T((2, 3), low=lo, high=hi, requires_grad=False)],
              lambda a, fn=fn, odt=out_dt: fn(a), attrs=dict(attrs, out=1, out_dtype=out_dt), fd=False,
@@ -173,7 +179,10 @@ for name, ifn in INPLACE:
     if ifn is None:
         continue
     _, _, attrs, fdom, _, _, fd = SPEC[name]
-    add(case("%s_inplace" % name, "unary", [T((2, 3), low=fdom[0], high=fdom[1])],
+    # PyTorch 1.13 has no derivative for in-place asinh/acosh/atanh, and gives logical_not_
+    # on a float clone an identity gradient (a quirk): values only for those
+    rg = False if name in ("asinh", "acosh", "atanh", "logical_not") else None
+    add(case("%s_inplace" % name, "unary", [T((2, 3), low=fdom[0], high=fdom[1], requires_grad=rg)],
              lambda a, ifn=ifn: ifn(a.clone()), attrs=dict(attrs, inplace=1), fd=fd, atol=ATOL.get(name)))
 add(case("bitwise_not_inplace_int16", "unary", [T((5,), "int16", low=-50, high=50)], lambda a: a.clone().bitwise_not_(),
          attrs=U("bitwise_not", inplace=1), fd=False))
@@ -187,10 +196,6 @@ add(case("exp_inplace_int_error", "unary", [T((3,), "int64")], lambda a: a.clone
 add(case("clamp_inplace_int_float_error", "unary", [T((3,), "int64")], lambda a: a.clone().clamp_(0.5, 1),
          attrs=U("clamp", min=0.5, max=1, inplace=1),
          error="result type Float can't be cast to the desired output type long int"))
-add(case("leaky_relu_inplace_negative_slope", "unary", [T((4,))], lambda a: F.leaky_relu_(a.clone(), -0.5),
-         attrs=U("leaky_relu", negative_slope=-0.5, inplace=1),
-         error="In-place leakyReLu backward calculation is triggered with a negative slope"))
-
 # double backward (float32 too) for the common ones
 for name in ["exp", "log", "sin", "cos", "tanh", "sigmoid", "sqrt", "relu", "gelu", "gelu_tanh", "silu", "mish",
              "softplus", "elu", "selu", "hardswish", "erf", "atan", "reciprocal", "leaky_relu", "lgamma"]:
@@ -201,16 +206,23 @@ for name in ["exp", "log", "sin", "cos", "tanh", "sigmoid", "sqrt", "relu", "gel
 # ---- edge values: kinks, infinities, nan ------------------------------------------------
 INF, NAN = float("inf"), float("nan")
 EDGE = [-INF, -3.0, -1.0, -0.5, 0.0, 0.5, 1.0, 3.0, 6.0, INF, NAN]
-for name in ["abs", "sign", "relu", "relu6", "hardtanh", "hardsigmoid", "hardswish", "leaky_relu", "elu", "selu",
+for name in ["abs", "sign", "relu", "relu6", "hardtanh", "hardsigmoid", "leaky_relu", "elu", "selu",
              "celu", "clamp", "clamp_min", "softplus", "nan_to_num", "floor", "round", "frac", "sqrt", "rsqrt",
              "reciprocal", "log", "atanh", "asin", "logit", "erfinv", "isnan", "isinf", "isfinite", "logical_not",
              "exp", "tanh", "sigmoid", "gelu", "silu", "mish", "trunc", "ceil", "digamma", "lgamma", "erfc"]:
     _, fn, attrs, _, _, _, _ = SPEC[name]
     add(case("%s_edges" % name, "unary", [T((len(EDGE),), "float64", values=EDGE)], fn, attrs=attrs, fd=False))
 # gradient edge values in float32 too (relu'(0) = 0, abs'(0) = 0, sqrt'(0) = inf, ...)
-for name in ["abs", "relu", "relu6", "hardtanh", "leaky_relu", "clamp", "hardswish", "sqrt", "elu"]:
+for name in ["abs", "relu", "relu6", "hardtanh", "leaky_relu", "clamp", "sqrt", "elu"]:
     _, fn, attrs, _, _, _, _ = SPEC[name]
     add(case("%s_edges_f32" % name, "unary", [T((len(EDGE),), values=EDGE)], fn, attrs=attrs, fd=False))
+# hardswish' at exactly 3 depends on the element's position in PyTorch (scalar path 1.5,
+# vectorised path 1.0), so its edge case leaves 3 out; -3 and the rest agree.
+HS_EDGE = [-INF, -3.0, -1.0, 0.0, 2.9, 3.1, INF, -2.5]  # nan too is position-dependent
+add(case("hardswish_edges", "unary", [T((len(HS_EDGE),), "float64", values=HS_EDGE)], F.hardswish,
+         attrs=U("hardswish"), fd=False))
+add(case("hardswish_edges_f32", "unary", [T((len(HS_EDGE),), values=HS_EDGE)], F.hardswish,
+         attrs=U("hardswish"), fd=False))
 add(case("round_half_even", "unary", [T((8,), values=[-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, 3.5, 1e8 + 0.5])],
          torch.round, attrs=U("round"), fd=False))
 add(case("round_decimals_neg", "unary", [T((6,), values=[125.0, 135.0, -125.0, 14.9, 0.0, 1e5 + 5])],
@@ -257,8 +269,14 @@ add(case("polygamma1_negative", "unary", [T((4,), "float64", values=[-0.5, -1.5,
 add(case("lgamma_negative", "unary", [T((4,), "float64", values=[-0.5, -1.5, -2.25, 0.25])], torch.lgamma,
          attrs=U("lgamma")))
 add(case("erfinv_tails", "unary", [T((6,), "float64", values=[-0.999999, -0.99, 0.5, 0.99, 0.9999999, 1e-9])],
-         torch.erfinv, attrs=U("erfinv"), fd=False))
+         torch.erfinv, attrs=U("erfinv"), fd=False,
+         # PyTorch's Newton steps use erf(x) - y, which cancels near +-1; ours use erfc there
+         rtol=1e-9, grad_rtol=1e-8))
 add(case("elu_small_f32", "unary", [T((4,), values=[-1e-4, -3e-3, -0.37, -5.0])], lambda x: F.elu(x),
          attrs=U("elu"), fd=False))
 add(case("exp_large_f64", "unary", [T((3, 2), "float64", low=-20, high=20)], torch.exp, attrs=U("exp"),
          gradgrad=True))
+
+# names are global over every family: prefix ours
+for _c in CASES:
+    _c.name = "un_" + _c.name

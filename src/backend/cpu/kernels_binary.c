@@ -236,18 +236,13 @@ static inline int64_t bin_i(int op, int64_t x, int64_t y, const ct_attrs *a, ct_
   }
 }
 
-/* isclose of integer/bool inputs: |x - y| wraps in int64 like PyTorch's sub+abs,
- * the tolerance is computed in the default float dtype (a->k[1]). */
-static inline bool isclose_i(int64_t x, int64_t y, const ct_attrs *a, ct_dtype dt) {
+/* isclose of integer/bool inputs: exact equality, else PyTorch 1.13 casts both to the
+ * default float dtype (a->k[1]) before the tolerance test (no integer wrap-around). */
+static inline bool isclose_i(int64_t x, int64_t y, const ct_attrs *a) {
   if (x == y) return true;
   if (a->f[0] == 0 && a->f[1] == 0) return false;
-  ct_dtype fdt = (ct_dtype)a->k[1];
-  if (dt == CT_BOOL) return isclose_f((double)x, (double)y, a, fdt);
-  int64_t d = (int64_t)((uint64_t)x - (uint64_t)y);
-  if (d < 0) d = (int64_t)(0 - (uint64_t)d);
-  if (fdt == CT_FLOAT64) return (double)d <= a->f[1] + fabs(a->f[0] * (double)y);
-  float allowed = (float)a->f[1] + fabsf((float)a->f[0] * (float)y);
-  return (float)d <= allowed;
+  if ((ct_dtype)a->k[1] == CT_FLOAT64) return isclose_f((double)x, (double)y, a, CT_FLOAT64);
+  return isclose_f((double)(float)x, (double)(float)y, a, CT_FLOAT32); /* one rounding int64 -> float */
 }
 
 static void binary_loop(char **p, const int64_t *s, int64_t n, void *vctx) {
@@ -281,7 +276,7 @@ static void binary_loop(char **p, const int64_t *s, int64_t n, void *vctx) {
   } else if (op == CT_OP_isclose) {
     for (int64_t i = 0; i < n; i++)
       ct_store_i64(p[0] + i * s[0], out_dt,
-                   isclose_i(ct_load_i64(p[1] + i * s[1], in_dt), ct_load_i64(p[2] + i * s[2], in_dt), a, in_dt));
+                   isclose_i(ct_load_i64(p[1] + i * s[1], in_dt), ct_load_i64(p[2] + i * s[2], in_dt), a));
   } else {
     for (int64_t i = 0; i < n; i++)
       ct_store_i64(p[0] + i * s[0], out_dt,

@@ -132,7 +132,6 @@ enum { MAP_FLIP = 0, MAP_ROLL = 1, MAP_REPEAT = 2, MAP_CONSTANT = 3, MAP_REFLECT
 
 /* Source index along one dim of size n for walked index o (m = walked size), or -1. */
 static inline int64_t map_index(int mode, int64_t o, int64_t n, int64_t p0, int64_t p1) {
-  (void)p1;
   int64_t j;
   switch (mode) {
     case MAP_FLIP: return p0 ? n - 1 - o : o;
@@ -145,7 +144,12 @@ static inline int64_t map_index(int mode, int64_t o, int64_t n, int64_t p0, int6
       if (j >= n) j = 2 * (n - 1) - j;
       return j;
     case MAP_REPLICATE: j = o - p0; return j < 0 ? 0 : j >= n ? n - 1 : j;
-    case MAP_CIRCULAR: j = (o - p0) % n; return j < 0 ? j + n : j;
+    case MAP_CIRCULAR: { /* negative pads crop first; the rest wraps around the cropped core (PyTorch's order) */
+      int64_t cl = p0 < 0 ? -p0 : 0, cr = p1 < 0 ? -p1 : 0, core = n - cl - cr;
+      if (core <= 0) return -1;
+      j = (o - (p0 > 0 ? p0 : 0)) % core;
+      return (j < 0 ? j + core : j) + cl;
+    }
     default: return o;
   }
 }

@@ -96,11 +96,19 @@ static double k_zeta(double s, double q) {
 static double k_polygamma(int64_t n, double x) {
   if (n == 0) return k_digamma(x);
   if (n == 1) {
-    if (x < 0.5) { /* reflection: psi1(x) + psi1(1-x) = pi^2 / sin^2(pi x) */
+    /* trigamma with PyTorch's accuracy trade-off (six recurrence steps, then the
+     * asymptotic series through the B6 term), so float64 results agree to 1e-10 */
+    double sign = 1, res = 0;
+    if (x < 0.5) { /* reflection: psi1(x) = pi^2 / sin^2(pi x) - psi1(1 - x) */
       double sn = sin(PI_D * x);
-      return PI_D * PI_D / (sn * sn) - k_zeta(2, 1 - x);
+      sign = -1;
+      res = -PI_D * PI_D / (sn * sn);
+      x = 1 - x;
     }
-    return k_zeta(2, x);
+    for (int k = 0; k < 6; k++, x += 1) res += 1 / (x * x);
+    double z = 1 / (x * x);
+    res += (1 + 1 / (2 * x) + z * (1.0 / 6 - z * (1.0 / 30 - z * (1.0 / 42)))) / x;
+    return sign * res;
   }
   double f = 1;
   for (int64_t k = 2; k <= n; k++) f *= (double)k;
@@ -242,6 +250,13 @@ static double unary_f(int op, double x, const ct_attrs *a, ct_dtype dt) {
   }
 }
 
+/* An int64 bound converted to dtype dt (wrapping, like PyTorch's scalar casts). */
+static int64_t wrap_to(int64_t v, ct_dtype dt) {
+  char buf[8];
+  ct_store_i64(buf, dt, v);
+  return ct_load_i64(buf, dt);
+}
+
 /* ---- forward, integer and bool (computed in int64, wrapping like C++) ---- */
 static int64_t unary_i(int op, int64_t x, const ct_attrs *a, ct_dtype dt) {
   switch (op) {
@@ -256,13 +271,13 @@ static int64_t unary_i(int op, int64_t x, const ct_attrs *a, ct_dtype dt) {
     case CT_OP_square: return (int64_t)((uint64_t)x * (uint64_t)x);
     case CT_OP_relu: return x < 0 ? 0 : x;
     case CT_OP_hardtanh: {
-      int64_t lo = (int64_t)a->f[0], hi = (int64_t)a->f[1];
+      int64_t lo = wrap_to((int64_t)a->f[0], dt), hi = wrap_to((int64_t)a->f[1], dt);
       x = x < lo ? lo : x;
       return x > hi ? hi : x;
     }
     case CT_OP_clamp:
-      if (a->k[0] && x < a->s[0].i) x = a->s[0].i;
-      if (a->k[1] && x > a->s[1].i) x = a->s[1].i;
+      if (a->k[0] && x < wrap_to(a->s[0].i, dt)) x = wrap_to(a->s[0].i, dt);
+      if (a->k[1] && x > wrap_to(a->s[1].i, dt)) x = wrap_to(a->s[1].i, dt);
       return x;
     case CT_OP_isnan:
     case CT_OP_isinf: return 0;
@@ -312,14 +327,17 @@ static double deriv_f(int op, int order, double h, double x, const ct_attrs *a) 
       return in ? h : 0.0;
     }
     case CT_OP_leaky_relu: return order == 1 ? (x > 0 ? h : h * a->f[0]) : 0.0;
-    case CT_OP_hardsigmoid: return order == 1 ? ((x > -3 && x < 3) ? h / 6 : 0.0) : 0.0;
+    /* PyTorch multiplies by the float constant 1.0f/6.0f, also for double */
+    case CT_OP_hardsigmoid: return order == 1 ? ((x > -3 && x < 3) ? h * (double)(1.0f / 6.0f) : 0.0) : 0.0;
     case CT_OP_nan_to_num: return order == 1 ? (isfinite(x) ? h : 0.0) : 0.0;
     case CT_OP_hardswish:
-      if (order == 1) return x < -3 ? 0.0 : (x < 3 ? h * (x / 3 + 0.5) : h);
+      /* PyTorch's scalar path (x <= 3 is the middle piece); its vectorised path takes x >= 3 as
+       * the last piece, so PyTorch itself differs at exactly 3 by element position */
+      if (order == 1) return x < -3 ? 0.0 : (x <= 3 ? h * (x / 3 + 0.5) : h);
       if (order == 2) return (x > -3 && x < 3) ? h / 3 : 0.0;
       return 0.0;
     case CT_OP_elu: {
-      double alpha = a->f[0], scale = a->f[1], is = a->f[2];
+      double alpha = a->f[0], scale = a->f[1], is = a->f[3]; /* f3: the backward's input scale */
       if (!(x <= 0)) return order == 1 ? h * scale : 0.0;
       double e = exp(x * is) * alpha * scale;
       return order == 1 ? h * is * e : h * is * is * e;
@@ -352,9 +370,12 @@ static double deriv_f(int op, int order, double h, double x, const ct_attrs *a) 
     case CT_OP_logit: {
       double eps = a->f[0];
       bool out = eps < 0 ? (x < 0 || x > 1) : (x < eps || x > 1 - eps);
-      if (out) return eps < 0 ? NAN : 0.0;
+      if (out && order == 1) return eps < 0 ? NAN : 0.0;
       double d = x * (1 - x);
-      return order == 1 ? h / d : h * (2 * x - 1) / (d * d);
+      if (order == 1) return h / d;
+      /* PyTorch masks the second derivative by multiplying (nan at 0 and 1) */
+      bool in = eps < 0 ? (x > 0 && x < 1) : (x >= eps && x <= 1 - eps);
+      return h * ((2 * x - 1) / (d * d) * (in ? 1.0 : 0.0));
     }
     default: return NAN;
   }
