@@ -15,4 +15,5 @@
 #include "ctorch/nn.h"
 #include "ctorch/loss.h"
 #include "ctorch/random.h"
+#include "ctorch/dict.h"
 #endif

@@ -23,6 +23,19 @@ static ct_status pool_call(int op, const ct_tensor *x, int64_t oh, int64_t ow, c
     return ct_last_status();
   }
   CT_TRY(nn_dispatch(&c));
+  if (c.out[0]->grad_fn) { /* PyTorch's node names */
+    const char *nm = NULL;
+    switch (op) {
+      case CT_OP_max_pool2d_with_indices: nm = "MaxPool2DWithIndicesBackward0"; break;
+      case CT_OP_adaptive_max_pool2d: nm = "AdaptiveMaxPool2DBackward0"; break;
+      case CT_OP_avg_pool2d: nm = "AvgPool2DBackward0"; break;
+      case CT_OP_adaptive_avg_pool2d: nm = "AdaptiveAvgPool2DBackward0"; break;
+      case CT_OP_upsample_nearest2d: nm = "UpsampleNearest2DBackward1"; break;
+      case CT_OP_upsample_bilinear2d: nm = "UpsampleBilinear2DBackward1"; break;
+      default: break;
+    }
+    if (nm) c.out[0]->grad_fn->name = nm;
+  }
   *y = c.out[0];
   if (ix) *ix = c.out[1];
   else ct_release(c.out[1]);

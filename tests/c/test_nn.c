@@ -557,3 +557,20 @@ TEST(nn_sdpa) {
   ct_release(q), ct_release(k), ct_release(v), ct_release(o), ct_release(k3), ct_release(v3), ct_release(c);
   ct_release(m), ct_release(om);
 }
+
+TEST(nn_node_names_noncontig) {
+  ct_tensor *x = leaf(4, (int64_t[]){1, 2, 6, 6}, 61);
+  int64_t k[2] = {2, 2};
+  ct_tensor *m = ct_max_pool2d(x, k, NULL, NULL, NULL, false, NULL), *a = ct_avg_pool2d(x, k, NULL, NULL, false, true, 0);
+  ct_tensor *s = ct_softmax(x, 1, -1), *w = leaf(4, (int64_t[]){3, 2, 3, 3}, 62), *c = ct_conv2d(x, w, NULL, NULL, NULL, NULL, 1);
+  CHECK(m && !strcmp(ct_grad_fn_name(m), "MaxPool2DWithIndicesBackward0"));
+  CHECK(a && !strcmp(ct_grad_fn_name(a), "AvgPool2DBackward0"));
+  CHECK(s && !strcmp(ct_grad_fn_name(s), "SoftmaxBackward0"));
+  CHECK(c && !strcmp(ct_grad_fn_name(c), "ConvolutionBackward0"));
+  /* a channels-last view gives the same values as its contiguous copy */
+  ct_tensor *xt = ct_permute(x, 4, (int64_t[]){0, 2, 3, 1}), *xc = ct_contiguous(xt), *xb = ct_permute(xc, 4, (int64_t[]){0, 3, 1, 2});
+  ct_tensor *c2 = ct_conv2d(xb, w, NULL, NULL, NULL, NULL, 1), *s2 = ct_softmax(xb, 1, -1);
+  CHECK(!ct_is_contiguous(xb) && tt_allclose(c2, c, 0, 0) && tt_allclose(s2, s, 0, 0));
+  ct_release(x), ct_release(m), ct_release(a), ct_release(s), ct_release(w), ct_release(c);
+  ct_release(xt), ct_release(xc), ct_release(xb), ct_release(c2), ct_release(s2);
+}

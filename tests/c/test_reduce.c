@@ -335,3 +335,48 @@ TEST(reduce_noncontiguous) {
   ct_release(t);
   ct_release(x);
 }
+
+TEST(reduce_double_backward_and_inplace) {
+  double v[6] = {1, -2, 3, 0.5, -1, 2};
+  int64_t s[2] = {2, 3};
+  ct_tensor *x = tt_from(v, 2, s, CT_FLOAT64);
+  ct_requires_grad_(x, true);
+  /* norm p=1: grad = sgn(x) * g, whose derivative in x is zero */
+  int64_t d = 1;
+  ct_tensor *y = ct_norm(x, 1, 1, &d, false), *sy = y ? ct_sum(y) : NULL, *g = NULL, *gg = NULL;
+  CHECK_OK(ct_autograd_grad(1, &sy, NULL, 1, &x, &g, true, true, false));
+  double eg[6] = {1, -1, 1, 1, -1, 1};
+  CHECK(vals_eq(g, eg, 6));
+  ct_tensor *sg = g ? ct_sum(g) : NULL;
+  CHECK_OK(ct_autograd_grad(1, &sg, NULL, 1, &x, &gg, false, false, true));
+  double ez[6] = {0};
+  CHECK(!gg || vals_eq(gg, ez, 6));
+  ct_release(y);
+  ct_release(sy);
+  ct_release(g);
+  ct_release(sg);
+  ct_release(gg);
+  /* names */
+  y = ct_sum_dims(x, 1, &d, false);
+  CHECK(y && !strcmp(ct_grad_fn_name(y), "SumBackward1"));
+  ct_release(y);
+  y = ct_prod(x);
+  CHECK(y && !strcmp(ct_grad_fn_name(y), "ProdBackward0"));
+  ct_release(y);
+  ct_tensor *va = NULL, *mu = NULL;
+  CHECK_OK(ct_var_mean(x, 1, &d, 1, false, &va, &mu));
+  /* row 0 = {1, -2, 3}: mean 2/3, squared deviations sum to 114/9, unbiased var 19/3 */
+  CHECK(va && mu && fabs(tt_at(va, 0) - 19.0 / 3) < 1e-12 && fabs(tt_at(mu, 1) - 0.5) < 1e-12);
+  ct_release(va);
+  ct_release(mu);
+  /* in place on a leaf that requires grad is refused; on a plain tensor it bumps the version */
+  CHECK_ERR(ct_cumsum_(x, 0), "a leaf Variable that requires grad");
+  ct_tensor *p = ct_clone(x);
+  ct_tensor *pd = ct_detach(p);
+  uint64_t ver = ct_version(pd);
+  CHECK_OK(ct_cumprod_(pd, 1));
+  CHECK(ct_version(pd) > ver && fabs(tt_at(pd, 2) + 6) < 1e-12);
+  ct_release(pd);
+  ct_release(p);
+  ct_release(x);
+}

@@ -472,3 +472,21 @@ add(case("bin_equal_nan", "equal", [T((2,), values=[1.0, NAN]), T((2,), values=[
 add(case("bin_equal_nc", "equal", [T((3, 4), "int32", layout="transposed", values=[[1, 2, 3, 4], [5, 6, 7, 8], [9, 10, 11, 12]]),
                                    T((3, 4), "int32", values=[[1, 2, 3, 4], [5, 6, 7, 8], [9, 10, 11, 12]])],
          lambda a, b: torch.tensor(torch.equal(a, b))))
+
+# ---- promotion with 0-dim tensors and Python numbers (through run_core.c's add/sub/mul runners) ----
+add(case("bin_add_int_float_number", "add", [T((3,), "int32")], lambda a: a + 2.5, attrs={"b_scalar": 2.5}))
+add(case("bin_add_int8_0dim_int64", "add", [T((3,), "int8", values=[1, 2, 100]), T((), "int64", values=1000)],
+         lambda a, b: a + b))
+add(case("bin_add_f16_0dim_f32", "add", [T((3,), "float16"), T((), "float32", values=1000.0)], lambda a, b: a + b))
+add(case("bin_mul_int_0dim_float", "mul", [T((3,), "int64"), T((), "float64", values=0.5)], lambda a, b: a * b))
+add(case("bin_add_bool_int_number", "add", [T((3,), "bool")], lambda a: a + 3, attrs={"b_scalar": 3}))
+add(case("bin_mul_u8_number_wrap", "mul", [T((3,), "uint8", values=[1, 2, 200])], lambda a: a * 300,
+         attrs={"b_scalar": 300}))
+add(case("bin_add_int64_big", "add", [T((3,), "int64", values=[2 ** 53 + 1, 2 ** 62 + 3, 2 ** 63 - 1]),
+                                      T((3,), "int64", values=[1, 5, 1])], lambda a, b: a + b))
+add(case("bin_sub_gg", "sub", [T((2, 3), "float64"), T((3,), "float64")], lambda a, b: torch.sub(a, b, alpha=2),
+         attrs={"alpha": 2}, gradgrad=True))
+add(case("bin_pow_inplace_scalar_cast", "pow", [T((3,), "int8")], lambda a: a.clone().pow_(2.5),
+         attrs={"inplace": 1, "b_scalar": 2.5}, error="Found dtype Char but expected Float"))
+add(case("bin_pow_inplace_scalar_bool", "pow", [T((3,), "bool")], lambda a: a.clone().pow_(2),
+         attrs={"inplace": 1, "b_scalar": 2}, error="Found dtype Bool but expected Long"))

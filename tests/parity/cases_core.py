@@ -10,13 +10,6 @@ CASES = []
 add = CASES.append
 
 
-def f16_via_f32(f, dt):
-    """PyTorch 1.13 has no float16 exp/log on CPU (its CUDA kernels compute in float and
-    round once): the reference is f in float32 rounded to float16, with the same gradient."""
-    if dt != "float16":
-        return f
-    return lambda a: f(a.float()).half()
-
 # ---- add / sub / mul / div over every dtype -------------------------------------------
 for dt in ALL:
     add(case("add_%s" % dt, "add", [T((2, 3), dt), T((2, 3), dt)], lambda a, b: torch.add(a, b), gradgrad=dt == "float64"))
@@ -155,9 +148,11 @@ add(case("neg_bool_error", "neg", [T((3,), "bool")], lambda a: -a,
 for dt in ALL:
     if dt != "bool":
         add(case("neg_%s" % dt, "neg", [T((2, 3), dt)], lambda a: -a, gradgrad=dt == "float64"))
-    add(case("exp_%s" % dt, "exp", [T((2, 3), dt)], f16_via_f32(torch.exp, dt), gradgrad=dt == "float64"))
-    add(case("log_%s" % dt, "log", [T((2, 3), dt, low=0.2 if dt in FLOATS else 1, high=3)], f16_via_f32(torch.log, dt),
-             gradgrad=dt == "float64"))
+    # PyTorch 1.13 has no float16 exp/log on CPU, and ctorch follows it
+    add(case("exp_%s" % dt, "exp", [T((2, 3), dt)], lambda a: torch.exp(a), gradgrad=dt == "float64",
+             error="\"exp_vml_cpu\" not implemented for 'Half'" if dt == "float16" else None))
+    add(case("log_%s" % dt, "log", [T((2, 3), dt, low=0.2 if dt in FLOATS else 1, high=3)], lambda a: torch.log(a),
+             gradgrad=dt == "float64", error="\"log_vml_cpu\" not implemented for 'Half'" if dt == "float16" else None))
 add(case("exp_transposed", "exp", [T((3, 4), layout="transposed")], lambda a: a.exp(), gradgrad=True))
 add(case("exp_strided", "exp", [T((2, 3, 2), layout="strided")], lambda a: a.exp()))
 add(case("exp_0dim", "exp", [T(())], lambda a: a.exp(), gradgrad=True))

@@ -159,6 +159,14 @@ static void rd_opt(reader *r, ftensor *t) {
   if (rd_u8(r)) rd_tensor(r, t);
 }
 
+/* float attrs read as ints: truncate, saturating (no UB for 1e30 or NaN) */
+static int64_t sat_i64(double f) {
+  if (isnan(f)) return 0;
+  if (f >= 9.2233720368547758e18) return INT64_MAX;
+  if (f <= -9.2233720368547758e18) return INT64_MIN;
+  return (int64_t)f;
+}
+
 static bool rd_case(reader *r, pcase *c) {
   memset(c, 0, sizeof *c);
   c->name = rd_str(r);
@@ -175,7 +183,7 @@ static bool rd_case(reader *r, pcase *c) {
     switch (a->kind) {
       case A_NONE: break;
       case A_INT: a->i = rd_i64(r); a->f = (double)a->i; break;
-      case A_FLOAT: a->f = rd_f64(r); a->i = (int64_t)a->f; break;
+      case A_FLOAT: a->f = rd_f64(r); a->i = sat_i64(a->f); break;
       case A_BOOL: a->i = rd_u8(r); a->f = (double)a->i; break;
       case A_STR: a->s = rd_str(r); break;
       case A_INTS:
@@ -193,7 +201,7 @@ static bool rd_case(reader *r, pcase *c) {
             a->fl[j] = (double)a->il[j];
           } else {
             a->fl[j] = rd_f64(r);
-            a->il[j] = (int64_t)a->fl[j];
+            a->il[j] = sat_i64(a->fl[j]);
           }
         }
         break;

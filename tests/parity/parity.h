@@ -9,7 +9,21 @@
  *
  * A runner: PARITY_OP(add) { out[0] = ct_add(in[0], in[1]); return 1; }
  * returns the number of outputs it set (<= PARITY_MAX_OUT) or -1 on error (the
- * harness then checks the case's expected error substring, if any). */
+ * harness then checks the case's expected error substring, if any).
+ *
+ * Contract details (tests/parity/harness.c):
+ * - out[k] are new references; the harness releases them. The runner runs inside a
+ *   ct_scope, and the harness fails a case whose handles outlive it (ct_live_tensors).
+ * - in[] are leaves built with the fixture's values, dtype, layout ("transposed":
+ *   storage allocated with reversed dims and permuted back; "strided": last dim
+ *   allocated doubled and sliced ::2) and requires_grad. Runners must not keep them.
+ * - For fd=True cases the runner is called again on float64 copies of the floating
+ *   inputs (and under no_grad on perturbed copies), so it must not assume a dtype.
+ * - Outputs are compared in shape, dtype (exactly PyTorch's), requires_grad and values;
+ *   with check_strides=True (cases_*.py) also strides, storage offset and storage sharing.
+ *
+ * Run: tests/parity/run.sh build/<you> [case-name-substring]; -v on test_parity lists
+ * every passing case. Fixture format: the top of tests/parity/gen_fixtures.py. */
 #ifndef CT_PARITY_H
 #define CT_PARITY_H
 #include "ctorch.h"

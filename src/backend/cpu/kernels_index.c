@@ -101,7 +101,7 @@ typedef struct {
   bool fp;
   double fv, alpha_f; /* fill value / alpha (floating) */
   int64_t iv, alpha_i;
-  char fill_bytes[8];
+  _Alignas(8) char fill_bytes[8];
   int64_t *count;  /* W_MEAN / W_INIT: per element of dst (contiguous) */
   char *dst_base;
   int reduce;      /* W_INIT: the reduction whose identity is written */
@@ -346,7 +346,7 @@ ct_status ct_cpu_index_write(const ct_call *c) {
 typedef struct {
   size_t isz;
   ct_dtype mdt;
-  char v[8];
+  _Alignas(8) char v[8];
   char *outp;      /* masked_select: next output slot; masked_scatter: next source element */
   int64_t ostride; /* bytes between output (or source) elements */
 } mask_ctx;

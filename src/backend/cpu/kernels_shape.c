@@ -188,7 +188,6 @@ ct_status ct_cpu_dimmap(const ct_call *c) {
   if (!tabs) return CT_ERR(CT_ERR_OOM, "out of memory");
   int64_t *p = tabs;
   int idim = (int)c->a.k[1];
-  int64_t *cum = NULL; /* repeat_interleave: source index of each walked index along idim */
   for (int d = 0; d < walked->ndim; d++) {
     int64_t m = walked->shape[d], n = other->shape[d], st = other->stride[d] * w.isz;
     w.tab[d] = p;
@@ -200,7 +199,6 @@ ct_status ct_cpu_dimmap(const ct_call *c) {
         for (int64_t s = 0; s < nr; s++)
           for (int64_t q = 0; q < rv[s * rep->stride[0]] && k < m; q++) p[k++] = s * st;
         while (k < m) p[k++] = NOFF; /* not reached: sizes are checked by the op */
-        cum = p;
       } else {
         for (int64_t o = 0; o < m; o++) p[o] = o * st;
       }
@@ -212,7 +210,6 @@ ct_status ct_cpu_dimmap(const ct_call *c) {
     }
     p += m;
   }
-  (void)cum;
   walk_run(&w);
   free(tabs);
   return CT_OK;
