@@ -16,4 +16,5 @@
 #include "ctorch/loss.h"
 #include "ctorch/random.h"
 #include "ctorch/dict.h"
+#include "ctorch/io.h"
 #endif

@@ -11,6 +11,7 @@ static const struct {
     {"info", "version, SIMD level, threads and backends", ct_cmd_info},
     {"ops", "the op table (--markdown for the README's coverage table)", ct_cmd_ops},
     {"demo", "fit a small MLP on generated data and print the loss falling", ct_cmd_demo},
+    {"inspect", "a safetensors file's or checkpoint's metadata and tensors", ct_cmd_inspect},
 };
 
 static void usage(void) {

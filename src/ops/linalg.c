@@ -406,6 +406,13 @@ ct_tensor *ct_matmul(const ct_tensor *a, const ct_tensor *b) {
   return matmul_batched(a, b);
 }
 
+/* The C++ type names PyTorch prints in out= dtype errors ("float", "double"). */
+static const char *cpp_type_name(ct_dtype dt) {
+  static const char *names[CT_NUM_DTYPES] = {"float", "double", "c10::Half", "c10::BFloat16", "signed char",
+                                             "unsigned char", "short int", "int", "long int", "bool"};
+  return dt >= 0 && dt < CT_NUM_DTYPES ? names[dt] : "?";
+}
+
 /* out= form; out keeps its own history rules (no autograd through out=). */
 ct_status ct_matmul_out(ct_tensor *out, const ct_tensor *a, const ct_tensor *b) {
   CT_TRY(ct_check_tensor(out, "matmul"));
@@ -416,14 +423,9 @@ ct_status ct_matmul_out(ct_tensor *out, const ct_tensor *a, const ct_tensor *b) 
   ct_tensor *r = ct_matmul(a, b);
   if (!r) return ct_last_status();
   ct_status st = CT_OK;
-  if (r->dtype != out->dtype) {
-    st = CT_ERR(CT_ERR_RUNTIME, "Expected out tensor to have dtype %s, but got %s instead", ct_dtype_name(r->dtype),
-                ct_dtype_name(out->dtype));
-    if (r->dtype == CT_FLOAT32 || out->dtype == CT_FLOAT32) /* PyTorch spells c10 type names: float, double */
-      st = CT_ERR(CT_ERR_RUNTIME, "Expected out tensor to have dtype %s, but got %s instead",
-                  r->dtype == CT_FLOAT32 ? "float" : r->dtype == CT_FLOAT64 ? "double" : ct_dtype_name(r->dtype),
-                  out->dtype == CT_FLOAT32 ? "float" : out->dtype == CT_FLOAT64 ? "double" : ct_dtype_name(out->dtype));
-  }
+  if (r->dtype != out->dtype)
+    st = CT_ERR(CT_ERR_RUNTIME, "Expected out tensor to have dtype %s, but got %s instead", cpp_type_name(r->dtype),
+                cpp_type_name(out->dtype));
   bool same = r->ndim == out->ndim;
   for (int d = 0; same && d < r->ndim; d++) same = r->shape[d] == out->shape[d];
   if (st == CT_OK && !same) {

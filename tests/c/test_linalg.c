@@ -320,3 +320,14 @@ TEST(linalg_batched_broadcast_backward) {
   CHECK_NEAR(tt_at(ct_grad(a), 1), expect, 1e-10);
   ct_release(a); ct_release(b); ct_release(c); ct_release(l);
 }
+
+TEST(linalg_matmul_out) {
+  int64_t sa[2] = {2, 3}, sb[2] = {3, 2};
+  ct_tensor *a = lt_make(2, sa, CT_FLOAT32, 0.1), *b = lt_make(2, sb, CT_FLOAT32, 0.2);
+  ct_tensor *o = ct_empty(1, (int64_t[]){0}, ct_opts()), *r = ct_matmul(a, b);
+  CHECK_OK(ct_matmul_out(o, a, b));
+  CHECK(tt_allclose(o, r, 0, 0));
+  ct_tensor *od = ct_empty(2, (int64_t[]){2, 2}, ct_opts_dtype(CT_FLOAT64));
+  CHECK_ERR(ct_matmul_out(od, a, b), "Expected out tensor to have dtype float, but got double instead");
+  ct_release(a); ct_release(b); ct_release(o); ct_release(r); ct_release(od);
+}

@@ -9,6 +9,7 @@
  * order, whatever the blocking or the threads (threads split M, N and batch,
  * never K), so results are deterministic. */
 #include "cpu_iter.h"
+#include "gemm_fast.h"
 #include <stdlib.h>
 
 /* C[b] = beta * C0[b] + alpha * A[b] @ B[b] for each batch b. A is M x K, B is
@@ -199,6 +200,11 @@ static void gemm_range(void *vctx, int64_t begin, int64_t end) {
 
 ct_status ct_cpu_gemm(const ct_gemm_desc *g) {
   if (g->batch <= 0 || g->M <= 0 || g->N <= 0) return CT_OK;
+  if (ct_fast_gemm_wants(g->dtype)) { /* packed SIMD GEMM (gemm_packed.c); this file stays the reference */
+    ct_fgemm f = {g->dtype, g->batch, g->M, g->N, g->K, g->A, g->B, g->C0, g->C, g->a_b, g->a_m, g->a_k,
+                  g->b_b, g->b_k, g->b_n, g->c0_b, g->c0_m, g->c0_n, g->c_b, g->c_m, g->c_n, g->alpha, g->beta};
+    return ct_fast_gemm(&f);
+  }
   gemm_ctx x = {g, (g->M + MC - 1) / MC, (g->N + NC - 1) / NC, false};
   int64_t tiles = g->batch * x.mb * x.nb;
   /* work per tile ~ MC*NC*K; below ~1M multiply-adds in all, stay on this thread */

@@ -1,0 +1,33 @@
+/* The packed, cache-blocked SIMD GEMM (float32 and float64) that replaces the
+ * reference ct_cpu_gemm for floating point when CT_REFERENCE_KERNELS is unset.
+ *
+ * C[b] = beta * C0[b] + alpha * A[b] @ B[b]: A is M x K, B is K x N, C and C0 are
+ * M x N, strides in elements and arbitrary (transposed operands are handled while
+ * packing, never copied whole). C0 == NULL means beta = 0 and nothing is read.
+ * Each C element accumulates k in order (blocks of KC, FMA within a block), and
+ * threads split M, N and batch, never K, so results do not depend on the thread
+ * count. */
+#ifndef CT_GEMM_FAST_H
+#define CT_GEMM_FAST_H
+#include "core/internal.h"
+
+typedef struct {
+  ct_dtype dtype; /* CT_FLOAT32 or CT_FLOAT64 */
+  int64_t batch, M, N, K;
+  const void *A, *B, *C0; /* element 0 of each operand */
+  void *C;
+  int64_t a_b, a_m, a_k;
+  int64_t b_b, b_k, b_n;
+  int64_t c0_b, c0_m, c0_n;
+  int64_t c_b, c_m, c_n;
+  double alpha, beta;
+} ct_fgemm;
+
+/* Whether the fast GEMM runs for this dtype now (fast kernels on, f32/f64). */
+bool ct_fast_gemm_wants(ct_dtype dt);
+/* Runs it; CT_OK or an out-of-memory error. */
+ct_status ct_fast_gemm(const ct_fgemm *g);
+/* Which micro-kernel the fast GEMM uses now, e.g. "avx512 12x32". */
+const char *ct_fast_gemm_kernel_name(ct_dtype dt);
+
+#endif

@@ -1,0 +1,435 @@
+/* Packed, cache-blocked GEMM with register-blocked SIMD micro-kernels (see gemm_fast.h).
+ *
+ * Loop nest (BLIS order), per task = one rectangle of C in one batch:
+ *   for jc (NC columns)  for pc (KC of K)  pack B[pc.., jc..] into NR-wide panels
+ *     for ic (MC rows)   pack A[ic.., pc..] into MR-tall panels
+ *       for jr (NR)  for ir (MR)  micro-kernel: MR x NR tile of C over kc
+ * The B micro-panel (kc x NR) stays in L1 while A panels stream from L2.
+ * Packing reads any strides (row-major, transposed or general), so transposed
+ * operands cost nothing extra. Edge panels are zero-padded; the micro-kernel then
+ * computes a whole tile into a scratch tile and only the valid part is written.
+ * Threads: each task packs its own panels (no barriers inside a GEMM); C is split
+ * into tm x tn rectangles per batch so that tasks ~ threads. */
+#include "gemm_fast.h"
+#include "simd/simd.h"
+#include <pthread.h>
+#include <stdlib.h>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#define CT_TGT_AVX2 __attribute__((target("avx2,fma")))
+#define CT_TGT_AVX512 __attribute__((target("avx512f,avx2,fma")))
+#endif
+
+/* ---- packing-buffer cache: big buffers would be mmap'ed and page-faulted on each
+ * call; keep a few per process (reachable from this table, so leak checkers are quiet) ---- */
+#define BUF_SLOTS 32
+static struct {
+  pthread_mutex_t mu;
+  void *p[BUF_SLOTS];
+  size_t n[BUF_SLOTS];
+} bufs = {PTHREAD_MUTEX_INITIALIZER, {0}, {0}};
+
+static void *buf_get(size_t bytes) {
+  pthread_mutex_lock(&bufs.mu);
+  int best = -1;
+  for (int i = 0; i < BUF_SLOTS; i++)
+    if (bufs.p[i] && bufs.n[i] >= bytes && (best < 0 || bufs.n[i] < bufs.n[best])) best = i;
+  if (best >= 0) {
+    void *p = bufs.p[best];
+    bufs.p[best] = NULL;
+    pthread_mutex_unlock(&bufs.mu);
+    return p;
+  }
+  pthread_mutex_unlock(&bufs.mu);
+  void *p = NULL;
+  size_t sz = (bytes + 63) / 64 * 64 + 64;
+  if (posix_memalign(&p, 64, sz) != 0) return NULL;
+  ((size_t *)p)[0] = sz; /* remember the size in the first word */
+  return (char *)p + 64;
+}
+
+static void buf_put(void *q) {
+  if (!q) return;
+  void *p = (char *)q - 64;
+  size_t sz = ((size_t *)p)[0];
+  pthread_mutex_lock(&bufs.mu);
+  int slot = -1;
+  for (int i = 0; i < BUF_SLOTS && slot < 0; i++)
+    if (!bufs.p[i]) slot = i;
+  if (slot < 0) { /* full: replace the smallest if this one is bigger */
+    int s = 0;
+    for (int i = 1; i < BUF_SLOTS; i++)
+      if (bufs.n[i] < bufs.n[s]) s = i;
+    if (bufs.n[s] < sz - 64) {
+      free((char *)bufs.p[s] - 64);
+      slot = s;
+    }
+  }
+  if (slot >= 0) { /* the table holds user pointers (64 bytes past the allocation) */
+    bufs.p[slot] = q;
+    bufs.n[slot] = sz - 64;
+    p = NULL;
+  }
+  pthread_mutex_unlock(&bufs.mu);
+  free(p);
+}
+
+/* ---- micro-kernels: c[MR x NR] (row stride ldc, unit column stride) = (acc ? c : 0) + a-panel * b-panel
+ * a: kc groups of MR values; b: kc groups of NR values (both packed, 64-byte aligned). ---- */
+typedef void (*ukr_f32)(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, int acc);
+typedef void (*ukr_f64)(int64_t kc, const double *a, const double *b, double *c, int64_t ldc, int acc);
+
+/* portable: the compiler vectorises the NR loop (SSE2 here, SIMD128 on wasm) */
+#define P_MR 4
+#define P_NR 16
+static void ukr_f32_c(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, int acc) {
+  float t[P_MR][P_NR];
+  for (int r = 0; r < P_MR; r++)
+    for (int j = 0; j < P_NR; j++) t[r][j] = acc ? c[r * ldc + j] : 0.0f;
+  for (int64_t k = 0; k < kc; k++, a += P_MR, b += P_NR)
+    for (int r = 0; r < P_MR; r++)
+      for (int j = 0; j < P_NR; j++) t[r][j] += a[r] * b[j];
+  for (int r = 0; r < P_MR; r++)
+    for (int j = 0; j < P_NR; j++) c[r * ldc + j] = t[r][j];
+}
+#define PD_NR 8
+static void ukr_f64_c(int64_t kc, const double *a, const double *b, double *c, int64_t ldc, int acc) {
+  double t[P_MR][PD_NR];
+  for (int r = 0; r < P_MR; r++)
+    for (int j = 0; j < PD_NR; j++) t[r][j] = acc ? c[r * ldc + j] : 0.0;
+  for (int64_t k = 0; k < kc; k++, a += P_MR, b += PD_NR)
+    for (int r = 0; r < P_MR; r++)
+      for (int j = 0; j < PD_NR; j++) t[r][j] += a[r] * b[j];
+  for (int r = 0; r < P_MR; r++)
+    for (int j = 0; j < PD_NR; j++) c[r * ldc + j] = t[r][j];
+}
+
+#if defined(__x86_64__)
+/* Each ROW(r) broadcasts a[r] and does one FMA per vector of the B row. The
+ * accumulators are named variables so they live in registers. */
+
+/* AVX-512 float32: 12 x 32 (24 zmm accumulators, 2 for B, 1 broadcast) */
+#define Z_INIT(r) __m512 c##r##0 = _mm512_setzero_ps(), c##r##1 = _mm512_setzero_ps();
+#define Z_ROW(r)                                     \
+  t = _mm512_set1_ps(a[r]);                          \
+  c##r##0 = _mm512_fmadd_ps(t, b0, c##r##0);         \
+  c##r##1 = _mm512_fmadd_ps(t, b1, c##r##1);
+#define Z_STORE(r)                                                                         \
+  if (acc) {                                                                               \
+    c##r##0 = _mm512_add_ps(c##r##0, _mm512_loadu_ps(c + r * ldc));                        \
+    c##r##1 = _mm512_add_ps(c##r##1, _mm512_loadu_ps(c + r * ldc + 16));                   \
+  }                                                                                        \
+  _mm512_storeu_ps(c + r * ldc, c##r##0);                                                  \
+  _mm512_storeu_ps(c + r * ldc + 16, c##r##1);
+#define REP12(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
+#define REP6(X) X(0) X(1) X(2) X(3) X(4) X(5)
+
+CT_TGT_AVX512 static void ukr_f32_avx512(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, int acc) {
+  REP12(Z_INIT)
+  for (int64_t k = 0; k < kc; k++) {
+    __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16), t;
+    _mm_prefetch((const char *)(b + 32 * 8), _MM_HINT_T0);
+    REP12(Z_ROW)
+    a += 12;
+    b += 32;
+  }
+  REP12(Z_STORE)
+}
+
+/* AVX-512 float64: 12 x 16 */
+#define ZD_INIT(r) __m512d c##r##0 = _mm512_setzero_pd(), c##r##1 = _mm512_setzero_pd();
+#define ZD_ROW(r)                                    \
+  t = _mm512_set1_pd(a[r]);                          \
+  c##r##0 = _mm512_fmadd_pd(t, b0, c##r##0);         \
+  c##r##1 = _mm512_fmadd_pd(t, b1, c##r##1);
+#define ZD_STORE(r)                                                                        \
+  if (acc) {                                                                               \
+    c##r##0 = _mm512_add_pd(c##r##0, _mm512_loadu_pd(c + r * ldc));                        \
+    c##r##1 = _mm512_add_pd(c##r##1, _mm512_loadu_pd(c + r * ldc + 8));                    \
+  }                                                                                        \
+  _mm512_storeu_pd(c + r * ldc, c##r##0);                                                  \
+  _mm512_storeu_pd(c + r * ldc + 8, c##r##1);
+
+CT_TGT_AVX512 static void ukr_f64_avx512(int64_t kc, const double *a, const double *b, double *c, int64_t ldc,
+                                         int acc) {
+  REP12(ZD_INIT)
+  for (int64_t k = 0; k < kc; k++) {
+    __m512d b0 = _mm512_load_pd(b), b1 = _mm512_load_pd(b + 8), t;
+    _mm_prefetch((const char *)(b + 16 * 8), _MM_HINT_T0);
+    REP12(ZD_ROW)
+    a += 12;
+    b += 16;
+  }
+  REP12(ZD_STORE)
+}
+
+/* AVX2 float32: 6 x 16 (12 ymm accumulators) */
+#define Y_INIT(r) __m256 c##r##0 = _mm256_setzero_ps(), c##r##1 = _mm256_setzero_ps();
+#define Y_ROW(r)                                     \
+  t = _mm256_broadcast_ss(a + r);                    \
+  c##r##0 = _mm256_fmadd_ps(t, b0, c##r##0);         \
+  c##r##1 = _mm256_fmadd_ps(t, b1, c##r##1);
+#define Y_STORE(r)                                                                         \
+  if (acc) {                                                                               \
+    c##r##0 = _mm256_add_ps(c##r##0, _mm256_loadu_ps(c + r * ldc));                        \
+    c##r##1 = _mm256_add_ps(c##r##1, _mm256_loadu_ps(c + r * ldc + 8));                    \
+  }                                                                                        \
+  _mm256_storeu_ps(c + r * ldc, c##r##0);                                                  \
+  _mm256_storeu_ps(c + r * ldc + 8, c##r##1);
+
+CT_TGT_AVX2 static void ukr_f32_avx2(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, int acc) {
+  REP6(Y_INIT)
+  for (int64_t k = 0; k < kc; k++) {
+    __m256 b0 = _mm256_load_ps(b), b1 = _mm256_load_ps(b + 8), t;
+    REP6(Y_ROW)
+    a += 6;
+    b += 16;
+  }
+  REP6(Y_STORE)
+}
+
+/* AVX2 float64: 6 x 8 */
+#define YD_INIT(r) __m256d c##r##0 = _mm256_setzero_pd(), c##r##1 = _mm256_setzero_pd();
+#define YD_ROW(r)                                    \
+  t = _mm256_broadcast_sd(a + r);                    \
+  c##r##0 = _mm256_fmadd_pd(t, b0, c##r##0);         \
+  c##r##1 = _mm256_fmadd_pd(t, b1, c##r##1);
+#define YD_STORE(r)                                                                        \
+  if (acc) {                                                                               \
+    c##r##0 = _mm256_add_pd(c##r##0, _mm256_loadu_pd(c + r * ldc));                        \
+    c##r##1 = _mm256_add_pd(c##r##1, _mm256_loadu_pd(c + r * ldc + 4));                    \
+  }                                                                                        \
+  _mm256_storeu_pd(c + r * ldc, c##r##0);                                                  \
+  _mm256_storeu_pd(c + r * ldc + 4, c##r##1);
+
+CT_TGT_AVX2 static void ukr_f64_avx2(int64_t kc, const double *a, const double *b, double *c, int64_t ldc, int acc) {
+  REP6(YD_INIT)
+  for (int64_t k = 0; k < kc; k++) {
+    __m256d b0 = _mm256_load_pd(b), b1 = _mm256_load_pd(b + 4), t;
+    REP6(YD_ROW)
+    a += 6;
+    b += 8;
+  }
+  REP6(YD_STORE)
+}
+#endif
+
+/* ---- per-ISA parameters ---- */
+typedef struct {
+  int mr, nr;
+  int64_t mc, kc, nc;
+  void *ukr;
+  const char *name;
+} kparams;
+
+static kparams params_for(ct_dtype dt) {
+  ct_simd_isa isa = ct_simd_active();
+  kparams p;
+  if (dt == CT_FLOAT32) {
+    p = (kparams){P_MR, P_NR, 128, 256, 2048, (void *)ukr_f32_c, "portable 4x16"};
+#if defined(__x86_64__)
+    if (isa == CT_SIMD_AVX512) p = (kparams){12, 32, 240, 256, 2048, (void *)ukr_f32_avx512, "avx512 12x32"};
+    else if (isa == CT_SIMD_AVX2) p = (kparams){6, 16, 144, 256, 2048, (void *)ukr_f32_avx2, "avx2 6x16"};
+#endif
+  } else {
+    p = (kparams){P_MR, PD_NR, 96, 256, 1024, (void *)ukr_f64_c, "portable 4x8"};
+#if defined(__x86_64__)
+    if (isa == CT_SIMD_AVX512) p = (kparams){12, 16, 120, 256, 1024, (void *)ukr_f64_avx512, "avx512 12x16"};
+    else if (isa == CT_SIMD_AVX2) p = (kparams){6, 8, 96, 256, 1024, (void *)ukr_f64_avx2, "avx2 6x8"};
+#endif
+  }
+  (void)isa;
+  return p;
+}
+
+const char *ct_fast_gemm_kernel_name(ct_dtype dt) { return params_for(dt).name; }
+
+bool ct_fast_gemm_wants(ct_dtype dt) { return (dt == CT_FLOAT32 || dt == CT_FLOAT64) && ct_fast_enabled(); }
+
+/* ---- the driver, written once per element type ---- */
+typedef struct {
+  const ct_fgemm *g;
+  kparams p;
+  int64_t tm, tn;         /* rectangles per batch along M and N */
+  int64_t rm, rn;         /* rectangle size (multiples of MR / NR) */
+  int failed;
+} drv_ctx;
+
+#define DEFINE_DRIVER(T, SUF)                                                                                   \
+  static void pack_a_##SUF(T *dst, const T *A, int64_t sm, int64_t sk, int64_t mc, int64_t kc, int mr) {        \
+    for (int64_t i = 0; i < mc; i += mr, dst += (int64_t)mr * kc) {                                            \
+      int64_t rows = mc - i < mr ? mc - i : mr;                                                                 \
+      const T *src = A + i * sm;                                                                                \
+      if (sm == 1) {                                                                                            \
+        for (int64_t k = 0; k < kc; k++) {                                                                      \
+          T *d = dst + k * mr;                                                                                  \
+          const T *s = src + k * sk;                                                                            \
+          for (int64_t r = 0; r < rows; r++) d[r] = s[r];                                                       \
+          for (int64_t r = rows; r < mr; r++) d[r] = 0;                                                         \
+        }                                                                                                       \
+      } else {                                                                                                  \
+        for (int64_t r = 0; r < rows; r++) {                                                                    \
+          const T *s = src + r * sm;                                                                            \
+          T *d = dst + r;                                                                                       \
+          if (sk == 1)                                                                                          \
+            for (int64_t k = 0; k < kc; k++) d[k * mr] = s[k];                                                  \
+          else                                                                                                  \
+            for (int64_t k = 0; k < kc; k++) d[k * mr] = s[k * sk];                                             \
+        }                                                                                                       \
+        for (int64_t r = rows; r < mr; r++)                                                                     \
+          for (int64_t k = 0; k < kc; k++) dst[k * mr + r] = 0;                                                 \
+      }                                                                                                         \
+    }                                                                                                           \
+  }                                                                                                             \
+  static void pack_b_##SUF(T *dst, const T *B, int64_t sk, int64_t sn, int64_t kc, int64_t nc, int nr) {        \
+    for (int64_t j = 0; j < nc; j += nr, dst += (int64_t)nr * kc) {                                            \
+      int64_t cols = nc - j < nr ? nc - j : nr;                                                                 \
+      const T *src = B + j * sn;                                                                                \
+      if (sn == 1) {                                                                                            \
+        if (cols == nr) {                                                                                       \
+          for (int64_t k = 0; k < kc; k++) memcpy(dst + k * nr, src + k * sk, sizeof(T) * (size_t)nr);          \
+        } else {                                                                                                \
+          for (int64_t k = 0; k < kc; k++) {                                                                    \
+            T *d = dst + k * nr;                                                                                \
+            const T *s = src + k * sk;                                                                          \
+            for (int64_t c = 0; c < cols; c++) d[c] = s[c];                                                     \
+            for (int64_t c = cols; c < nr; c++) d[c] = 0;                                                       \
+          }                                                                                                     \
+        }                                                                                                       \
+      } else {                                                                                                  \
+        for (int64_t c = 0; c < cols; c++) {                                                                    \
+          const T *s = src + c * sn;                                                                            \
+          T *d = dst + c;                                                                                       \
+          if (sk == 1)                                                                                          \
+            for (int64_t k = 0; k < kc; k++) d[k * nr] = s[k];                                                  \
+          else                                                                                                  \
+            for (int64_t k = 0; k < kc; k++) d[k * nr] = s[k * sk];                                             \
+        }                                                                                                       \
+        for (int64_t c = cols; c < nr; c++)                                                                     \
+          for (int64_t k = 0; k < kc; k++) dst[k * nr + c] = 0;                                                 \
+      }                                                                                                         \
+    }                                                                                                           \
+  }                                                                                                             \
+  /* C rectangle [i0, i1) x [j0, j1) of batch b */                                                              \
+  static int rect_##SUF(const ct_fgemm *g, const kparams *p, int64_t b, int64_t i0, int64_t i1, int64_t j0,     \
+                        int64_t j1) {                                                                           \
+    const int mr = p->mr, nr = p->nr;                                                                           \
+    const T *A = (const T *)g->A + b * g->a_b, *B = (const T *)g->B + b * g->b_b;                               \
+    const T *C0 = g->C0 ? (const T *)g->C0 + b * g->c0_b : NULL;                                                \
+    T *C = (T *)g->C + b * g->c_b;                                                                              \
+    const T alpha = (T)g->alpha, beta = (T)g->beta;                                                             \
+    const int64_t K = g->K;                                                                                     \
+    if (K == 0) { /* no products: C = beta * C0 (or 0) */                                                       \
+      for (int64_t i = i0; i < i1; i++)                                                                         \
+        for (int64_t j = j0; j < j1; j++)                                                                       \
+          C[i * g->c_m + j * g->c_n] = C0 ? beta * C0[i * g->c0_m + j * g->c0_n] : (T)0;                        \
+      return 0;                                                                                                 \
+    }                                                                                                           \
+    int64_t kcmax = K < p->kc ? K : p->kc;                                                                      \
+    int64_t mcmax = i1 - i0 < p->mc ? i1 - i0 : p->mc, ncmax = j1 - j0 < p->nc ? j1 - j0 : p->nc;              \
+    mcmax = (mcmax + mr - 1) / mr * mr;                                                                         \
+    ncmax = (ncmax + nr - 1) / nr * nr;                                                                         \
+    T *ap = buf_get(sizeof(T) * (size_t)(mcmax * kcmax));                                                       \
+    T *bp = buf_get(sizeof(T) * (size_t)(ncmax * kcmax));                                                       \
+    if (!ap || !bp) {                                                                                           \
+      buf_put(ap);                                                                                              \
+      buf_put(bp);                                                                                              \
+      return 1;                                                                                                 \
+    }                                                                                                           \
+    T tile[16 * 32] __attribute__((aligned(64)));                                                               \
+    void (*ukr)(int64_t, const T *, const T *, T *, int64_t, int) = (void (*)(int64_t, const T *, const T *, T *, int64_t, int))p->ukr; \
+    const bool direct = g->c_n == 1 && g->alpha == 1.0 && !C0;                                                  \
+    for (int64_t jc = j0; jc < j1; jc += p->nc) {                                                               \
+      int64_t nc = j1 - jc < p->nc ? j1 - jc : p->nc;                                                           \
+      for (int64_t pc = 0; pc < K; pc += p->kc) {                                                               \
+        int64_t kc = K - pc < p->kc ? K - pc : p->kc;                                                           \
+        bool first = pc == 0;                                                                                   \
+        pack_b_##SUF(bp, B + pc * g->b_k + jc * g->b_n, g->b_k, g->b_n, kc, nc, nr);                            \
+        for (int64_t ic = i0; ic < i1; ic += p->mc) {                                                           \
+          int64_t mc = i1 - ic < p->mc ? i1 - ic : p->mc;                                                       \
+          pack_a_##SUF(ap, A + ic * g->a_m + pc * g->a_k, g->a_m, g->a_k, mc, kc, mr);                          \
+          for (int64_t jr = 0; jr < nc; jr += nr) {                                                             \
+            int64_t cols = nc - jr < nr ? nc - jr : nr;                                                         \
+            const T *bpp = bp + jr * kc;                                                                        \
+            for (int64_t ir = 0; ir < mc; ir += mr) {                                                           \
+              int64_t rows = mc - ir < mr ? mc - ir : mr;                                                       \
+              const T *app = ap + ir * kc;                                                                      \
+              int64_t ci = ic + ir, cj = jc + jr;                                                               \
+              if (direct && rows == mr && cols == nr) {                                                         \
+                ukr(kc, app, bpp, C + ci * g->c_m + cj, g->c_m, !first);                                        \
+                continue;                                                                                       \
+              }                                                                                                 \
+              ukr(kc, app, bpp, tile, nr, 0);                                                                   \
+              for (int64_t r = 0; r < rows; r++)                                                                \
+                for (int64_t c = 0; c < cols; c++) {                                                            \
+                  T v = tile[r * nr + c];                                                                       \
+                  if (alpha != (T)1) v *= alpha;                                                                \
+                  T *dst = C + (ci + r) * g->c_m + (cj + c) * g->c_n;                                           \
+                  if (!first) v += *dst;                                                                        \
+                  else if (C0) v += beta * C0[(ci + r) * g->c0_m + (cj + c) * g->c0_n];                         \
+                  *dst = v;                                                                                     \
+                }                                                                                               \
+            }                                                                                                   \
+          }                                                                                                     \
+        }                                                                                                       \
+      }                                                                                                         \
+    }                                                                                                           \
+    buf_put(ap);                                                                                                \
+    buf_put(bp);                                                                                                \
+    return 0;                                                                                                   \
+  }
+
+DEFINE_DRIVER(float, f32)
+DEFINE_DRIVER(double, f64)
+
+static void task_range(void *vctx, int64_t begin, int64_t end) {
+  drv_ctx *x = vctx;
+  const ct_fgemm *g = x->g;
+  for (int64_t t = begin; t < end; t++) {
+    int64_t per = x->tm * x->tn, b = t / per, r = t % per, bi = r / x->tn, bj = r % x->tn;
+    int64_t i0 = bi * x->rm, i1 = i0 + x->rm < g->M ? i0 + x->rm : g->M;
+    int64_t j0 = bj * x->rn, j1 = j0 + x->rn < g->N ? j0 + x->rn : g->N;
+    if (i0 >= i1 || j0 >= j1) continue;
+    int bad = g->dtype == CT_FLOAT32 ? rect_f32(g, &x->p, b, i0, i1, j0, j1) : rect_f64(g, &x->p, b, i0, i1, j0, j1);
+    if (bad) __atomic_store_n(&x->failed, 1, __ATOMIC_RELAXED);
+  }
+}
+
+ct_status ct_fast_gemm(const ct_fgemm *g) {
+  if (g->dtype != CT_FLOAT32 && g->dtype != CT_FLOAT64)
+    return CT_ERR(CT_ERR_RUNTIME, "fast gemm: unsupported dtype %s", ct_dtype_name(g->dtype));
+  if (g->batch <= 0 || g->M <= 0 || g->N <= 0) return CT_OK;
+  drv_ctx x;
+  memset(&x, 0, sizeof x);
+  x.g = g;
+  x.p = params_for(g->dtype);
+  double flops = 2.0 * (double)g->batch * (double)g->M * (double)g->N * (double)(g->K + 1);
+  int nt = ct_get_num_threads();
+  /* rectangles per batch: enough tasks for every thread, each still >= ~1 MFLOP
+   * and at least one MR x NR tile */
+  int64_t want = 1;
+  if (nt > 1 && flops > 4e6) {
+    want = nt;
+    if (flops > 1e9) want = 2 * (int64_t)nt; /* some slack for load balance on a busy machine */
+    want = (want + g->batch - 1) / g->batch;
+    if (want < 1) want = 1;
+  }
+  int64_t mt = (g->M + x.p.mr - 1) / x.p.mr, ntl = (g->N + x.p.nr - 1) / x.p.nr; /* tiles along M, N */
+  /* split the longer side first so each rectangle stays square-ish (packing cost ~ 1/side) */
+  x.tm = x.tn = 1;
+  while (x.tm * x.tn < want) {
+    bool can_m = x.tm < mt, can_n = x.tn < ntl;
+    if (!can_m && !can_n) break;
+    double rm = (double)g->M / (double)x.tm, rn = (double)g->N / (double)x.tn;
+    if (can_m && (rm >= rn || !can_n)) x.tm++;
+    else x.tn++;
+  }
+  x.rm = ((mt + x.tm - 1) / x.tm) * x.p.mr;
+  x.rn = ((ntl + x.tn - 1) / x.tn) * x.p.nr;
+  int64_t tasks = g->batch * x.tm * x.tn;
+  int64_t grain = flops / (double)tasks < 2e5 ? (int64_t)(2e5 / (flops / (double)tasks + 1)) + 1 : 1;
+  if (flops < 4e6) grain = tasks;
+  ct_parallel_for(tasks, grain, task_range, &x);
+  if (x.failed) return CT_ERR(CT_ERR_OOM, "gemm: out of memory for packing buffers");
+  return CT_OK;
+}
