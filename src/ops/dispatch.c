@@ -47,3 +47,30 @@ ct_status ct_dispatch(ct_call *c) {
   CT_TRY(ct_run_kernel(c));
   return ct_record(c);
 }
+
+ct_status ct_dispatch_alloc(ct_call *c, int nd, const int64_t *shape, const ct_dtype *odt) {
+  const ct_tensor *first = NULL;
+  for (int i = 0; i < c->n_in && !first; i++) first = c->in[i];
+  ct_device dev = first ? first->storage->device : ct_cpu();
+  for (int j = 0; j < c->n_out; j++) c->out[j] = NULL;
+  ct_status st = CT_OK;
+  for (int j = 0; j < c->n_out && st == CT_OK; j++)
+    if (!(c->out[j] = ct_tensor_new(nd, shape, odt[j], dev))) st = ct_last_status();
+  if (st == CT_OK) st = ct_dispatch(c);
+  if (st != CT_OK)
+    for (int j = 0; j < c->n_out; j++) {
+      ct_release(c->out[j]);
+      c->out[j] = NULL;
+    }
+  return st;
+}
+
+ct_tensor *ct_dispatch_new(int op, int n_in, ct_tensor *const *in, int nd, const int64_t *shape, ct_dtype dt,
+                           const ct_attrs *a) {
+  ct_call c = ct_call_make(op);
+  c.n_in = n_in;
+  c.n_out = 1;
+  for (int i = 0; i < n_in; i++) c.in[i] = in[i];
+  if (a) c.a = *a;
+  return ct_dispatch_alloc(&c, nd, shape, &dt) == CT_OK ? c.out[0] : NULL;
+}

@@ -7,24 +7,6 @@
 #include "pointwise.h"
 #include <stdlib.h>
 
-/* ---- helpers ------------------------------------------------------------------ */
-static ct_tensor *run_op(int op, int n_in, ct_tensor *const *in, int nd, const int64_t *shape, ct_dtype dt,
-                         const ct_attrs *a) {
-  ct_tensor *out = ct_tensor_new(nd, shape, dt, in[0]->storage->device);
-  if (!out) return NULL;
-  ct_call c = ct_call_make(op);
-  c.n_in = n_in;
-  c.n_out = 1;
-  for (int i = 0; i < n_in; i++) c.in[i] = in[i];
-  c.out[0] = out;
-  if (a) c.a = *a;
-  if (ct_dispatch(&c) != CT_OK) {
-    ct_release(out);
-    return NULL;
-  }
-  return out;
-}
-
 /* Index values as int64 on the host (numel >= 1 slots); NULL on error. */
 static int64_t *read_i64(const ct_tensor *t, int64_t *n) {
   *n = ct_numel(t);
@@ -124,7 +106,7 @@ ct_tensor *ct_index_select(const ct_tensor *self, int64_t dim, const ct_tensor *
   if (self->ndim) shape[dim] = ct_numel(index);
   ct_attrs a = dim_attrs(dim);
   ct_tensor *in[2] = {(ct_tensor *)self, (ct_tensor *)index};
-  return run_op(CT_OP_index_select, 2, in, self->ndim, shape, self->dtype, &a);
+  return ct_dispatch_new(CT_OP_index_select, 2, in, self->ndim, shape, self->dtype, &a);
 }
 
 ct_status ct_bw_index_select(ct_node *n, ct_tensor *const *g, ct_tensor **gin) {
@@ -166,7 +148,7 @@ ct_tensor *ct_gather(const ct_tensor *self, int64_t dim, const ct_tensor *index)
   }
   ct_attrs a = dim_attrs(dim);
   ct_tensor *in[2] = {(ct_tensor *)self, (ct_tensor *)index};
-  return run_op(CT_OP_gather, 2, in, index->ndim, index->shape, self->dtype, &a);
+  return ct_dispatch_new(CT_OP_gather, 2, in, index->ndim, index->shape, self->dtype, &a);
 }
 
 ct_status ct_bw_gather(ct_node *n, ct_tensor *const *g, ct_tensor **gin) {
@@ -219,7 +201,7 @@ ct_tensor *ct_scatter(const ct_tensor *self, int64_t dim, const ct_tensor *index
   if (scatter_check("scatter", self, &dim, index, src)) return NULL;
   ct_attrs a = dim_attrs(dim);
   ct_tensor *in[3] = {(ct_tensor *)self, (ct_tensor *)index, (ct_tensor *)src};
-  return run_op(CT_OP_scatter, 3, in, self->ndim, self->shape, self->dtype, &a);
+  return ct_dispatch_new(CT_OP_scatter, 3, in, self->ndim, self->shape, self->dtype, &a);
 }
 ct_status ct_scatter_(ct_tensor *self, int64_t dim, const ct_tensor *index, const ct_tensor *src) {
   CT_TRY(ct_check_tensor(self, "scatter_"));
@@ -232,7 +214,7 @@ ct_tensor *ct_scatter_value(const ct_tensor *self, int64_t dim, const ct_tensor 
   ct_attrs a = dim_attrs(dim);
   a.s[0] = value;
   ct_tensor *in[2] = {(ct_tensor *)self, (ct_tensor *)index};
-  return run_op(CT_OP_scatter_value, 2, in, self->ndim, self->shape, self->dtype, &a);
+  return ct_dispatch_new(CT_OP_scatter_value, 2, in, self->ndim, self->shape, self->dtype, &a);
 }
 ct_status ct_scatter_value_(ct_tensor *self, int64_t dim, const ct_tensor *index, ct_scalar value) {
   CT_TRY(ct_check_tensor(self, "scatter_"));
@@ -244,7 +226,7 @@ ct_tensor *ct_scatter_add(const ct_tensor *self, int64_t dim, const ct_tensor *i
   if (scatter_check("scatter", self, &dim, index, src)) return NULL;
   ct_attrs a = dim_attrs(dim);
   ct_tensor *in[3] = {(ct_tensor *)self, (ct_tensor *)index, (ct_tensor *)src};
-  return run_op(CT_OP_scatter_add, 3, in, self->ndim, self->shape, self->dtype, &a);
+  return ct_dispatch_new(CT_OP_scatter_add, 3, in, self->ndim, self->shape, self->dtype, &a);
 }
 ct_status ct_scatter_add_(ct_tensor *self, int64_t dim, const ct_tensor *index, const ct_tensor *src) {
   CT_TRY(ct_check_tensor(self, "scatter_add_"));
@@ -294,7 +276,7 @@ ct_tensor *ct_scatter_reduce(const ct_tensor *self, int64_t dim, const ct_tensor
   a.k[1] = r;
   a.k[2] = include_self;
   ct_tensor *in[3] = {(ct_tensor *)self, (ct_tensor *)index, (ct_tensor *)src};
-  return run_op(CT_OP_scatter_reduce, 3, in, self->ndim, self->shape, self->dtype, &a);
+  return ct_dispatch_new(CT_OP_scatter_reduce, 3, in, self->ndim, self->shape, self->dtype, &a);
 }
 ct_status ct_scatter_reduce_(ct_tensor *self, int64_t dim, const ct_tensor *index, const ct_tensor *src,
                              const char *reduce, bool include_self) {
@@ -450,7 +432,7 @@ ct_tensor *ct_index_add(const ct_tensor *self, int64_t dim, const ct_tensor *ind
   a.f[0] = alpha.kind == CT_SCALAR_FLOAT ? alpha.f : (double)alpha.i;
   a.s[0] = alpha.kind == CT_SCALAR_FLOAT ? ct_si((int64_t)alpha.f) : alpha;
   ct_tensor *in[3] = {(ct_tensor *)self, (ct_tensor *)index, (ct_tensor *)source};
-  return run_op(CT_OP_index_add, 3, in, self->ndim, self->shape, self->dtype, &a);
+  return ct_dispatch_new(CT_OP_index_add, 3, in, self->ndim, self->shape, self->dtype, &a);
 }
 ct_status ct_index_add_(ct_tensor *self, int64_t dim, const ct_tensor *index, const ct_tensor *source,
                         ct_scalar alpha) {
@@ -544,7 +526,7 @@ ct_tensor *ct_index_copy(const ct_tensor *self, int64_t dim, const ct_tensor *in
   if (check_range(index, dim_size(self, dim), RANGE_COPY, CT_ERR_INDEX, dim)) return NULL;
   ct_attrs a = dim_attrs(dim);
   ct_tensor *in[3] = {(ct_tensor *)self, (ct_tensor *)index, (ct_tensor *)source};
-  return run_op(CT_OP_index_copy, 3, in, self->ndim, self->shape, self->dtype, &a);
+  return ct_dispatch_new(CT_OP_index_copy, 3, in, self->ndim, self->shape, self->dtype, &a);
 }
 ct_status ct_index_copy_(ct_tensor *self, int64_t dim, const ct_tensor *index, const ct_tensor *source) {
   CT_TRY(ct_check_tensor(self, "index_copy_"));
@@ -578,7 +560,7 @@ ct_tensor *ct_index_fill(const ct_tensor *self, int64_t dim, const ct_tensor *in
   ct_attrs a = dim_attrs(dim);
   a.s[0] = value;
   ct_tensor *in[2] = {(ct_tensor *)self, (ct_tensor *)index};
-  return run_op(CT_OP_index_fill, 2, in, self->ndim, self->shape, self->dtype, &a);
+  return ct_dispatch_new(CT_OP_index_fill, 2, in, self->ndim, self->shape, self->dtype, &a);
 }
 ct_status ct_index_fill_(ct_tensor *self, int64_t dim, const ct_tensor *index, ct_scalar value) {
   CT_TRY(ct_check_tensor(self, "index_fill_"));
@@ -597,7 +579,7 @@ ct_tensor *ct_index_fill_tensor(const ct_tensor *self, int64_t dim, const ct_ten
   ct_tensor *v = ct_to_device(value, self->storage->device);
   if (!v) return NULL;
   ct_tensor *in[3] = {(ct_tensor *)self, (ct_tensor *)index, v};
-  ct_tensor *r = run_op(CT_OP_index_fill_tensor, 3, in, self->ndim, self->shape, self->dtype, &a);
+  ct_tensor *r = ct_dispatch_new(CT_OP_index_fill_tensor, 3, in, self->ndim, self->shape, self->dtype, &a);
   ct_release(v);
   return r;
 }
@@ -669,11 +651,11 @@ static ct_tensor *masked_fill_impl(const ct_tensor *self, const ct_tensor *mask,
   if (vt) {
     ct_tensor *v = ct_to_device(vt, self->storage->device);
     ct_tensor *in[3] = {es, em, v};
-    r = v ? run_op(CT_OP_masked_fill_tensor, 3, in, es->ndim, es->shape, self->dtype, &a) : NULL;
+    r = v ? ct_dispatch_new(CT_OP_masked_fill_tensor, 3, in, es->ndim, es->shape, self->dtype, &a) : NULL;
     ct_release(v);
   } else {
     ct_tensor *in[2] = {es, em};
-    r = run_op(CT_OP_masked_fill, 2, in, es->ndim, es->shape, self->dtype, &a);
+    r = ct_dispatch_new(CT_OP_masked_fill, 2, in, es->ndim, es->shape, self->dtype, &a);
   }
   ct_release(es);
   ct_release(em);
@@ -751,7 +733,7 @@ ct_tensor *ct_masked_select(const ct_tensor *self, const ct_tensor *mask) {
   ct_tensor *r = NULL;
   if (cnt >= 0) {
     ct_tensor *in[2] = {es, em};
-    r = run_op(CT_OP_masked_select, 2, in, 1, &cnt, self->dtype, NULL);
+    r = ct_dispatch_new(CT_OP_masked_select, 2, in, 1, &cnt, self->dtype, NULL);
   }
   ct_release(es);
   ct_release(em);
@@ -793,7 +775,7 @@ ct_tensor *ct_masked_scatter(const ct_tensor *self, const ct_tensor *mask, const
     ct_tensor *flat = ct_reshape(source, 1, &ns); /* contiguous, differentiable */
     ct_tensor *fc = flat ? ct_contiguous(flat) : NULL;
     ct_tensor *in[3] = {es, em, fc};
-    if (fc) r = run_op(CT_OP_masked_scatter, 3, in, es->ndim, es->shape, self->dtype, NULL);
+    if (fc) r = ct_dispatch_new(CT_OP_masked_scatter, 3, in, es->ndim, es->shape, self->dtype, NULL);
     ct_release(flat);
     ct_release(fc);
   }
@@ -851,7 +833,7 @@ ct_tensor *ct_take(const ct_tensor *self, const ct_tensor *index) {
   ct_tensor *c = ct_contiguous(self);
   if (!c) return NULL;
   ct_tensor *in[2] = {c, (ct_tensor *)index};
-  ct_tensor *r = run_op(CT_OP_take, 2, in, index->ndim, index->shape, self->dtype, NULL);
+  ct_tensor *r = ct_dispatch_new(CT_OP_take, 2, in, index->ndim, index->shape, self->dtype, NULL);
   ct_release(c);
   return r;
 }
@@ -894,7 +876,7 @@ ct_tensor *ct_put(const ct_tensor *self, const ct_tensor *index, const ct_tensor
   ct_attrs a = ct_attrs_zero();
   a.k[0] = accumulate;
   ct_tensor *in[3] = {(ct_tensor *)self, (ct_tensor *)index, src};
-  ct_tensor *r = run_op(CT_OP_put, 3, in, self->ndim, self->shape, self->dtype, &a);
+  ct_tensor *r = ct_dispatch_new(CT_OP_put, 3, in, self->ndim, self->shape, self->dtype, &a);
   ct_release(src);
   return r;
 }
@@ -993,7 +975,7 @@ ct_tensor *ct_nonzero(const ct_tensor *self) {
   }
   int64_t shape[2] = {cnt, self->ndim};
   ct_tensor *in[1] = {(ct_tensor *)self};
-  return run_op(CT_OP_nonzero, 1, in, 2, shape, CT_INT64, NULL);
+  return ct_dispatch_new(CT_OP_nonzero, 1, in, 2, shape, CT_INT64, NULL);
 }
 
 int ct_nonzero_tuple(const ct_tensor *self, ct_tensor **out) {
@@ -1041,7 +1023,7 @@ static ct_tensor *index_lin(const ct_tensor *self_p, const ct_tensor *lin, int k
   ct_attrs a = ct_attrs_zero();
   a.k[0] = k;
   ct_tensor *in[2] = {(ct_tensor *)self_p, (ct_tensor *)lin};
-  return run_op(CT_OP_index, 2, in, nd, shape, self_p->dtype, &a);
+  return ct_dispatch_new(CT_OP_index, 2, in, nd, shape, self_p->dtype, &a);
 }
 
 static ct_tensor *index_put_lin(const ct_tensor *self_p, const ct_tensor *lin, const ct_tensor *values, int k,
@@ -1050,7 +1032,7 @@ static ct_tensor *index_put_lin(const ct_tensor *self_p, const ct_tensor *lin, c
   a.k[0] = k;
   a.k[1] = accumulate;
   ct_tensor *in[3] = {(ct_tensor *)self_p, (ct_tensor *)lin, (ct_tensor *)values};
-  return run_op(CT_OP_index_put, 3, in, self_p->ndim, self_p->shape, self_p->dtype, &a);
+  return ct_dispatch_new(CT_OP_index_put, 3, in, self_p->ndim, self_p->shape, self_p->dtype, &a);
 }
 
 ct_status ct_bw_index(ct_node *n, ct_tensor *const *g, ct_tensor **gin) {

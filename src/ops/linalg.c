@@ -38,24 +38,6 @@ static ct_status check_same_dtype(const ct_tensor *a, const ct_tensor *b) {
   return CT_OK;
 }
 
-/* Allocates the output and runs the op through the door. */
-static ct_tensor *run_op(int op, int n_in, ct_tensor *const *in, int nd, const int64_t *shape, ct_dtype dt,
-                         const ct_attrs *a) {
-  ct_tensor *out = ct_tensor_new(nd, shape, dt, in[n_in - 1]->storage->device);
-  if (!out) return NULL;
-  ct_call c = ct_call_make(op);
-  c.n_in = n_in;
-  c.n_out = 1;
-  for (int i = 0; i < n_in; i++) c.in[i] = in[i];
-  c.out[0] = out;
-  if (a) c.a = *a;
-  if (ct_dispatch(&c) != CT_OK) {
-    ct_release(out);
-    return NULL;
-  }
-  return out;
-}
-
 /* self (the add* bias) expanded to shape and cast to dt: a new reference. */
 static ct_tensor *prep_self(const ct_tensor *self, int nd, const int64_t *shape, ct_dtype dt) {
   ct_tensor *e = ct_expand(self, nd, shape);
@@ -80,7 +62,7 @@ ct_tensor *ct_mm(const ct_tensor *a, const ct_tensor *b) {
   if (check_same_dtype(a, b) || check_dtype_supported(CT_OP_mm, a->dtype) || check_mm_shapes(a, b)) return NULL;
   int64_t shape[2] = {a->shape[0], b->shape[1]};
   ct_tensor *in[2] = {(ct_tensor *)a, (ct_tensor *)b};
-  return run_op(CT_OP_mm, 2, in, 2, shape, a->dtype, NULL);
+  return ct_dispatch_new(CT_OP_mm, 2, in, 2, shape, a->dtype, NULL);
 }
 
 ct_status ct_bw_mm(ct_node *n, ct_tensor *const *g, ct_tensor **gin) {
@@ -113,7 +95,7 @@ ct_tensor *ct_addmm(const ct_tensor *self, const ct_tensor *m1, const ct_tensor 
   if (!s) return NULL;
   ct_tensor *in[3] = {s, (ct_tensor *)m1, (ct_tensor *)m2};
   ct_attrs at = ab_attrs(beta, alpha);
-  ct_tensor *r = run_op(CT_OP_addmm, 3, in, 2, shape, m1->dtype, &at);
+  ct_tensor *r = ct_dispatch_new(CT_OP_addmm, 3, in, 2, shape, m1->dtype, &at);
   ct_release(s);
   return r;
 }
@@ -153,7 +135,7 @@ ct_tensor *ct_bmm(const ct_tensor *a, const ct_tensor *b) {
   if (check_bmm(a, b) || check_same_dtype(a, b) || check_dtype_supported(CT_OP_bmm, a->dtype)) return NULL;
   int64_t shape[3] = {a->shape[0], a->shape[1], b->shape[2]};
   ct_tensor *in[2] = {(ct_tensor *)a, (ct_tensor *)b};
-  return run_op(CT_OP_bmm, 2, in, 3, shape, a->dtype, NULL);
+  return ct_dispatch_new(CT_OP_bmm, 2, in, 3, shape, a->dtype, NULL);
 }
 
 ct_status ct_bw_bmm(ct_node *n, ct_tensor *const *g, ct_tensor **gin) {
@@ -184,7 +166,7 @@ ct_tensor *ct_baddbmm(const ct_tensor *self, const ct_tensor *b1, const ct_tenso
   if (!s) return NULL;
   ct_tensor *in[3] = {s, (ct_tensor *)b1, (ct_tensor *)b2};
   ct_attrs at = ab_attrs(beta, alpha);
-  ct_tensor *r = run_op(CT_OP_baddbmm, 3, in, 3, shape, b1->dtype, &at);
+  ct_tensor *r = ct_dispatch_new(CT_OP_baddbmm, 3, in, 3, shape, b1->dtype, &at);
   ct_release(s);
   return r;
 }
@@ -206,7 +188,7 @@ ct_tensor *ct_mv(const ct_tensor *a, const ct_tensor *v) {
     return NULL;
   int64_t shape[1] = {a->shape[0]};
   ct_tensor *in[2] = {(ct_tensor *)a, (ct_tensor *)v};
-  return run_op(CT_OP_mv, 2, in, 1, shape, a->dtype, NULL);
+  return ct_dispatch_new(CT_OP_mv, 2, in, 1, shape, a->dtype, NULL);
 }
 
 ct_status ct_bw_mv(ct_node *n, ct_tensor *const *g, ct_tensor **gin) {
@@ -232,7 +214,7 @@ ct_tensor *ct_addmv(const ct_tensor *self, const ct_tensor *m, const ct_tensor *
   if (!s) return NULL;
   ct_tensor *in[3] = {s, (ct_tensor *)m, (ct_tensor *)v};
   ct_attrs at = ab_attrs(beta, alpha);
-  ct_tensor *r = run_op(CT_OP_addmv, 3, in, 1, shape, m->dtype, &at);
+  ct_tensor *r = ct_dispatch_new(CT_OP_addmv, 3, in, 1, shape, m->dtype, &at);
   ct_release(s);
   return r;
 }
@@ -291,7 +273,7 @@ ct_tensor *ct_dot(const ct_tensor *a, const ct_tensor *b) {
   }
   if (check_dtype_supported(CT_OP_dot, a->dtype)) return NULL;
   ct_tensor *in[2] = {(ct_tensor *)a, (ct_tensor *)b};
-  return run_op(CT_OP_dot, 2, in, 0, NULL, a->dtype, NULL);
+  return ct_dispatch_new(CT_OP_dot, 2, in, 0, NULL, a->dtype, NULL);
 }
 
 ct_status ct_bw_dot(ct_node *n, ct_tensor *const *g, ct_tensor **gin) {

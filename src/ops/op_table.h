@@ -74,6 +74,13 @@ ct_status ct_dispatch(ct_call *c);
 /* The two halves, for view ops (no kernel) and ops that run several kernels. */
 ct_status ct_run_kernel(ct_call *c);
 ct_status ct_record(ct_call *c);
+/* Allocates c's n_out outputs (one shape, dtypes odt[j]) on the device of the first
+ * input, runs the call through the door, and leaves them in c->out as new
+ * references; on failure releases them and returns the error. */
+ct_status ct_dispatch_alloc(ct_call *c, int nd, const int64_t *shape, const ct_dtype *odt);
+/* The single-output form: returns the output, or NULL with the error set. */
+ct_tensor *ct_dispatch_new(int op, int n_in, ct_tensor *const *in, int nd, const int64_t *shape, ct_dtype dt,
+                           const ct_attrs *a);
 /* Start a call. */
 static inline ct_call ct_call_make(int op) {
   ct_call c;

@@ -77,25 +77,16 @@ static ct_status run_red(int op, const ct_tensor *x, uint32_t mask, bool keepdim
   int nd;
   int64_t shape[CT_MAX_DIMS];
   ct_reduced_shape(x, mask, keepdim, &nd, shape);
-  for (int j = 0; j < n_out; j++) outs[j] = NULL;
-  for (int j = 0; j < n_out; j++)
-    if (!(outs[j] = ct_tensor_new(nd, shape, odt[j], x->storage->device))) goto fail;
   ct_call c = ct_call_make(op);
   c.n_in = 1;
   c.n_out = n_out;
   c.in[0] = (ct_tensor *)x;
-  for (int j = 0; j < n_out; j++) c.out[j] = outs[j];
   if (extra) c.a = *extra;
   c.a.k[0] = mask;
   c.a.k[1] = keepdim;
-  if (ct_dispatch(&c) != CT_OK) goto fail;
-  return CT_OK;
-fail:
-  for (int j = 0; j < n_out; j++) {
-    ct_release(outs[j]);
-    outs[j] = NULL;
-  }
-  return ct_last_status() != CT_OK ? ct_last_status() : CT_ERR_RUNTIME;
+  ct_status st = ct_dispatch_alloc(&c, nd, shape, odt);
+  for (int j = 0; j < n_out; j++) outs[j] = c.out[j];
+  return st;
 }
 
 /* One-output reduction over dims; casts the input to in_dt first (sum(dtype=) semantics). */
@@ -216,24 +207,15 @@ ct_tensor *ct_grad_sum_to(const ct_tensor *g, const ct_meta *m) {
 /* Runs an op along dim d over the inputs into n_out new outputs of one shape. */
 static ct_status run_dim(int op, int n_in, ct_tensor *const *in, int64_t d, int n_out, int nd, const int64_t *shape,
                          const ct_dtype *odt, const ct_attrs *extra, ct_tensor **outs) {
-  for (int j = 0; j < n_out; j++) outs[j] = NULL;
-  for (int j = 0; j < n_out; j++)
-    if (!(outs[j] = ct_tensor_new(nd, shape, odt[j], in[0]->storage->device))) goto fail;
   ct_call c = ct_call_make(op);
   c.n_in = n_in;
   c.n_out = n_out;
   for (int i = 0; i < n_in; i++) c.in[i] = in[i];
-  for (int j = 0; j < n_out; j++) c.out[j] = outs[j];
   if (extra) c.a = *extra;
   c.a.k[2] = d;
-  if (ct_dispatch(&c) != CT_OK) goto fail;
-  return CT_OK;
-fail:
-  for (int j = 0; j < n_out; j++) {
-    ct_release(outs[j]);
-    outs[j] = NULL;
-  }
-  return ct_last_status() != CT_OK ? ct_last_status() : CT_ERR_RUNTIME;
+  ct_status st = ct_dispatch_alloc(&c, nd, shape, odt);
+  for (int j = 0; j < n_out; j++) outs[j] = c.out[j];
+  return st;
 }
 static ct_tensor *dim1(int op, int n_in, ct_tensor *const *in, int64_t d, int nd, const int64_t *shape, ct_dtype odt,
                        const ct_attrs *extra) {

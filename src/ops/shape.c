@@ -4,24 +4,6 @@
 #include "reduce_util.h"
 #include <stdlib.h>
 
-/* ---- helpers ---- */
-static ct_tensor *run1(int op, int n_in, ct_tensor *const *in, int nd, const int64_t *shape, ct_dtype dt,
-                       const ct_attrs *a) {
-  ct_tensor *out = ct_tensor_new(nd, shape, dt, in[0]->storage->device);
-  if (!out) return NULL;
-  ct_call c = ct_call_make(op);
-  c.n_in = n_in;
-  c.n_out = 1;
-  for (int i = 0; i < n_in; i++) c.in[i] = in[i];
-  c.out[0] = out;
-  if (a) c.a = *a;
-  if (ct_dispatch(&c) != CT_OK) {
-    ct_release(out);
-    return NULL;
-  }
-  return out;
-}
-
 /* The list-output convention (see shape.h): returns 1 when the caller should stop with CT_OK (count only). */
 static int list_room(int count, int *n_out, ct_tensor **out, int max_out, ct_status *st) {
   *st = CT_OK;
@@ -117,7 +99,7 @@ static ct_tensor *cat_run(int n, const ct_tensor *const *ts, int dim, ct_dtype d
     int64_t shape[CT_MAX_DIMS];
     memcpy(shape, ref->shape, sizeof(int64_t) * (size_t)ref->ndim);
     shape[dim] = total;
-    r = run1(CT_OP_cat, n, in, ref->ndim, shape, dt, &a);
+    r = ct_dispatch_new(CT_OP_cat, n, in, ref->ndim, shape, dt, &a);
   }
   for (int j = 0; j < n; j++) ct_release(in[j]);
   return r;
@@ -424,7 +406,7 @@ ct_status ct_unbind(const ct_tensor *t, int64_t dim, int *n_out, ct_tensor **out
 /* ---- dim maps: flip, roll, repeat, pads ---- */
 static ct_tensor *dimmap(int op, const ct_tensor *t, int nd, const int64_t *shape, const ct_attrs *a) {
   ct_tensor *in[1] = {(ct_tensor *)t};
-  return run1(op, 1, in, nd, shape, t->dtype, a);
+  return ct_dispatch_new(op, 1, in, nd, shape, t->dtype, a);
 }
 
 ct_tensor *ct_flip(const ct_tensor *t, int n, const int64_t *dims) {
@@ -679,7 +661,7 @@ ct_tensor *ct_repeat_interleave_tensor(const ct_tensor *t, const ct_tensor *repe
     ct_attrs a = ct_attrs_zero();
     a.k[1] = d;
     ct_tensor *in[2] = {x, rt};
-    r = run1(CT_OP_repeat_interleave, 2, in, x->ndim, os, x->dtype, &a);
+    r = ct_dispatch_new(CT_OP_repeat_interleave, 2, in, x->ndim, os, x->dtype, &a);
     if (r && r->grad_fn) r->grad_fn->name = "IndexSelectBackward0";
     ct_release(rt);
   }
@@ -721,7 +703,7 @@ ct_tensor *ct_repeat_interleave_index(const ct_tensor *repeats) {
 
 static ct_tensor *ri_backward(const ct_tensor *g, ct_tensor *rep, const ct_attrs *a, const ct_meta *m) {
   ct_tensor *in[2] = {(ct_tensor *)g, rep};
-  return run1(CT_OP_repeat_interleave_backward, 2, in, m->ndim, m->shape, g->dtype, a);
+  return ct_dispatch_new(CT_OP_repeat_interleave_backward, 2, in, m->ndim, m->shape, g->dtype, a);
 }
 
 ct_status ct_bw_repeat_interleave(ct_node *n, ct_tensor *const *g, ct_tensor **gin) {
@@ -735,7 +717,7 @@ ct_status ct_bw_repeat_interleave_backward(ct_node *n, ct_tensor *const *g, ct_t
   ct_tensor *rep = ct_node_saved_in(n, 1);
   if (!rep) return ct_last_status();
   ct_tensor *in[2] = {g[0], rep};
-  gin[0] = run1(CT_OP_repeat_interleave, 2, in, n->in_meta[0].ndim, n->in_meta[0].shape, g[0]->dtype, &n->a);
+  gin[0] = ct_dispatch_new(CT_OP_repeat_interleave, 2, in, n->in_meta[0].ndim, n->in_meta[0].shape, g[0]->dtype, &n->a);
   return gin[0] ? CT_OK : ct_last_status();
 }
 
