@@ -17,8 +17,9 @@ TOOL_OBJ := $(TOOL_SRC:%.c=$(BUILD)/obj/%.o)
 PARITY_SRC := $(sort $(wildcard tests/parity/*.c))
 PARITY_OBJ := $(PARITY_SRC:%.c=$(BUILD)/obj/%.o)
 DEPS := $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(TOOL_OBJ:.o=.d) $(PARITY_OBJ:.o=.d)
+-include src/backend/cuda/cuda.mk
 
-.PHONY: all lib test test-c test-parity sanitize run bench clean deps coverage-table
+.PHONY: all lib test test-c test-parity sanitize run bench deps-bench clean deps coverage-table
 all: lib $(BUILD)/ctorch $(BUILD)/test_ctorch
 
 lib: $(BUILD)/libctorch.a $(BUILD)/libctorch.so
@@ -50,8 +51,10 @@ deps:
 
 test: deps all
 	$(BUILD)/test_ctorch
+	tests/test_io.sh $(BUILD)
 	tools/readme_ops.sh $(BUILD) --check
 	$(MAKE) --no-print-directory test-parity
+	$(MAKE) --no-print-directory test-python
 
 test-c: all
 	$(BUILD)/test_ctorch
@@ -67,13 +70,21 @@ sanitize:
 	CT_NO_CACHE=1 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 build/sanitize/test_ctorch
 	CT_NO_CACHE=1 CT_PARITY_NO_MAKE=1 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 tests/parity/run.sh build/sanitize
 
+# trains a small GPT on the built-in text (ctorch train-gpt --help) and prints a sample
 run: all
-	$(BUILD)/ctorch demo
+	$(BUILD)/ctorch train-gpt
 
+# OpenBLAS is a peer in the benchmark only (never linked into the library).
 $(BUILD)/bench_ctorch: bench/bench_main.c $(BUILD)/libctorch.a
-	$(CC) $(CFLAGS_BASE) $(CFLAGS) -o $@ $< $(BUILD)/libctorch.a $(LDLIBS)
+	@if [ -f /usr/include/x86_64-linux-gnu/cblas.h ] || [ -f /usr/include/cblas.h ]; then blas="-DCT_BENCH_OPENBLAS"; blaslib="-lopenblas"; fi; \
+	echo $(CC) $(CFLAGS_BASE) $(CFLAGS) $$blas -o $@ $< $(BUILD)/libctorch.a $$blaslib $(LDLIBS); \
+	$(CC) $(CFLAGS_BASE) $(CFLAGS) $$blas -o $@ $< $(BUILD)/libctorch.a $$blaslib $(LDLIBS)
 
-bench: all $(BUILD)/bench_ctorch
+# What the benchmark's peers need: OpenBLAS (the PyTorch peer comes with `make deps`).
+deps-bench:
+	@dpkg -s libopenblas-dev >/dev/null 2>&1 || apt-get install -y --no-install-recommends libopenblas-dev
+
+bench: deps-bench all $(BUILD)/bench_ctorch
 	$(BUILD)/bench_ctorch --json $(BUILD)/bench.json
 
 coverage-table: all
@@ -82,4 +93,54 @@ coverage-table: all
 clean:
 	rm -rf $(BUILD)
 
+# libFuzzer targets for the safetensors reader (tests/fuzz/fuzz_*.c), FUZZ_TIME seconds each;
+# not part of `make test` (the damaged-file corpus is replayed there by the C tests).
+# New inputs go to build/fuzz/corpus_*; crashes to build/fuzz/crash-* (add them to the corpus).
+FUZZ_TIME ?= 60
+.PHONY: fuzz
+fuzz:
+	$(MAKE) --no-print-directory BUILD=build/fuzz CC=clang-14 OPT=-O1 \
+	  CFLAGS="-O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer" \
+	  build/fuzz/libctorch.a
+	@set -e; for t in safetensors header; do \
+	  clang-14 $(CFLAGS_BASE) -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+	    -o build/fuzz/fuzz_$$t tests/fuzz/fuzz_$$t.c build/fuzz/libctorch.a $(LDLIBS); \
+	  mkdir -p build/fuzz/corpus_$$t; \
+	  seeds=tests/fuzz/seeds/$$t; [ $$t = safetensors ] && seeds="$$seeds tests/fuzz/damaged"; \
+	  echo "== fuzz_$$t for $(FUZZ_TIME) s"; \
+	  build/fuzz/fuzz_$$t -max_total_time=$(FUZZ_TIME) -timeout=10 -rss_limit_mb=4096 -max_len=65536 \
+	    -dict=tests/fuzz/safetensors.dict -artifact_prefix=build/fuzz/ -print_final_stats=1 \
+	    build/fuzz/corpus_$$t $$seeds; \
+	done
+
+# ---- Python extension: `import ctorch` (PYTHONPATH=$(BUILD)/python-ext) ----
+# The C extension links libctorch.a statically; the package's .py files are copied beside it.
+PY_CONFIG ?= /usr/bin/python3-config
+PY_INCLUDES := $(shell $(PY_CONFIG) --includes 2>/dev/null)
+PY_EXT_SUFFIX := $(shell $(PY_CONFIG) --extension-suffix 2>/dev/null)
+PYEXT_DIR := $(BUILD)/python-ext
+PYEXT_SRC := $(sort $(wildcard python/ctorch/_C/*.c))
+PYEXT_OBJ := $(PYEXT_SRC:%.c=$(BUILD)/obj/%.o)
+PY_FILES := $(shell find python/ctorch -name '*.py' 2>/dev/null | sort)
+PY_FILES_OUT := $(PY_FILES:python/%=$(PYEXT_DIR)/%)
+DEPS += $(PYEXT_OBJ:.o=.d)
+.PHONY: python test-python
+$(PYEXT_OBJ): CFLAGS_BASE += $(PY_INCLUDES)
+python: $(PYEXT_DIR)/ctorch/_C$(PY_EXT_SUFFIX) $(PY_FILES_OUT)
+$(PYEXT_DIR)/ctorch/_C$(PY_EXT_SUFFIX): $(PYEXT_OBJ) $(BUILD)/libctorch.a
+	@mkdir -p $(dir $@)
+	$(CC) -shared -o $@ $(PYEXT_OBJ) $(BUILD)/libctorch.a $(LDLIBS)
+$(PYEXT_DIR)/ctorch/%.py: python/ctorch/%.py
+	@mkdir -p $(dir $@)
+	cp $< $@
+ifneq ($(PY_INCLUDES),)
+all: python
+endif
+# ctorch against PyTorch in one pytest process (values, dtypes, reprs, errors, whole programs).
+test-python: python
+	PYTHONPATH=$(PYEXT_DIR) /usr/bin/python3 -m pytest -q tests/python
+
 -include $(DEPS)
+
+# WebAssembly build, JS API and pages: make wasm / make test-wasm (web/wasm.mk)
+include web/wasm.mk

@@ -1,15 +1,26 @@
 /* ctorch benchmarks: each measures ctorch and a peer in the same run on the same
- * machine and reports the ratio (peer time / our time, so > 1 means faster than
- * the peer). Writes a JSON list of {name, ours, peer, peer_name, unit, ratio}.
- * Usage: bench_ctorch [--json FILE] [--quick] */
+ * machine with the same thread count and reports the ratio (> 1 means ctorch is
+ * faster / reaches more bandwidth than the peer). Peers: memcpy bandwidth (threaded
+ * like our kernels), OpenBLAS (when built with CT_BENCH_OPENBLAS), PyTorch CPU (through
+ * bench/bench_torch.py run by /usr/bin/python3, with torch.set_num_threads).
+ * Writes a JSON list of {name, ours, peer, peer_name, unit, ratio}.
+ * Usage: bench_ctorch [--json FILE] [--quick] [--only SUBSTR] [--threads N] [--no-torch] [--reference]
+ * CT_BENCH_PYTHON names the Python with torch (default /usr/bin/python3). */
 #include "ctorch.h"
+#include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#if __has_include(<cblas.h>) && defined(CT_BENCH_OPENBLAS)
+#if defined(CT_BENCH_OPENBLAS) && __has_include(<cblas.h>)
 #include <cblas.h>
 #define HAVE_BLAS 1
+void openblas_set_num_threads(int);
+char *openblas_get_corename(void);
+#endif
+#if defined(__x86_64__)
+#include <immintrin.h>
 #endif
 
 static double now(void) {
@@ -19,110 +30,415 @@ static double now(void) {
 }
 
 typedef void (*bench_fn)(void *ctx);
-/* Median of `reps` timings after one warm-up. */
-static double time_it(bench_fn fn, void *ctx, int reps) {
-  double t[64];
-  if (reps > 64) reps = 64;
+/* Best of `reps` timings after one warm-up: the machine may be shared, and the
+ * minimum is the least disturbed estimate for both sides of a comparison. Stops
+ * early once `budget` seconds are spent (at least 3 timings). */
+static double time_it(bench_fn fn, void *ctx, int reps, double budget) {
   fn(ctx);
+  double best = 1e30, start = now();
   for (int r = 0; r < reps; r++) {
     double t0 = now();
     fn(ctx);
-    t[r] = now() - t0;
+    double t = now() - t0;
+    if (t < best) best = t;
+    if (r >= 2 && now() - start > budget) break;
   }
-  for (int i = 1; i < reps; i++)
-    for (int j = i; j > 0 && t[j] < t[j - 1]; j--) {
-      double x = t[j];
-      t[j] = t[j - 1];
-      t[j - 1] = x;
-    }
-  return t[reps / 2];
+  return best;
 }
 
+/* ---- report ---- */
 typedef struct {
   FILE *json;
   int n;
 } report;
+static report R = {NULL, 0};
+static const char *only = NULL;
+static bool quick = false;
+static int nthreads = 1;
 
-static void emit(report *r, const char *name, double ours, double peer, const char *peer_name, const char *unit) {
-  double ratio = peer / ours;
-  printf("%-34s ours %10.3f %s   %-22s %10.3f %s   ratio %.2f\n", name, ours * 1e3, "ms", peer_name, peer * 1e3, "ms", ratio);
-  if (r->json)
-    fprintf(r->json, "%s\n  {\"name\": \"%s\", \"ours\": %.9g, \"peer\": %.9g, \"peer_name\": \"%s\", \"unit\": \"%s\", \"ratio\": %.4f}",
-            r->n++ ? "," : "", name, ours, peer, peer_name, unit, ratio);
+static bool wanted(const char *name) { return !only || strstr(name, only); }
+
+/* higher_better: ours/peer are rates (GB/s, GFLOP/s); else times (s). ratio > 1: ctorch ahead. */
+static void emit(const char *name, double ours, double peer, const char *peer_name, const char *unit, bool higher_better,
+                 const char *extra) {
+  double ratio = higher_better ? ours / peer : peer / ours;
+  printf("%-40s ours %9.3f  %-16s %9.3f %-8s ratio %5.2f  %s\n", name, higher_better ? ours : ours * 1e3, peer_name,
+         higher_better ? peer : peer * 1e3, higher_better ? unit : "ms", ratio, extra ? extra : "");
+  fflush(stdout);
+  if (R.json)
+    fprintf(R.json, "%s\n  {\"name\": \"%s\", \"ours\": %.6g, \"peer\": %.6g, \"peer_name\": \"%s\", \"unit\": \"%s\", \"ratio\": %.4f}",
+            R.n++ ? "," : "", name, ours, peer, peer_name, unit, ratio);
 }
 
-typedef struct {
-  ct_tensor *a, *b;
-  float *src, *dst;
-  size_t bytes;
-  int op;
-} ew_ctx;
-
-static void run_memcpy(void *p) {
-  ew_ctx *c = p;
-  memcpy(c->dst, c->src, c->bytes);
-}
-static void run_op(void *p) {
-  ew_ctx *c = p;
-  ct_tensor *r = NULL;
-  switch (c->op) {
-    case 0: r = ct_add(c->a, c->b); break;
-    case 1: r = ct_mul(c->a, c->b); break;
-    case 2: r = ct_exp(c->a); break;
-    case 3: r = ct_sum(c->a); break;
-  }
-  if (!r) {
+static void die_if_null(const void *p) {
+  if (!p) {
     fprintf(stderr, "bench: %s\n", ct_last_error());
     exit(1);
   }
+}
+
+/* ---- PyTorch peer: bench_torch.py prints "name seconds" lines ---- */
+#define MAX_TORCH 256
+static struct {
+  char name[96];
+  double t;
+} torch_res[MAX_TORCH];
+static int n_torch = 0;
+
+static void run_torch(const char *script, bool enabled) {
+  if (!enabled) return;
+  char cmd[512];
+  const char *py = getenv("CT_BENCH_PYTHON"); /* an interpreter with torch; Debian's by default */
+  snprintf(cmd, sizeof cmd, "%s %s --threads %d%s%s%s 2>/dev/null", py && *py ? py : "/usr/bin/python3", script, nthreads,
+           quick ? " --quick" : "", only ? " --only " : "", only ? only : "");
+  FILE *p = popen(cmd, "r");
+  if (!p) return;
+  char line[256];
+  while (fgets(line, sizeof line, p) && n_torch < MAX_TORCH) {
+    char nm[96];
+    double t;
+    if (sscanf(line, "%95s %lf", nm, &t) == 2) {
+      snprintf(torch_res[n_torch].name, sizeof torch_res[n_torch].name, "%s", nm);
+      torch_res[n_torch++].t = t;
+    }
+  }
+  pclose(p);
+}
+static double torch_time(const char *name) {
+  for (int i = 0; i < n_torch; i++)
+    if (!strcmp(torch_res[i].name, name)) return torch_res[i].t;
+  return -1;
+}
+
+/* ---- FMA peak of one core: independent FMA chains, no memory ---- */
+#if defined(__x86_64__)
+/* 12 independent accumulators in named variables (an array may be spilled) */
+#define PK_DECL(V, SET) V q0 = SET(1), q1 = SET(2), q2 = SET(3), q3 = SET(4), q4 = SET(5), q5 = SET(6), q6 = SET(7), \
+                          q7 = SET(8), q8 = SET(9), q9 = SET(10), q10 = SET(11), q11 = SET(12);
+#define PK_STEP(F)                                                                                                 \
+  q0 = F(q0, m, a); q1 = F(q1, m, a); q2 = F(q2, m, a); q3 = F(q3, m, a); q4 = F(q4, m, a); q5 = F(q5, m, a);      \
+  q6 = F(q6, m, a); q7 = F(q7, m, a); q8 = F(q8, m, a); q9 = F(q9, m, a); q10 = F(q10, m, a); q11 = F(q11, m, a);
+#define PK_SUM(ADD) ADD(ADD(ADD(ADD(q0, q1), ADD(q2, q3)), ADD(ADD(q4, q5), ADD(q6, q7))), ADD(ADD(q8, q9), ADD(q10, q11)))
+__attribute__((target("avx512f"))) static double fma_peak_avx512(void) {
+  PK_DECL(__m512, _mm512_set1_ps)
+  __m512 m = _mm512_set1_ps(0.999999f), a = _mm512_set1_ps(1e-7f);
+  long iters = 1000000;
+  double t = 1e30; /* best of short runs: the machine may be shared */
+  for (int rep = 0; rep < 20; rep++) {
+    double t0 = now();
+    for (long k = 0; k < iters; k++) {
+      PK_STEP(_mm512_fmadd_ps)
+    }
+    double dt = now() - t0;
+    if (dt < t) t = dt;
+  }
+  if (_mm512_reduce_add_ps(PK_SUM(_mm512_add_ps)) == 12345.f) printf("!");
+  return (double)iters * 12 * 16 * 2 / t / 1e9;
+}
+__attribute__((target("avx2,fma"))) static double fma_peak_avx2(void) {
+  PK_DECL(__m256, _mm256_set1_ps)
+  __m256 m = _mm256_set1_ps(0.999999f), a = _mm256_set1_ps(1e-7f);
+  long iters = 1000000;
+  double t = 1e30;
+  for (int rep = 0; rep < 20; rep++) {
+    double t0 = now();
+    for (long k = 0; k < iters; k++) {
+      PK_STEP(_mm256_fmadd_ps)
+    }
+    double dt = now() - t0;
+    if (dt < t) t = dt;
+  }
+  float out[8];
+  _mm256_storeu_ps(out, PK_SUM(_mm256_add_ps));
+  if (out[0] == 12345.f) printf("!");
+  return (double)iters * 12 * 8 * 2 / t / 1e9;
+}
+#endif
+static double fma_peak_core(void) {
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f")) return fma_peak_avx512();
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return fma_peak_avx2();
+#endif
+  return 0;
+}
+
+/* ---- GEMM ---- */
+typedef struct {
+  ct_tensor *a, *b;
+  float *fa, *fb, *fc;
+  double *da, *db, *dc;
+  int64_t M, N, K;
+  bool dbl, tb; /* float64; B transposed (x @ W^T, as linear layers do) */
+} gemm_ctx;
+
+static void run_ours_gemm(void *p) {
+  gemm_ctx *c = p;
+  ct_tensor *r = ct_matmul(c->a, c->b);
+  die_if_null(r);
   ct_release(r);
+}
+#ifdef HAVE_BLAS
+static void run_blas_gemm(void *p) {
+  gemm_ctx *c = p;
+  if (c->dbl)
+    cblas_dgemm(CblasRowMajor, CblasNoTrans, c->tb ? CblasTrans : CblasNoTrans, (int)c->M, (int)c->N, (int)c->K, 1.0,
+                c->da, (int)c->K, c->db, c->tb ? (int)c->K : (int)c->N, 0.0, c->dc, (int)c->N);
+  else
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, c->tb ? CblasTrans : CblasNoTrans, (int)c->M, (int)c->N, (int)c->K, 1.0f,
+                c->fa, (int)c->K, c->fb, c->tb ? (int)c->K : (int)c->N, 0.0f, c->fc, (int)c->N);
+}
+#endif
+
+static void bench_gemm_one(int64_t M, int64_t N, int64_t K, bool dbl, bool tb, int threads, double peak_core) {
+  char name[96];
+  snprintf(name, sizeof name, "%cgemm_%lldx%lldx%lld%s_t%d", dbl ? 'd' : 's', (long long)M, (long long)N, (long long)K,
+           tb ? "_bT" : "", threads);
+  if (!wanted(name)) return;
+  ct_set_num_threads(threads);
+  gemm_ctx c;
+  memset(&c, 0, sizeof c);
+  c.M = M, c.N = N, c.K = K, c.dbl = dbl, c.tb = tb;
+  ct_dtype dt = dbl ? CT_FLOAT64 : CT_FLOAT32;
+  size_t es = dbl ? 8 : 4;
+  void *ha = malloc(es * (size_t)(M * K)), *hb = malloc(es * (size_t)(K * N)), *hc = malloc(es * (size_t)(M * N));
+  die_if_null(ha && hb && hc ? ha : NULL);
+  srand(1);
+  for (int64_t i = 0; i < M * K; i++) {
+    double v = rand() / (double)RAND_MAX - 0.5;
+    if (dbl) ((double *)ha)[i] = v;
+    else ((float *)ha)[i] = (float)v;
+  }
+  for (int64_t i = 0; i < K * N; i++) {
+    double v = rand() / (double)RAND_MAX - 0.5;
+    if (dbl) ((double *)hb)[i] = v;
+    else ((float *)hb)[i] = (float)v;
+  }
+  memset(hc, 0, es * (size_t)(M * N));
+  int64_t sa[2] = {M, K}, sb[2] = {K, N}, sbt[2] = {N, K};
+  c.a = ct_from_buffer(ha, dt, 2, sa, ct_opts_dtype(dt));
+  die_if_null(c.a);
+  if (tb) {
+    ct_tensor *w = ct_from_buffer(hb, dt, 2, sbt, ct_opts_dtype(dt));
+    die_if_null(w);
+    c.b = ct_t(w); /* a transposed view: no copy */
+    ct_release(w);
+  } else {
+    c.b = ct_from_buffer(hb, dt, 2, sb, ct_opts_dtype(dt));
+  }
+  die_if_null(c.b);
+  c.fa = ha, c.fb = hb, c.fc = hc, c.da = ha, c.db = hb, c.dc = hc;
+  double flop = 2.0 * (double)M * (double)N * (double)K;
+  int reps = quick ? 3 : (flop < 1e9 ? 30 : 8);
+  double budget = quick ? 0.5 : 3.0;
+  double t_ours = time_it(run_ours_gemm, &c, reps, budget);
+  double g_ours = flop / t_ours / 1e9;
+  double peak = peak_core * threads * (dbl ? 0.5 : 1.0);
+  char extra[128];
+  snprintf(extra, sizeof extra, "(%.0f%% of FMA peak %.0f GFLOP/s)", 100 * g_ours / peak, peak);
+#ifdef HAVE_BLAS
+  openblas_set_num_threads(threads);
+  double t_blas = time_it(run_blas_gemm, &c, reps, budget);
+  emit(name, g_ours, flop / t_blas / 1e9, "openblas", "GFLOP/s", true, extra);
+#else
+  printf("%-40s ours %9.3f GFLOP/s %s (no OpenBLAS peer in this build)\n", name, g_ours, extra);
+#endif
+  char tn[128];
+  snprintf(tn, sizeof tn, "%s", name);
+  double tt = torch_time(tn);
+  if (tt > 0) {
+    char n2[128];
+    snprintf(n2, sizeof n2, "%s_vs_torch", name);
+    emit(n2, g_ours, flop / tt / 1e9, "torch", "GFLOP/s", true, NULL);
+  }
+  ct_release(c.a);
+  ct_release(c.b);
+  free(ha);
+  free(hb);
+  free(hc);
+}
+
+/* ---- elementwise / row ops vs threaded memcpy bandwidth ---- */
+typedef struct {
+  const char *src;
+  char *dst;
+  size_t bytes;
+  int parts, idx;
+} mc_part;
+static void *mc_thread(void *p) {
+  mc_part *m = p;
+  size_t chunk = (m->bytes / (size_t)m->parts + 63) / 64 * 64, b = chunk * (size_t)m->idx;
+  if (b < m->bytes) memcpy(m->dst + b, m->src + b, b + chunk > m->bytes ? m->bytes - b : chunk);
+  return NULL;
+}
+typedef struct {
+  float *src, *dst;
+  size_t bytes;
+  int threads;
+} memcpy_ctx;
+static void run_memcpy(void *p) {
+  memcpy_ctx *c = p;
+  if (c->threads <= 1) {
+    memcpy(c->dst, c->src, c->bytes);
+    return;
+  }
+  pthread_t th[64];
+  mc_part parts[64];
+  int n = c->threads > 64 ? 64 : c->threads;
+  for (int i = 0; i < n; i++) {
+    parts[i] = (mc_part){(const char *)c->src, (char *)c->dst, c->bytes, n, i};
+    if (i) pthread_create(&th[i], NULL, mc_thread, &parts[i]);
+  }
+  mc_thread(&parts[0]);
+  for (int i = 1; i < n; i++) pthread_join(th[i], NULL);
+}
+
+typedef struct {
+  ct_tensor *a, *b, *w, *bias;
+  int op;
+  int64_t rows, cols;
+} ew_ctx;
+enum { EW_ADD, EW_MUL, EW_SUB, EW_DIV, EW_NEG, EW_EXP, EW_GELU, EW_GELU_TANH, EW_RELU, EW_SILU, EW_SIGMOID, EW_TANH,
+       EW_SUM, EW_MAX, EW_MEAN, EW_SOFTMAX, EW_LOGSOFTMAX, EW_LAYERNORM, EW_COUNT };
+static const char *ew_names[EW_COUNT] = {"add", "mul", "sub", "div", "neg", "exp", "gelu", "gelu_tanh", "relu", "silu",
+                                         "sigmoid", "tanh", "sum", "max", "mean", "softmax", "log_softmax", "layer_norm"};
+/* floats moved per element: read + write */
+static const double ew_traffic[EW_COUNT] = {3, 3, 3, 3, 2, 2, 2, 2, 2, 2, 2, 2, 1, 1, 1, 2, 2, 2};
+
+static void run_ew(void *p) {
+  ew_ctx *c = p;
+  ct_tensor *r = NULL;
+  switch (c->op) {
+    case EW_ADD: r = ct_add(c->a, c->b); break;
+    case EW_MUL: r = ct_mul(c->a, c->b); break;
+    case EW_SUB: r = ct_sub(c->a, c->b); break;
+    case EW_DIV: r = ct_div(c->a, c->b); break;
+    case EW_NEG: r = ct_neg(c->a); break;
+    case EW_EXP: r = ct_exp(c->a); break;
+    case EW_GELU: r = ct_gelu(c->a, "none"); break;
+    case EW_GELU_TANH: r = ct_gelu(c->a, "tanh"); break;
+    case EW_RELU: r = ct_relu(c->a); break;
+    case EW_SILU: r = ct_silu(c->a); break;
+    case EW_SIGMOID: r = ct_sigmoid(c->a); break;
+    case EW_TANH: r = ct_tanh(c->a); break;
+    case EW_SUM: r = ct_sum(c->a); break;
+    case EW_MAX: r = ct_max(c->a); break;
+    case EW_MEAN: r = ct_mean(c->a); break;
+    case EW_SOFTMAX: r = ct_softmax(c->a, -1, -1); break;
+    case EW_LOGSOFTMAX: r = ct_log_softmax(c->a, -1, -1); break;
+    case EW_LAYERNORM: r = ct_layer_norm(c->a, 1, &c->cols, c->w, c->bias, 1e-5); break;
+  }
+  die_if_null(r);
+  ct_release(r);
+}
+
+static void bench_elementwise(int threads) {
+  bool any = false;
+  for (int op = 0; op < EW_COUNT; op++) {
+    char name[96];
+    snprintf(name, sizeof name, "%s_f32_%s_t%d", ew_names[op], quick ? "1M" : "16M", threads);
+    any = any || wanted(name);
+  }
+  if (!any) return;
+  ct_set_num_threads(threads);
+  int64_t n = quick ? (1 << 20) : (16 << 20);
+  int64_t rows = n / 1024, cols = 1024;
+  int64_t shape[2] = {rows, cols};
+  ew_ctx c;
+  memset(&c, 0, sizeof c);
+  c.rows = rows, c.cols = cols;
+  c.a = ct_randn(2, shape, ct_opts(), NULL);
+  c.b = ct_rand(2, shape, ct_opts(), NULL);
+  die_if_null(c.a && c.b ? c.a : NULL);
+  { /* keep the divisor away from 0 */
+    ct_tensor *b1 = ct_add_scalar(c.b, ct_sf(0.5));
+    die_if_null(b1);
+    ct_release(c.b);
+    c.b = b1;
+  }
+  c.w = ct_ones(1, &cols, ct_opts());
+  c.bias = ct_zeros(1, &cols, ct_opts());
+  memcpy_ctx m = {malloc((size_t)n * 4), malloc((size_t)n * 4), (size_t)n * 4, threads};
+  die_if_null(m.src && m.dst ? m.src : NULL);
+  memset(m.src, 1, m.bytes);
+  memset(m.dst, 0, m.bytes);
+  int reps = quick ? 3 : 15;
+  double t_copy = time_it(run_memcpy, &m, reps, 2.0);
+  double bw_copy = 2.0 * (double)m.bytes / t_copy / 1e9;
+  for (int op = 0; op < EW_COUNT; op++) {
+    char name[96];
+    snprintf(name, sizeof name, "%s_f32_%s_t%d", ew_names[op], quick ? "1M" : "16M", threads);
+    if (!wanted(name)) continue;
+    c.op = op;
+    double t = time_it(run_ew, &c, reps, 2.0);
+    double bw = ew_traffic[op] * 4.0 * (double)n / t / 1e9;
+    emit(name, bw, bw_copy, "memcpy", "GB/s", true, NULL);
+    double tt = torch_time(name);
+    if (tt > 0) {
+      char n2[128];
+      snprintf(n2, sizeof n2, "%s_vs_torch", name);
+      emit(n2, t, tt, "torch", "s", false, NULL);
+    }
+  }
+  ct_release(c.a);
+  ct_release(c.b);
+  ct_release(c.w);
+  ct_release(c.bias);
+  free(m.src);
+  free(m.dst);
 }
 
 int main(int argc, char **argv) {
   const char *json_path = NULL;
-  bool quick = false;
+  bool use_torch = true;
+  nthreads = ct_get_num_threads();
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--json") && i + 1 < argc) json_path = argv[++i];
     else if (!strcmp(argv[i], "--quick")) quick = true;
+    else if (!strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
+    else if (!strcmp(argv[i], "--threads") && i + 1 < argc) nthreads = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--no-torch")) use_torch = false;
+    else if (!strcmp(argv[i], "--reference")) setenv("CT_REFERENCE_KERNELS", "1", 1);
   }
-  report r = {NULL, 0};
+  if (nthreads < 1) nthreads = 1;
   if (json_path) {
-    r.json = fopen(json_path, "w");
-    if (!r.json) {
+    R.json = fopen(json_path, "w");
+    if (!R.json) {
       perror(json_path);
       return 1;
     }
-    fprintf(r.json, "[");
+    fprintf(R.json, "[");
   }
-  printf("ctorch bench: %d threads, %s\n", ct_get_num_threads(), ct_simd_level());
-  int64_t n = quick ? (1 << 20) : (16 << 20);
-  int reps = quick ? 3 : 9;
-  ew_ctx c;
-  c.a = ct_ones(1, &n, ct_opts());
-  c.b = ct_ones(1, &n, ct_opts());
-  c.bytes = (size_t)n * 4;
-  c.src = malloc(c.bytes);
-  c.dst = malloc(c.bytes);
-  memset(c.src, 1, c.bytes);
-  memset(c.dst, 0, c.bytes);
-  /* memcpy moves 2n floats of traffic; add/mul move 3n, exp 2n, sum n: compare as bandwidth */
-  double t_copy = time_it(run_memcpy, &c, reps);
-  const char *names[] = {"add_f32_16M (bandwidth)", "mul_f32_16M (bandwidth)", "exp_f32_16M (bandwidth)",
-                         "sum_f32_16M (bandwidth)"};
-  const double traffic[] = {3, 3, 2, 1};
-  for (int op = 0; op < 4; op++) {
-    c.op = op;
-    double t = time_it(run_op, &c, reps);
-    /* express both as seconds per 2n floats moved, so the ratio is our bandwidth / memcpy's */
-    emit(&r, names[op], t * 2.0 / traffic[op], t_copy, "memcpy", "s");
+  printf("ctorch bench: up to %d threads, %s\n", nthreads, ct_simd_level());
+#ifdef HAVE_BLAS
+  printf("OpenBLAS core: %s (OPENBLAS_CORETYPE=%s)\n", openblas_get_corename(),
+         getenv("OPENBLAS_CORETYPE") ? getenv("OPENBLAS_CORETYPE") : "auto");
+#endif
+  run_torch("bench/bench_torch.py", use_torch);
+  if (use_torch) printf("PyTorch peer: %d timings\n", n_torch);
+  double peak = fma_peak_core();
+  printf("FMA peak (float32, one core, measured): %.1f GFLOP/s\n", peak);
+
+  int tlist[2] = {1, nthreads};
+  int nt = nthreads > 1 ? 2 : 1;
+  /* GEMM: square, then transformer shapes (x @ W and x @ W^T as nn.Linear does) */
+  static const int64_t sq[] = {256, 512, 1024, 2048};
+  for (int ti = 0; ti < nt; ti++) {
+    for (int i = 0; i < 4; i++) {
+      if (quick && sq[i] > 1024) continue;
+      bench_gemm_one(sq[i], sq[i], sq[i], false, false, tlist[ti], peak);
+    }
+    bench_gemm_one(1024, 3072, 768, false, false, tlist[ti], peak);
+    bench_gemm_one(1024, 768, 3072, false, true, tlist[ti], peak);
+    bench_gemm_one(1024, 3072, 768, false, true, tlist[ti], peak);
+    bench_gemm_one(512, 512, 512, true, false, tlist[ti], peak);
+    bench_gemm_one(1024, 1024, 1024, true, false, tlist[ti], peak);
   }
-  ct_release(c.a);
-  ct_release(c.b);
-  free(c.src);
-  free(c.dst);
-  if (r.json) {
-    fprintf(r.json, "\n]\n");
-    fclose(r.json);
+  for (int ti = 0; ti < nt; ti++) bench_elementwise(tlist[ti]);
+
+  if (R.json) {
+    fprintf(R.json, "\n]\n");
+    fclose(R.json);
     printf("wrote %s\n", json_path);
   }
   return 0;

@@ -16,5 +16,7 @@
 #include "ctorch/loss.h"
 #include "ctorch/random.h"
 #include "ctorch/dict.h"
+#include "ctorch/module.h"
+#include "ctorch/optim.h"
 #include "ctorch/io.h"
 #endif

@@ -5,4 +5,6 @@ int ct_cmd_info(int argc, char **argv);
 int ct_cmd_ops(int argc, char **argv);
 int ct_cmd_demo(int argc, char **argv);
 int ct_cmd_inspect(int argc, char **argv);
+int ct_cmd_train_gpt(int argc, char **argv);
+int ct_cmd_sample(int argc, char **argv);
 #endif

@@ -4,6 +4,7 @@
 #include "cli.h"
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static void print_escaped(const char *s) {
   for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
@@ -32,7 +33,14 @@ int ct_cmd_inspect(int argc, char **argv) {
     fprintf(stderr, "ctorch inspect: expected one FILE, got %d arguments\n", argc - 1);
     return 2;
   }
+  /* a checkpoint directory means its checkpoint file, as in ct_checkpoint_load */
+  char dirfile[4096];
   const char *path = argv[1];
+  struct stat sb;
+  if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+    snprintf(dirfile, sizeof dirfile, "%s/%s", path, CT_CHECKPOINT_FILE);
+    path = dirfile;
+  }
   ct_safetensors_info *I = ct_safetensors_info_file(path);
   if (!I) {
     fprintf(stderr, "ctorch inspect: %s\n", ct_last_error());

@@ -39,6 +39,8 @@ typedef struct ct_gpt ct_gpt;
 ct_gpt *ct_gpt_new(const ct_gpt_config *c, ct_generator *g);
 void ct_gpt_free(ct_gpt *m); /* NULL-safe */
 const ct_gpt_config *ct_gpt_get_config(const ct_gpt *m);
+/* Changes the dropout probability (e.g. for fine-tuning a loaded model). */
+ct_status ct_gpt_set_dropout(ct_gpt *m, double p);
 /* The trainable parameters (borrowed; HF names, each tensor once: no lm_head.weight). */
 const ct_dict *ct_gpt_parameters(const ct_gpt *m);
 /* A new dict of every state_dict entry in HF's order, lm_head.weight included (tied). */

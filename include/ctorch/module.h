@@ -243,10 +243,11 @@ typedef ct_status (*ct_checkpoint_fn)(void *user, int n_in, ct_tensor *const *in
  * the inputs and every tensor requiring grad fn uses (module parameters), equal to the ones
  * without checkpointing; works with ct_backward and ct_autograd_grad (not create_graph).
  * An input modified in place before backward is refused with PyTorch's message.
- * n_out <= 4. Without grad mode this is just fn. */
+ * n_out <= 4. Without grad mode this is just fn. user must stay valid until the outputs' graph
+ * is freed (backward may call fn again). */
 ct_status ct_checkpoint(ct_checkpoint_fn fn, void *user, int n_inputs, ct_tensor *const *inputs, int n_outputs,
                         ct_tensor **outputs);
-/* ct_module_forward(m, x) checkpointed. */
+/* ct_module_forward(m, x) checkpointed (the graph keeps a reference to m). */
 ct_tensor *ct_checkpoint_module(ct_module *m, const ct_tensor *x);
 
 #ifdef __cplusplus

@@ -237,11 +237,13 @@ static ct_status run_engine(int n_roots, ct_tensor *const *roots, ct_tensor *con
     for (int j = 0; j < x->n_out && st == CT_OK; j++) {
       ct_tensor *w = x->watch[j];
       if (!w || !x->gbuf[j]) continue;
+      ct_hold(w); /* a hook may drop the user's last reference to w */
       if (w->hooks) {
         x->gbuf[j] = ct_apply_hooks(w, x->gbuf[j]);
-        if (!x->gbuf[j]) { st = ct_last_status(); break; }
+        if (!x->gbuf[j]) st = ct_last_status();
       }
-      if (w->retains_grad && accumulate_leaves) st = accumulate_into_grad(w, x->gbuf[j], create_graph);
+      if (st == CT_OK && w->retains_grad && accumulate_leaves) st = accumulate_into_grad(w, x->gbuf[j], create_graph);
+      ct_unhold(w);
     }
     for (int c = 0; c < n_cap && st == CT_OK; c++)
       if (caps[c].fn == x && x->gbuf[caps[c].nr] && !*caps[c].out) *caps[c].out = ct_retain(x->gbuf[caps[c].nr]);

@@ -38,7 +38,7 @@ void ct_dict_free(ct_dict *d) {
   if (!d) return;
   for (int64_t i = 0; i < d->n; i++) {
     free(d->e[i].name);
-    ct_release(d->e[i].t);
+    ct_unhold(d->e[i].t);
   }
   for (int64_t i = 0; i < d->nm; i++) {
     free(d->m[i].key);
@@ -81,8 +81,8 @@ ct_status ct_dict_set(ct_dict *d, const char *name, ct_tensor *t) {
   int64_t k = find(d, name);
   if (k >= 0) {
     ct_tensor *old = d->e[k].t;
-    d->e[k].t = ct_retain(t);
-    ct_release(old);
+    d->e[k].t = ct_hold(t);
+    ct_unhold(old);
     return CT_OK;
   }
   if (d->n == d->cap) {
@@ -95,7 +95,7 @@ ct_status ct_dict_set(ct_dict *d, const char *name, ct_tensor *t) {
   char *nm = dup(name);
   if (!nm) return ct_last_status();
   d->e[d->n].name = nm;
-  d->e[d->n].t = ct_retain(t);
+  d->e[d->n].t = ct_hold(t); /* a hold: the caller may release its own reference, even in a scope */
   d->n++;
   if (d->n * 2 > d->cap_index) return rebuild_index(d, d->cap_index ? d->cap_index * 2 : 32);
   /* insert the new entry */
@@ -119,7 +119,7 @@ ct_status ct_dict_remove(ct_dict *d, const char *name) {
   int64_t k = d && name ? find(d, name) : -1;
   if (k < 0) return CT_ERR(CT_ERR_VALUE, "ct_dict_remove: no entry named '%s'", name ? name : "(null)");
   free(d->e[k].name);
-  ct_release(d->e[k].t);
+  ct_unhold(d->e[k].t);
   memmove(&d->e[k], &d->e[k + 1], (size_t)(d->n - k - 1) * sizeof *d->e);
   d->n--;
   return rebuild_index(d, d->cap_index);

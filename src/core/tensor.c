@@ -101,6 +101,14 @@ ct_tensor *ct_tensor_new(int ndim, const int64_t *shape, ct_dtype dt, ct_device 
     ct_set_error(CT_ERR_OOM, "CPU out of memory: tensor of %lld elements is too large", (long long)n);
     return NULL;
   }
+#if SIZE_MAX < INT64_MAX
+  /* 32-bit targets (WebAssembly): a size_t cannot hold it; refuse before the cast truncates */
+  if (nbytes > (int64_t)SIZE_MAX) {
+    ct_set_error(CT_ERR_OOM, "CPU out of memory: tried to allocate %lld bytes, more than the 4 GiB a 32-bit address space holds",
+                 (long long)nbytes);
+    return NULL;
+  }
+#endif
   int64_t stride[CT_MAX_DIMS];
   ct_contiguous_strides(ndim, shape, stride);
   ct_storage *s = ct_storage_new(dev, (size_t)nbytes);

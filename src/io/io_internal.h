@@ -39,6 +39,8 @@ struct ct_safetensors_info {
   int64_t header_len, data_len;
 };
 
+/* Strict UTF-8 (no overlongs, surrogates or code points past U+10FFFF); *bad = first bad byte. */
+bool ct_st_valid_utf8(const unsigned char *s, size_t n, size_t *bad);
 /* Sets "invalid safetensors <where>: <current message>" keeping the status. */
 ct_status ct_st_wrap_error(const char *where);
 /* Validates 8-byte length + header of a whole file of total_len bytes whose first

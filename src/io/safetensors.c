@@ -105,6 +105,11 @@ static ct_status plan_make(const ct_dict *d, plan *P) {
       st = CT_ERR(CT_ERR_VALUE, "ct_safetensors_save: a tensor may not be named '__metadata__' (reserved for metadata)");
       break;
     }
+    size_t bad;
+    if (!ct_st_valid_utf8((const unsigned char *)name, strlen(name), &bad)) {
+      st = CT_ERR(CT_ERR_VALUE, "ct_safetensors_save: tensor name '%.200s' is not valid UTF-8 (byte %zu)", name, bad);
+      break;
+    }
     ct_tensor *c = ct_tensor_device(t).type == CT_DEVICE_CPU ? ct_retain(t) : ct_to_device(t, ct_cpu());
     if (c && !ct_is_contiguous(c)) {
       ct_tensor *cc = ct_contiguous(c);
@@ -125,8 +130,15 @@ static ct_status plan_make(const ct_dict *d, plan *P) {
   }
   ct_set_grad_enabled(grad);
   CT_TRY(st);
-  qsort(P->items, (size_t)P->n, sizeof *P->items, cmp_item);
+  if (P->n > 1) qsort(P->items, (size_t)P->n, sizeof *P->items, cmp_item);
 
+  for (int64_t i = 0; i < ct_dict_meta_len(d); i++) {
+    const char *k = ct_dict_meta_key(d, i), *v = ct_dict_get_meta(d, k);
+    size_t bad;
+    if (!ct_st_valid_utf8((const unsigned char *)k, strlen(k), &bad) ||
+        !ct_st_valid_utf8((const unsigned char *)v, strlen(v), &bad))
+      return CT_ERR(CT_ERR_VALUE, "ct_safetensors_save: metadata entry '%.200s' is not valid UTF-8", k);
+  }
   sbuf *b = &P->header;
   puts_(b, "{");
   bool first = true;

@@ -145,7 +145,7 @@ typedef struct {
   ct_safetensors_info *info;
 } P;
 
-static bool valid_utf8(const unsigned char *s, size_t n, size_t *bad) {
+bool ct_st_valid_utf8(const unsigned char *s, size_t n, size_t *bad) {
   size_t i = 0;
   while (i < n) {
     unsigned char c = s[i];
@@ -599,7 +599,7 @@ static ct_status check_coverage(const ct_safetensors_info *I) {
 static ct_status parse_top(P *p) {
   ct_safetensors_info *I = p->info;
   size_t bad;
-  if (!valid_utf8(p->s, p->n, &bad)) return fail("the header is not valid UTF-8 (byte %zu)", bad);
+  if (!ct_st_valid_utf8(p->s, p->n, &bad)) return fail("the header is not valid UTF-8 (byte %zu)", bad);
   if (!peek(p, '{')) return fail("the header must begin with '{' (found %s)", p->n ? "another byte" : "an empty header");
   p->i++;
   strset names = {0}, metakeys = {0};
@@ -666,7 +666,7 @@ static ct_status parse_top(P *p) {
     return fail("unexpected %s at byte %zu after the header's closing '}' (only whitespace padding may follow)",
                 found(p, b, sizeof b), p->i);
   }
-  qsort(I->e, (size_t)I->n, sizeof *I->e, cmp_entry);
+  if (I->n > 1) qsort(I->e, (size_t)I->n, sizeof *I->e, cmp_entry);
   return check_coverage(I);
 }
 

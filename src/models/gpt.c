@@ -47,6 +47,13 @@ ct_status ct_gpt_config_check(const ct_gpt_config *c) {
 }
 
 const ct_gpt_config *ct_gpt_get_config(const ct_gpt *m) { return m ? &m->cfg : NULL; }
+ct_status ct_gpt_set_dropout(ct_gpt *m, double p) {
+  if (!m) return CT_ERR(CT_ERR_VALUE, "GPT model is NULL");
+  if (!(p >= 0 && p < 1)) return CT_ERR(CT_ERR_VALUE, "dropout probability has to be between 0 and 1, but got %g", p);
+  m->cfg.dropout = p;
+  return CT_OK;
+}
+
 const ct_dict *ct_gpt_parameters(const ct_gpt *m) { return m ? m->params : NULL; }
 
 void ct_gpt_free(ct_gpt *m) {
@@ -254,8 +261,9 @@ static ct_tensor *conv1d(const ct_tensor *x, const ct_tensor *w, const ct_tensor
   return r;
 }
 
-static ct_tensor *dropout(const ct_tensor *x, double p, bool training, ct_generator *g) {
-  if (!training || p == 0) return ct_retain((ct_tensor *)x);
+/* x itself when off (every tensor here belongs to the caller's scope, so no extra reference) */
+static ct_tensor *dropout(ct_tensor *x, double p, bool training, ct_generator *g) {
+  if (!training || p == 0) return x;
   return ct_dropout(x, p, true, g);
 }
 
@@ -306,10 +314,10 @@ static ct_tensor *attn_full(void *vctx, int64_t layer, ct_tensor *q, ct_tensor *
 static ct_tensor *embed(ct_gpt *m, const ct_tensor *idx, int64_t start) {
   int64_t T = ct_shape(idx)[1];
   ct_options o = ct_opts_dtype(CT_INT64);
-  ct_tensor *pos = ct_arange(ct_si(start), ct_si(start + T), ct_si(1), &o);
-  ct_tensor *te = ct_embedding(idx, m->wte, NULL);
+  ct_tensor *te = ct_embedding(idx, m->wte, NULL); /* stop at the first failure: its message stays */
+  ct_tensor *pos = te ? ct_arange(ct_si(start), ct_si(start + T), ct_si(1), &o) : NULL;
   ct_tensor *pe = pos ? ct_embedding(pos, m->wpe, NULL) : NULL;
-  return te && pe ? ct_add(te, pe) : NULL;
+  return pe ? ct_add(te, pe) : NULL;
 }
 
 /* lm_head: x [..., C] @ wte^T -> [..., V] */

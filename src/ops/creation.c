@@ -1,7 +1,9 @@
 /* Factories, copies and dtype/device conversion. */
 #include "../autograd/autograd.h"
 #include "../backend/backend.h"
+#include "ctorch/cuda.h"
 #include <math.h>
+#include <stdlib.h>
 
 ct_options ct_opts(void) {
   ct_options o = {ct_get_default_dtype(), {CT_DEVICE_CPU, 0}, false};
@@ -286,17 +288,113 @@ ct_tensor *ct_to_dtype(const ct_tensor *t, ct_dtype dt) {
   return o;
 }
 
+/* ---- moving between devices ---- */
+/* Whether t's elements fill one run of its storage without gaps or overlap (a
+ * permutation of a contiguous layout): such a tensor moves with its strides, as
+ * PyTorch's .to() keeps a dense tensor's memory format. */
+static bool dense_span(const ct_tensor *t) {
+  int64_t sh[CT_MAX_DIMS], st[CT_MAX_DIMS];
+  int n = 0;
+  for (int d = 0; d < t->ndim; d++) {
+    if (t->shape[d] == 0) return true;
+    if (t->shape[d] == 1) continue;
+    if (t->stride[d] <= 0) return false;
+    sh[n] = t->shape[d];
+    st[n++] = t->stride[d];
+  }
+  for (int a = 1; a < n; a++) /* sort by stride, smallest first */
+    for (int b = a; b > 0 && st[b] < st[b - 1]; b--) {
+      int64_t x = st[b]; st[b] = st[b - 1]; st[b - 1] = x;
+      x = sh[b]; sh[b] = sh[b - 1]; sh[b - 1] = x;
+    }
+  int64_t expect = 1;
+  for (int d = 0; d < n; d++) {
+    if (st[d] != expect) return false;
+    expect *= sh[d];
+  }
+  return true;
+}
+
+/* The values of t in a new tensor on dev (no autograd): dense tensors keep their
+ * strides, others are made contiguous on their own device first; the bytes go through
+ * the backends' upload/download (pinned staging for CUDA). */
+static ct_tensor *transfer(const ct_tensor *t, ct_device dev) {
+  ct_device cur = t->storage->device;
+  const ct_backend *sb = t->storage->backend, *db = ct_backend_for(dev.type);
+  if (!db) {
+    ct_set_error(CT_ERR_RUNTIME, "%s backend is not compiled in (backends compiled in: %s)", ct_device_type_name(dev.type),
+                 ct_backends_compiled());
+    return NULL;
+  }
+  ct_tensor *src = NULL;
+  if (dense_span(t)) src = ct_retain((ct_tensor *)t);
+  else {
+    src = ct_tensor_new(t->ndim, t->shape, t->dtype, cur);
+    if (!src) return NULL;
+    ct_call c = ct_call_make(CT_OP_copy);
+    c.n_in = 1;
+    c.n_out = 1;
+    c.in[0] = (ct_tensor *)t;
+    c.out[0] = src;
+    if (ct_run_kernel(&c) != CT_OK) {
+      ct_release(src);
+      return NULL;
+    }
+  }
+  size_t isz = ct_dtype_size(t->dtype), nb = (size_t)ct_numel(src) * isz;
+  ct_storage *s = ct_storage_new(dev, nb);
+  ct_tensor *dst = s ? ct_tensor_over(s, src->ndim, src->shape, src->stride, 0, src->dtype) : NULL;
+  ct_storage_release(s);
+  ct_status st = dst ? CT_OK : ct_last_status();
+  size_t off = (size_t)src->offset * isz;
+  if (st == CT_OK && nb) {
+    if (cur.type == CT_DEVICE_CPU) st = db->upload(dst->storage, 0, (const char *)src->storage->data + off, nb);
+    else if (dev.type == CT_DEVICE_CPU) st = sb->download(src->storage, off, dst->storage->data, nb);
+    else { /* device to device: through the host */
+      void *h = ct_xmalloc(nb);
+      st = h ? sb->download(src->storage, off, h, nb) : ct_last_status();
+      if (st == CT_OK) st = db->upload(dst->storage, 0, h, nb);
+      free(h);
+    }
+  }
+  ct_release(src);
+  if (st != CT_OK) {
+    ct_release(dst);
+    return NULL;
+  }
+  return dst;
+}
+
+/* The gradient of a device move goes back to the input's device. */
+static ct_status ct_bw_to_device(ct_node *n, ct_tensor *const *g, ct_tensor **gin) {
+  gin[0] = ct_to_device(g[0], n->in_meta[0].device);
+  return gin[0] ? CT_OK : ct_last_status();
+}
+
 ct_tensor *ct_to_device(const ct_tensor *t, ct_device dev) {
   if (ct_check_tensor(t, "to")) return NULL;
   ct_device cur = t->storage->device;
   if (cur.type == dev.type && cur.index == dev.index) return ct_same(t);
   if (!ct_device_available(dev)) {
-    ct_set_error(CT_ERR_RUNTIME, "%s device %d is not available (backends compiled in: %s)",
-                 ct_device_type_name(dev.type), dev.index, ct_backends_compiled());
+    if (dev.type == CT_DEVICE_CUDA && ct_backend_for(CT_DEVICE_CUDA) && ct_cuda_device_count() == 0)
+      ct_set_error(CT_ERR_RUNTIME, "CUDA device %d is not available: %s", dev.index, ct_cuda_unavailable_reason());
+    else
+      ct_set_error(CT_ERR_RUNTIME, "%s device %d is not available (backends compiled in: %s)",
+                   ct_device_type_name(dev.type), dev.index, ct_backends_compiled());
     return NULL;
   }
-  ct_set_error(CT_ERR_NOT_IMPLEMENTED, "copies between devices are not implemented yet");
-  return NULL;
+  ct_tensor *o = transfer(t, dev);
+  if (!o) return NULL;
+  if (ct_grad_mode_recording() && ct_tensor_requires_grad(t) && ct_dtype_is_floating(t->dtype)) {
+    ct_tensor *in[1] = {(ct_tensor *)t}, *out[1] = {o};
+    ct_clear_error();
+    ct_node *n = ct_record_node(CT_OP_copy, 1, in, 1, out, NULL, CT_SAVE_NONE, ct_bw_to_device, "ToCopyBackward0");
+    if (!n && ct_last_status() != CT_OK) {
+      ct_release(o);
+      return NULL;
+    }
+  }
+  return o;
 }
 
 bool ct_has_internal_overlap(const ct_tensor *t) {
@@ -331,6 +429,14 @@ ct_status ct_copy_(ct_tensor *dst, const ct_tensor *src) {
   CT_TRY(ct_check_tensor(dst, "copy_"));
   CT_TRY(ct_check_tensor(src, "copy_"));
   CT_TRY(ct_check_inplace(dst));
+  if (src->storage->device.type != dst->storage->device.type || src->storage->device.index != dst->storage->device.index) {
+    /* across devices: move src (differentiably) to dst's device, then copy there */
+    ct_tensor *moved = ct_to_device(src, dst->storage->device);
+    if (!moved) return ct_last_status();
+    ct_status st = ct_copy_(dst, moved);
+    ct_release(moved);
+    return st;
+  }
   int nd;
   int64_t shape[CT_MAX_DIMS];
   CT_TRY(ct_broadcast_shapes(dst->ndim, dst->shape, src->ndim, src->shape, &nd, shape));
@@ -391,7 +497,13 @@ ct_status ct_copy_to_buffer(const ct_tensor *t, void *dst, ct_dtype dt, int64_t 
                   (long long)ct_numel(t));
   if (n == 0) return CT_OK;
   if (!dst) return CT_ERR(CT_ERR_VALUE, "copy_to_buffer: buffer is NULL");
-  if (t->storage->device.type != CT_DEVICE_CPU) return CT_ERR(CT_ERR_NOT_IMPLEMENTED, "copy_to_buffer: device tensors");
+  if (t->storage->device.type != CT_DEVICE_CPU) { /* device tensors: their values come to the host first */
+    ct_tensor *h = transfer(t, ct_cpu());
+    if (!h) return ct_last_status();
+    ct_status st = ct_copy_to_buffer(h, dst, dt, n);
+    ct_release(h);
+    return st;
+  }
   int64_t st[CT_MAX_DIMS];
   ct_contiguous_strides(t->ndim, t->shape, st);
   ct_tensor *out = ct_tensor_new(t->ndim, t->shape, dt, ct_cpu());

@@ -36,3 +36,17 @@ TEST(dict_many) {
   ct_dict_free(d);
   ct_release(t);
 }
+
+/* The dict keeps a tensor alive after its creator releases it inside a scope. */
+TEST(dict_holds_across_scope) {
+  ct_dict *d = ct_dict_new();
+  ct_scope *s = ct_scope_begin();
+  ct_tensor *t = ct_ones(0, NULL, ct_opts());
+  CHECK_OK(ct_dict_set(d, "t", t));
+  ct_release(t); /* the creator's reference, released early */
+  CHECK_OK(ct_scope_end(s));
+  double v = 0;
+  CHECK_OK(ct_item_double(ct_dict_get(d, "t"), &v));
+  CHECK(v == 1.0);
+  ct_dict_free(d);
+}

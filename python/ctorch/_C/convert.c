@@ -4,6 +4,7 @@
 #include "core/internal.h"
 #include <stdlib.h>
 #include <string.h>
+#include <math.h>
 
 static int is_seq(PyObject *o) {
   if (PyList_Check(o) || PyTuple_Check(o)) return 1;
@@ -173,6 +174,31 @@ static int get_array_buffer(PyObject *o, Py_buffer *view, ct_dtype *dt, int writ
   return 1;
 }
 
+/* Python numbers are converted with PyTorch's overflow check when a dtype is given. */
+static int range_ok(const collector *c, ct_dtype dt) {
+  double lo, hi;
+  switch (dt) {
+    case CT_INT8: lo = -128; hi = 127; break;
+    case CT_UINT8: lo = 0; hi = 255; break;
+    case CT_INT16: lo = -32768; hi = 32767; break;
+    case CT_INT32: lo = -2147483648.0; hi = 2147483647.0; break;
+    case CT_FLOAT16: lo = -65504; hi = 65504; break;
+    case CT_BFLOAT16: lo = -3.3895313892515355e38; hi = 3.3895313892515355e38; break;
+    case CT_FLOAT32: lo = -3.4028234663852886e38; hi = 3.4028234663852886e38; break;
+    default: return 1;
+  }
+  for (int64_t k = 0; k < c->n; k++) {
+    double v = c->f[k];
+    if (ct_dtype_is_floating(dt) && !isfinite(v)) continue;
+    if (v < lo || v > hi) {
+      PyErr_Format(PyExc_RuntimeError, "value cannot be converted to type %s without overflow",
+                   dt == CT_FLOAT16 ? "at::Half" : dt == CT_BFLOAT16 ? "at::BFloat16" : ct_dtype_name(dt));
+      return 0;
+    }
+  }
+  return 1;
+}
+
 ct_tensor *pyct_from_data(PyObject *data, int dtype, int *inferred) {
   ct_options o = ct_opts();
   if (pyct_is_tensor(data)) {
@@ -244,6 +270,11 @@ ct_tensor *pyct_from_data(PyObject *data, int dtype, int *inferred) {
     return NULL;
   }
   int cat = c.cat < 0 ? 2 : c.cat; /* empty lists give the default float dtype */
+  if (dtype >= 0 && !range_ok(&c, (ct_dtype)dtype)) {
+    free(c.f);
+    free(c.i);
+    return NULL;
+  }
   ct_dtype inf = cat == 2 ? ct_get_default_dtype() : cat == 1 ? CT_INT64 : CT_BOOL;
   o.dtype = dtype >= 0 ? (ct_dtype)dtype : inf;
   ct_tensor *t;
@@ -260,8 +291,7 @@ ct_tensor *pyct_from_data(PyObject *data, int dtype, int *inferred) {
 
 PyObject *pyct_item(ct_tensor *t) {
   if (ct_numel(t) != 1) {
-    PyErr_Format(PyExc_RuntimeError, "a Tensor with %lld elements cannot be converted to Scalar",
-                 (long long)ct_numel(t));
+    PyErr_SetString(PyExc_ValueError, "only one element tensors can be converted to Python scalars");
     return NULL;
   }
   ct_dtype dt = ct_tensor_dtype(t);
@@ -387,6 +417,11 @@ static PyObject *m_tensor(PyObject *m, PyObject *args, PyObject *kwargs) {
   ct_tensor *t = pyct_from_data(a[0], dt, NULL);
   if (!t) return NULL;
   if (a[3] && PyObject_IsTrue(a[3])) {
+    if (!ct_dtype_is_floating(ct_tensor_dtype(t))) {
+      ct_release(t);
+      PyErr_SetString(PyExc_RuntimeError, "Only Tensors of floating point and complex dtype can require gradients");
+      return NULL;
+    }
     if (ct_requires_grad_(t, true) != CT_OK) {
       ct_release(t);
       return pyct_raise();

@@ -287,8 +287,8 @@ int pyct_device_ok(PyObject *dev) {
       PyErr_SetString(PyExc_AssertionError, "Torch not compiled with CUDA enabled");
     else if (c)
       PyErr_Format(PyExc_RuntimeError,
-                   "Expected one of cpu, cuda, xpu, mkldnn, opengl, opencl, ideep, hip, ve, ort, mps, xla, lazy, "
-                   "vulkan, meta, hpu device type at start of device string: %s",
+                   "Expected one of cpu, cuda, ipu, xpu, mkldnn, opengl, opencl, ideep, hip, ve, fpga, ort, xla, lazy, "
+                   "vulkan, mps, meta, hpu, privateuseone device type at start of device string: %s",
                    c);
   }
   Py_DECREF(s);

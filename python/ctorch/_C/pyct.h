@@ -70,8 +70,8 @@ PyObject *pyct_item(ct_tensor *t);
 int pyct_convert_init(PyObject *m);
 
 /* ---- ops.c / tensor.c / autograd.c / random.c ---- */
-extern PyMethodDef pyct_tensor_methods[];
-extern PyMethodDef pyct_module_functions[];
+extern PyMethodDef pyct_ops1_methods[], pyct_ops2_methods[], pyct_autograd_methods[], pyct_random_methods[];
+extern PyMethodDef pyct_ops1_functions[], pyct_ops2_functions[];
 int pyct_ops_init(PyObject *m);
 int pyct_tensor_init(PyObject *m);
 int pyct_autograd_init(PyObject *m);

@@ -11,14 +11,6 @@ static void tensor_dealloc(TensorObject *self) {
   Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-static int check_live(TensorObject *self) {
-  if (!self->t) {
-    PyErr_SetString(PyExc_RuntimeError, "tensor is not initialized");
-    return 0;
-  }
-  return 1;
-}
-
 /* Tensor(*sizes) / Tensor(sequence): the legacy constructor (default dtype). */
 static PyObject *tensor_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
   Py_ssize_t n = PyTuple_GET_SIZE(args);
@@ -311,11 +303,21 @@ static PyObject *nb_imatmul(PyObject *a, PyObject *b) {
 }
 static PyObject *nb_neg(PyObject *a) { return pyct_wrap(ct_neg(TT(a))); }
 static PyObject *nb_pos(PyObject *a) {
+  if (ct_tensor_dtype(TT(a)) == CT_BOOL) {
+    PyErr_SetString(PyExc_RuntimeError, "The `+` operator, on a bool tensor is not supported.");
+    return NULL;
+  }
   Py_INCREF(a);
   return a;
 }
 static PyObject *nb_abs(PyObject *a) { return pyct_wrap(ct_abs(TT(a))); }
-static PyObject *nb_invert(PyObject *a) { return pyct_wrap(ct_bitwise_not(TT(a))); }
+static PyObject *nb_invert(PyObject *a) {
+  if (ct_dtype_is_floating(ct_tensor_dtype(TT(a)))) {
+    PyErr_SetString(PyExc_TypeError, "~ (operator.invert) is only implemented on integer and Boolean-type tensors");
+    return NULL;
+  }
+  return pyct_wrap(ct_bitwise_not(TT(a)));
+}
 
 static int nb_bool(PyObject *a) {
   ct_tensor *t = TT(a);
@@ -467,10 +469,9 @@ static int index_one(index_spec *sp, PyObject *o) {
   } else if (pyct_is_tensor(o)) {
     ct_tensor *t = TT(o);
     ct_dtype dt = ct_tensor_dtype(t);
-    if (dt == CT_INT32 || dt == CT_INT16 || dt == CT_INT8) {
-      t = ct_to_dtype(t, CT_INT64);
-      if (!t) return pyct_raise() != NULL;
-      sp->owned[sp->n_owned++] = t;
+    if (dt != CT_INT64 && dt != CT_BOOL && dt != CT_UINT8) {
+      PyErr_SetString(PyExc_IndexError, "tensors used as indices must be long, byte or bool tensors");
+      return 0;
     }
     *it = ct_itensor(t);
   } else if (PyIndex_Check(o) && !PySequence_Check(o)) {
@@ -489,9 +490,6 @@ static int index_one(index_spec *sp, PyObject *o) {
     }
     *it = ct_itensor(t);
   } else {
-    PyErr_SetString(PyExc_IndexError,
-                    "only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are valid "
-                    "indices (got %s)");
     PyErr_Format(PyExc_IndexError,
                  "only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables are valid indices "
                  "(got %s)",
@@ -576,13 +574,11 @@ static int tensor_setitem(PyObject *self, PyObject *idx, PyObject *value) {
     }
     st = ct_index_put_scalar_(t, sp.n, sp.items, s);
   } else {
-    ct_tensor *v = pyct_from_data(value, ct_tensor_dtype(t), NULL);
-    if (!v) {
-      spec_free(&sp);
-      return -1;
-    }
-    st = ct_index_put_(t, sp.n, sp.items, v, false);
-    ct_release(v);
+    extern const char *ct_dtype_legacy_name(ct_dtype dt);
+    PyErr_Format(PyExc_TypeError, "can't assign a %s to a %s", Py_TYPE(value)->tp_name,
+                 ct_dtype_legacy_name(ct_tensor_dtype(t)));
+    spec_free(&sp);
+    return -1;
   }
   spec_free(&sp);
   if (st != CT_OK) {
@@ -715,14 +711,17 @@ PyTypeObject TensorBase_Type = {
 
 int pyct_tensor_init(PyObject *m) {
   TensorBase_Type.tp_hash = PyBaseObject_Type.tp_hash;
-  /* base methods + the op methods of ops.c in one table */
-  int n1 = 0, n2 = 0;
-  while (tensor_base_methods[n1].ml_name) n1++;
-  while (pyct_tensor_methods[n2].ml_name) n2++;
-  PyMethodDef *all = PyMem_Calloc((size_t)(n1 + n2 + 1), sizeof(PyMethodDef));
+  /* base methods + the op methods of the other files in one table */
+  PyMethodDef *tables[] = {tensor_base_methods, pyct_ops1_methods, pyct_ops2_methods, pyct_autograd_methods,
+                           pyct_random_methods};
+  int ntab = (int)(sizeof(tables) / sizeof(tables[0])), total = 0;
+  for (int k = 0; k < ntab; k++)
+    for (int i = 0; tables[k][i].ml_name; i++) total++;
+  PyMethodDef *all = PyMem_Calloc((size_t)total + 1, sizeof(PyMethodDef));
   if (!all) return -1;
-  memcpy(all, tensor_base_methods, (size_t)n1 * sizeof(PyMethodDef));
-  memcpy(all + n1, pyct_tensor_methods, (size_t)n2 * sizeof(PyMethodDef));
+  total = 0;
+  for (int k = 0; k < ntab; k++)
+    for (int i = 0; tables[k][i].ml_name; i++) all[total++] = tables[k][i];
   TensorBase_Type.tp_methods = all;
   if (PyType_Ready(&TensorBase_Type) < 0) return -1;
   return PyModule_AddObjectRef(m, "_TensorBase", (PyObject *)&TensorBase_Type);

@@ -1,5 +1,6 @@
 /* The CPU backend: host memory through a caching allocator, kernels from the op table. */
 #include "../backend.h"
+#include "simd/simd.h"
 #include <pthread.h>
 #include <stdlib.h>
 
@@ -27,6 +28,10 @@ static int size_class(size_t n, size_t *rounded) {
       *rounded = mid;
       return 2 * c + 1;
     }
+    if (s > SIZE_MAX / 2) { /* 32-bit size_t (WebAssembly): no class above; never cached */
+      *rounded = n;
+      return N_CLASSES;
+    }
     s *= 2;
     c++;
   }
@@ -34,6 +39,7 @@ static int size_class(size_t n, size_t *rounded) {
   return 2 * c;
 }
 
+static void cpu_empty_cache(int dev);
 static void *cpu_alloc(int dev, size_t nbytes) {
   (void)dev;
   if (A.enabled < 0) {
@@ -55,6 +61,11 @@ static void *cpu_alloc(int dev, size_t nbytes) {
   pthread_mutex_unlock(&A.mu);
   void *p = NULL;
   if (posix_memalign(&p, 64, rounded) != 0 || !p) {
+    /* the cache may hold the memory a bounded heap (WebAssembly) needs: give it back, retry once */
+    cpu_empty_cache(dev);
+    p = NULL;
+  }
+  if (!p && (posix_memalign(&p, 64, rounded) != 0 || !p)) {
     ct_set_error(CT_ERR_OOM, "CPU out of memory: tried to allocate %zu bytes", nbytes);
     return NULL;
   }
@@ -134,14 +145,24 @@ const ct_backend ct_cpu_backend = {
 };
 
 /* ---- device registry ---- */
+#ifdef CT_HAVE_CUDA /* set by src/backend/cuda/cuda.mk where nvcc exists */
+extern const ct_backend ct_cuda_backend;
+#endif
 const ct_backend *ct_backend_for(ct_device_type type) {
   switch (type) {
     case CT_DEVICE_CPU: return &ct_cpu_backend;
+#ifdef CT_HAVE_CUDA
+    case CT_DEVICE_CUDA: return &ct_cuda_backend;
+#endif
     default: return NULL;
   }
 }
 
+#ifdef CT_HAVE_CUDA
+const char *ct_backends_compiled(void) { return "cpu,cuda"; }
+#else
 const char *ct_backends_compiled(void) { return "cpu"; }
+#endif
 
 const char *ct_device_type_name(ct_device_type t) {
   switch (t) {
@@ -157,18 +178,8 @@ bool ct_device_available(ct_device dev) {
   return be && be->available(dev.index);
 }
 
-const char *ct_simd_level(void) {
-#if defined(__x86_64__)
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f")) return "avx512 (kernels: portable C)";
-  if (__builtin_cpu_supports("avx2")) return "avx2 (kernels: portable C)";
-  return "sse2 (kernels: portable C)";
-#elif defined(__wasm_simd128__)
-  return "simd128";
-#else
-  return "portable C";
-#endif
-}
+/* The CPU's SIMD level and the kernels active now (fast SIMD or reference). */
+const char *ct_simd_level(void) { return ct_simd_describe(); }
 
 ct_memory_stats ct_memory_get_stats(ct_device dev) {
   const ct_backend *be = ct_backend_for(dev.type);

@@ -13,6 +13,7 @@
 #include "gemm_fast.h"
 #include "simd/simd.h"
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -220,6 +221,7 @@ typedef struct {
   int64_t mc, kc, nc;
   void *ukr;
   const char *name;
+  bool vec; /* AVX2 packing helpers usable */
 } kparams;
 
 static kparams params_for(ct_dtype dt) {
@@ -238,7 +240,22 @@ static kparams params_for(ct_dtype dt) {
     else if (isa == CT_SIMD_AVX2) p = (kparams){6, 8, 96, 256, 1024, (void *)ukr_f64_avx2, "avx2 6x8"};
 #endif
   }
-  (void)isa;
+  p.vec = isa >= CT_SIMD_AVX2;
+  static int64_t tune[3] = {-1, 0, 0}; /* CT_GEMM_BLOCKS=mc,kc,nc overrides the blocking (for tuning) */
+  if (tune[0] < 0) {
+    const char *e = getenv("CT_GEMM_BLOCKS");
+    long long a = 0, b = 0, c = 0;
+    if (e && sscanf(e, "%lld,%lld,%lld", &a, &b, &c) == 3 && a > 0 && b > 0 && c > 0) {
+      tune[1] = b;
+      tune[2] = c;
+      tune[0] = a;
+    } else tune[0] = 0;
+  }
+  if (tune[0] > 0) {
+    p.mc = (tune[0] + p.mr - 1) / p.mr * p.mr;
+    p.kc = tune[1];
+    p.nc = (tune[2] + p.nr - 1) / p.nr * p.nr;
+  }
   return p;
 }
 
@@ -255,59 +272,106 @@ typedef struct {
   int failed;
 } drv_ctx;
 
+/* ---- packing ----
+ * One routine packs both operands: n items (rows of A / columns of B) into panels of P
+ * items, k-major: dst[panel][k][p] = src[(panel*P + p) * sp + k * sk], zero-padded.
+ * sp == 1 is a copy per k; sk == 1 (items contiguous along k: row-major A, transposed B)
+ * is a transpose, done in 8x8 (float) / 4x4 (double) register blocks where available. */
+#if defined(__x86_64__)
+CT_TGT_AVX2 static void tr8x8_f32(const float *s, int64_t ld, float *d, int64_t ldd) {
+  __m256 r0 = _mm256_loadu_ps(s), r1 = _mm256_loadu_ps(s + ld), r2 = _mm256_loadu_ps(s + 2 * ld),
+         r3 = _mm256_loadu_ps(s + 3 * ld), r4 = _mm256_loadu_ps(s + 4 * ld), r5 = _mm256_loadu_ps(s + 5 * ld),
+         r6 = _mm256_loadu_ps(s + 6 * ld), r7 = _mm256_loadu_ps(s + 7 * ld);
+  __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1), t2 = _mm256_unpacklo_ps(r2, r3),
+         t3 = _mm256_unpackhi_ps(r2, r3), t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5),
+         t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
+  __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE),
+         u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE),
+         u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE),
+         u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+  _mm256_storeu_ps(d, _mm256_permute2f128_ps(u0, u4, 0x20));
+  _mm256_storeu_ps(d + ldd, _mm256_permute2f128_ps(u1, u5, 0x20));
+  _mm256_storeu_ps(d + 2 * ldd, _mm256_permute2f128_ps(u2, u6, 0x20));
+  _mm256_storeu_ps(d + 3 * ldd, _mm256_permute2f128_ps(u3, u7, 0x20));
+  _mm256_storeu_ps(d + 4 * ldd, _mm256_permute2f128_ps(u0, u4, 0x31));
+  _mm256_storeu_ps(d + 5 * ldd, _mm256_permute2f128_ps(u1, u5, 0x31));
+  _mm256_storeu_ps(d + 6 * ldd, _mm256_permute2f128_ps(u2, u6, 0x31));
+  _mm256_storeu_ps(d + 7 * ldd, _mm256_permute2f128_ps(u3, u7, 0x31));
+}
+static inline void tr4x4_f32(const float *s, int64_t ld, float *d, int64_t ldd) {
+  __m128 r0 = _mm_loadu_ps(s), r1 = _mm_loadu_ps(s + ld), r2 = _mm_loadu_ps(s + 2 * ld), r3 = _mm_loadu_ps(s + 3 * ld);
+  _MM_TRANSPOSE4_PS(r0, r1, r2, r3);
+  _mm_storeu_ps(d, r0);
+  _mm_storeu_ps(d + ldd, r1);
+  _mm_storeu_ps(d + 2 * ldd, r2);
+  _mm_storeu_ps(d + 3 * ldd, r3);
+}
+CT_TGT_AVX2 static void tr4x4_f64(const double *s, int64_t ld, double *d, int64_t ldd) {
+  __m256d r0 = _mm256_loadu_pd(s), r1 = _mm256_loadu_pd(s + ld), r2 = _mm256_loadu_pd(s + 2 * ld),
+          r3 = _mm256_loadu_pd(s + 3 * ld);
+  __m256d t0 = _mm256_unpacklo_pd(r0, r1), t1 = _mm256_unpackhi_pd(r0, r1), t2 = _mm256_unpacklo_pd(r2, r3),
+          t3 = _mm256_unpackhi_pd(r2, r3);
+  _mm256_storeu_pd(d, _mm256_permute2f128_pd(t0, t2, 0x20));
+  _mm256_storeu_pd(d + ldd, _mm256_permute2f128_pd(t1, t3, 0x20));
+  _mm256_storeu_pd(d + 2 * ldd, _mm256_permute2f128_pd(t0, t2, 0x31));
+  _mm256_storeu_pd(d + 3 * ldd, _mm256_permute2f128_pd(t1, t3, 0x31));
+}
+/* a full panel of P items, contiguous along k (stride sp between items) */
+CT_TGT_AVX2 static void tpanel_f32(float *dst, const float *src, int64_t sp, int64_t kc, int P) {
+  int64_t k0 = 0;
+  for (; k0 + 8 <= kc; k0 += 8) {
+    int r = 0;
+    for (; r + 8 <= P; r += 8) tr8x8_f32(src + r * sp + k0, sp, dst + k0 * P + r, P);
+    for (; r + 4 <= P; r += 4) {
+      tr4x4_f32(src + r * sp + k0, sp, dst + k0 * P + r, P);
+      tr4x4_f32(src + r * sp + k0 + 4, sp, dst + (k0 + 4) * P + r, P);
+    }
+    for (; r < P; r++)
+      for (int64_t k = k0; k < k0 + 8; k++) dst[k * P + r] = src[r * sp + k];
+  }
+  for (int r = 0; r < P; r++)
+    for (int64_t k = k0; k < kc; k++) dst[k * P + r] = src[r * sp + k];
+}
+CT_TGT_AVX2 static void tpanel_f64(double *dst, const double *src, int64_t sp, int64_t kc, int P) {
+  int64_t k0 = 0;
+  for (; k0 + 4 <= kc; k0 += 4) {
+    int r = 0;
+    for (; r + 4 <= P; r += 4) tr4x4_f64(src + r * sp + k0, sp, dst + k0 * P + r, P);
+    for (; r < P; r++)
+      for (int64_t k = k0; k < k0 + 4; k++) dst[k * P + r] = src[r * sp + k];
+  }
+  for (int r = 0; r < P; r++)
+    for (int64_t k = k0; k < kc; k++) dst[k * P + r] = src[r * sp + k];
+}
+#define HAVE_TPANEL 1
+#endif
+
 #define DEFINE_DRIVER(T, SUF)                                                                                   \
-  static void pack_a_##SUF(T *dst, const T *A, int64_t sm, int64_t sk, int64_t mc, int64_t kc, int mr) {        \
-    for (int64_t i = 0; i < mc; i += mr, dst += (int64_t)mr * kc) {                                            \
-      int64_t rows = mc - i < mr ? mc - i : mr;                                                                 \
-      const T *src = A + i * sm;                                                                                \
-      if (sm == 1) {                                                                                            \
+  static void pack_##SUF(T *dst, const T *src0, int64_t sp, int64_t sk, int64_t n, int64_t kc, int P, bool vec) { \
+    for (int64_t i = 0; i < n; i += P, dst += (int64_t)P * kc) {                                               \
+      int64_t cnt = n - i < P ? n - i : P;                                                                      \
+      const T *src = src0 + i * sp;                                                                             \
+      if (sp == 1) {                                                                                            \
         for (int64_t k = 0; k < kc; k++) {                                                                      \
-          T *d = dst + k * mr;                                                                                  \
-          const T *s = src + k * sk;                                                                            \
-          for (int64_t r = 0; r < rows; r++) d[r] = s[r];                                                       \
-          for (int64_t r = rows; r < mr; r++) d[r] = 0;                                                         \
+          memcpy(dst + k * P, src + k * sk, sizeof(T) * (size_t)cnt);                                           \
+          for (int64_t r = cnt; r < P; r++) dst[k * P + r] = 0;                                                 \
         }                                                                                                       \
-      } else {                                                                                                  \
-        for (int64_t r = 0; r < rows; r++) {                                                                    \
-          const T *s = src + r * sm;                                                                            \
-          T *d = dst + r;                                                                                       \
-          if (sk == 1)                                                                                          \
-            for (int64_t k = 0; k < kc; k++) d[k * mr] = s[k];                                                  \
-          else                                                                                                  \
-            for (int64_t k = 0; k < kc; k++) d[k * mr] = s[k * sk];                                             \
-        }                                                                                                       \
-        for (int64_t r = rows; r < mr; r++)                                                                     \
-          for (int64_t k = 0; k < kc; k++) dst[k * mr + r] = 0;                                                 \
+        continue;                                                                                               \
       }                                                                                                         \
-    }                                                                                                           \
-  }                                                                                                             \
-  static void pack_b_##SUF(T *dst, const T *B, int64_t sk, int64_t sn, int64_t kc, int64_t nc, int nr) {        \
-    for (int64_t j = 0; j < nc; j += nr, dst += (int64_t)nr * kc) {                                            \
-      int64_t cols = nc - j < nr ? nc - j : nr;                                                                 \
-      const T *src = B + j * sn;                                                                                \
-      if (sn == 1) {                                                                                            \
-        if (cols == nr) {                                                                                       \
-          for (int64_t k = 0; k < kc; k++) memcpy(dst + k * nr, src + k * sk, sizeof(T) * (size_t)nr);          \
-        } else {                                                                                                \
-          for (int64_t k = 0; k < kc; k++) {                                                                    \
-            T *d = dst + k * nr;                                                                                \
-            const T *s = src + k * sk;                                                                          \
-            for (int64_t c = 0; c < cols; c++) d[c] = s[c];                                                     \
-            for (int64_t c = cols; c < nr; c++) d[c] = 0;                                                       \
-          }                                                                                                     \
-        }                                                                                                       \
-      } else {                                                                                                  \
-        for (int64_t c = 0; c < cols; c++) {                                                                    \
-          const T *s = src + c * sn;                                                                            \
-          T *d = dst + c;                                                                                       \
-          if (sk == 1)                                                                                          \
-            for (int64_t k = 0; k < kc; k++) d[k * nr] = s[k];                                                  \
-          else                                                                                                  \
-            for (int64_t k = 0; k < kc; k++) d[k * nr] = s[k * sk];                                             \
-        }                                                                                                       \
-        for (int64_t c = cols; c < nr; c++)                                                                     \
-          for (int64_t k = 0; k < kc; k++) dst[k * nr + c] = 0;                                                 \
+      if (TPANEL_##SUF && vec && sk == 1 && cnt == P) {                                                        \
+        TPANEL_CALL_##SUF(dst, src, sp, kc, P);                                                                 \
+        continue;                                                                                               \
       }                                                                                                         \
+      for (int64_t r = 0; r < cnt; r++) {                                                                       \
+        const T *s = src + r * sp;                                                                              \
+        T *d = dst + r;                                                                                         \
+        if (sk == 1)                                                                                            \
+          for (int64_t k = 0; k < kc; k++) d[k * P] = s[k];                                                     \
+        else                                                                                                    \
+          for (int64_t k = 0; k < kc; k++) d[k * P] = s[k * sk];                                                \
+      }                                                                                                         \
+      for (int64_t r = cnt; r < P; r++)                                                                         \
+        for (int64_t k = 0; k < kc; k++) dst[k * P + r] = 0;                                                    \
     }                                                                                                           \
   }                                                                                                             \
   /* C rectangle [i0, i1) x [j0, j1) of batch b */                                                              \
@@ -339,15 +403,16 @@ typedef struct {
     T tile[16 * 32] __attribute__((aligned(64)));                                                               \
     void (*ukr)(int64_t, const T *, const T *, T *, int64_t, int) = (void (*)(int64_t, const T *, const T *, T *, int64_t, int))p->ukr; \
     const bool direct = g->c_n == 1 && g->alpha == 1.0 && !C0;                                                  \
+    const bool vec = p->vec;                                                                                    \
     for (int64_t jc = j0; jc < j1; jc += p->nc) {                                                               \
       int64_t nc = j1 - jc < p->nc ? j1 - jc : p->nc;                                                           \
       for (int64_t pc = 0; pc < K; pc += p->kc) {                                                               \
         int64_t kc = K - pc < p->kc ? K - pc : p->kc;                                                           \
         bool first = pc == 0;                                                                                   \
-        pack_b_##SUF(bp, B + pc * g->b_k + jc * g->b_n, g->b_k, g->b_n, kc, nc, nr);                            \
+        pack_##SUF(bp, B + pc * g->b_k + jc * g->b_n, g->b_n, g->b_k, nc, kc, nr, vec);                          \
         for (int64_t ic = i0; ic < i1; ic += p->mc) {                                                           \
           int64_t mc = i1 - ic < p->mc ? i1 - ic : p->mc;                                                       \
-          pack_a_##SUF(ap, A + ic * g->a_m + pc * g->a_k, g->a_m, g->a_k, mc, kc, mr);                          \
+          pack_##SUF(ap, A + ic * g->a_m + pc * g->a_k, g->a_m, g->a_k, mc, kc, mr, vec);                       \
           for (int64_t jr = 0; jr < nc; jr += nr) {                                                             \
             int64_t cols = nc - jr < nr ? nc - jr : nr;                                                         \
             const T *bpp = bp + jr * kc;                                                                        \
@@ -379,6 +444,17 @@ typedef struct {
     return 0;                                                                                                   \
   }
 
+#ifdef HAVE_TPANEL
+#define TPANEL_f32 1
+#define TPANEL_f64 1
+#define TPANEL_CALL_f32(d, s, sp, kc, P) tpanel_f32(d, s, sp, kc, P)
+#define TPANEL_CALL_f64(d, s, sp, kc, P) tpanel_f64(d, s, sp, kc, P)
+#else
+#define TPANEL_f32 0
+#define TPANEL_f64 0
+#define TPANEL_CALL_f32(d, s, sp, kc, P) (void)0
+#define TPANEL_CALL_f64(d, s, sp, kc, P) (void)0
+#endif
 DEFINE_DRIVER(float, f32)
 DEFINE_DRIVER(double, f64)
 

@@ -7,6 +7,7 @@
  * Integer and bool dtypes compute in int64 with wrapping (uint64) arithmetic and
  * are truncated to the output dtype, which equals C++'s wrapping in the narrow type. */
 #include "kernels_pointwise.h"
+#include "simd/fast_ew.h"
 #include <math.h>
 
 typedef struct {
@@ -251,6 +252,7 @@ static void binary_loop(char **p, const int64_t *s, int64_t n, void *vctx) {
   const ct_attrs *a = &k->pw.c->a;
   ct_dtype in_dt = k->pw.in_dt, out_dt = k->pw.out_dt;
   if (in_dt == CT_FLOAT32 && out_dt == CT_FLOAT32) {
+    if (ct_fast_binary_loop_f32(op, a, p, s, n)) return; /* SIMD path (simd/fast_ew.c) */
     /* the common cases, kept simple for the vectoriser */
     if ((op == CT_OP_add && a->f[0] == 1.0) || op == CT_OP_mul || (op == CT_OP_sub && a->f[0] == 1.0) ||
         (op == CT_OP_div && a->k[0] == 0)) {

@@ -2,6 +2,7 @@
  * dropout's mask, attention masks. Floating math in double, rounded once. */
 #include "kernels_nn.h"
 #include "core/generator.h"
+#include "simd/fast_ew.h"
 #include <math.h>
 
 /* ---- softmax / log_softmax over dim k0 ---- */
@@ -35,6 +36,8 @@ static void softmax_rows(void *vctx, int64_t begin, int64_t end) {
 }
 
 ct_status ct_cpu_softmax(const ct_call *c) {
+  ct_status fast_st;
+  if (ct_fast_softmax(c, &fast_st)) return fast_st; /* SIMD path (simd/fast_ew.c) */
   const ct_tensor *x = c->in[0];
   int d = (int)c->a.k[0];
   int64_t n = ct_numel(x);
@@ -81,6 +84,8 @@ static void moments_rows(void *vctx, int64_t begin, int64_t end) {
 }
 
 ct_status ct_cpu_norm_moments(const ct_call *c) {
+  ct_status fast_st;
+  if (ct_fast_norm_moments(c, &fast_st)) return fast_st; /* SIMD path (simd/fast_ew.c) */
   const ct_tensor *x = c->in[0];
   uint32_t mask = (uint32_t)c->a.k[0];
   /* a permuted view with the kept dims first, so each row of the buffer is one reduction */

@@ -2,6 +2,7 @@
  * reduced elements visited in row-major order, accumulated in double/int64
  * (floating) or wrapping int64 (integers), rounded once into the output. */
 #include "cpu_iter.h"
+#include "simd/fast_ew.h"
 #include <math.h>
 #include <stdlib.h>
 
@@ -311,6 +312,8 @@ static void reduce_range(void *vctx, int64_t begin, int64_t end) {
 }
 
 ct_status ct_cpu_reduce(const ct_call *c) {
+  ct_status fast_st;
+  if (ct_fast_reduce(c, &fast_st)) return fast_st; /* SIMD path (simd/fast_ew.c) */
   red_ctx r;
   memset(&r, 0, sizeof r);
   r.c = c;

@@ -3,6 +3,7 @@
  * (except where PyTorch's float arithmetic is visibly different, noted below),
  * integer and bool dtypes compute in int64. */
 #include "kernels_pointwise.h"
+#include "simd/fast_ew.h"
 #include <float.h>
 #include <math.h>
 
@@ -294,6 +295,7 @@ static void unary_loop(char **p, const int64_t *s, int64_t n, void *vctx) {
   const ct_attrs *a = &k->c->a;
   ct_dtype dt = k->in_dt;
   if (dt == CT_FLOAT32 && k->out_dt == CT_FLOAT32) {
+    if (ct_fast_unary_loop_f32(op, a, p, s, n)) return; /* SIMD path (simd/fast_ew.c) */
     for (int64_t i = 0; i < n; i++)
       *(float *)(p[0] + i * s[0]) = (float)unary_f(op, *(float *)(p[1] + i * s[1]), a, dt);
   } else if (k->float_domain) {

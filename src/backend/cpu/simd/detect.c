@@ -1,5 +1,7 @@
 /* CPU feature detection for the fast kernels (see simd.h). */
 #include "simd.h"
+#include "../gemm_fast.h"
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -60,4 +62,24 @@ const char *ct_simd_isa_name(ct_simd_isa level) {
     case CT_SIMD_AVX2: return "avx2+fma";
     default: return "portable C";
   }
+}
+
+const char *ct_simd_describe(void) {
+  static _Thread_local char buf[160];
+  const char *cpu;
+#if defined(__x86_64__)
+  ct_simd_isa c = ct_simd_cpu_level();
+  cpu = c == CT_SIMD_AVX512 ? "avx512" : c == CT_SIMD_AVX2 ? "avx2" : "sse2";
+#elif defined(__wasm_simd128__)
+  cpu = "simd128";
+#else
+  cpu = "portable C";
+#endif
+  if (!ct_fast_enabled()) {
+    snprintf(buf, sizeof buf, "%s (kernels: reference C, CT_REFERENCE_KERNELS)", cpu);
+    return buf;
+  }
+  snprintf(buf, sizeof buf, "%s (kernels: gemm %s, elementwise/reductions/rows %s)", cpu,
+           ct_fast_gemm_kernel_name(CT_FLOAT32), ct_simd_isa_name(ct_simd_active()));
+  return buf;
 }

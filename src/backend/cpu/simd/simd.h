@@ -26,5 +26,8 @@ bool ct_fast_enabled(void);
 void ct_fast_set_enabled(bool on);
 void ct_simd_force(ct_simd_isa level);
 const char *ct_simd_isa_name(ct_simd_isa level);
+/* What ct_simd_level() reports: the CPU's level and the kernels active now, e.g.
+ * "avx512 (kernels: avx512 gemm 12x32, avx512 elementwise)". */
+const char *ct_simd_describe(void);
 
 #endif

@@ -1,0 +1,303 @@
+/* Fast float32 kernels (see fast_ew.h): one template (fast_ew_impl.h) instantiated for
+ * AVX-512, AVX2+FMA and portable C (SSE2 here, SIMD128 under emscripten), chosen at
+ * run time by ct_simd_active(). Threads come from ct_cpu_foreach / ct_parallel_for as
+ * in the reference kernels. */
+#include "fast_ew.h"
+#include "../cpu_iter.h"
+#include "simd.h"
+#include <math.h>
+#include <stdlib.h>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+static double log_d(double v) { return log(v); }
+
+/* Phi(x) coefficients (fitted for this file, see phid in fast_ew_impl.h):
+ * erf(z)/z ~ sum ERF_Pk z^2k on |z| < 0.8 (relative error ~1e-12), and
+ * erfc(z) e^(z^2) ~ sum erfc_q[k] t^k with t = ERFC_USCALE / (1 + z) + ERFC_UOFF
+ * on [0.8, 10] (relative error ~3e-10). */
+#define ERF_P0 1.1283791670944305
+#define ERF_P1 -0.37612638881450083
+#define ERF_P2 0.112837909538887
+#define ERF_P3 -0.026866080350736614
+#define ERF_P4 0.0052234176155631059
+#define ERF_P5 -0.00085293681646746785
+#define ERF_P6 0.0001169606045096875
+#define ERF_P7 -1.1288727057049104e-05
+#define ERFC_DEG 12
+#define ERFC_USCALE 4.304347826086957
+#define ERFC_UOFF -1.3913043478260871
+static const double erfc_q[ERFC_DEG + 1] = {0.24573858325621073, 0.22091536227414424, 0.027759502394870073, -0.0048067633364669944, -0.00087173717002431205, 0.00040108782370780168, -1.4399469696515277e-05, -3.0283429549935956e-05, 9.9804096375758514e-06, 1.2164681127116588e-07, -1.1705103619744611e-06, 2.7327297317007389e-07, 3.2070915760028726e-08};
+
+/* ---- instantiations ---- */
+#if defined(__x86_64__)
+#define SFX avx512
+#define TGT __attribute__((target("avx512f,avx512dq,avx2,fma")))
+#define VB 64
+#define VFMA_F(a, b, c) ((__typeof__(a))_mm512_fmadd_ps((__m512)(a), (__m512)(b), (__m512)(c)))
+#define VFMA_D(a, b, c) ((__typeof__(a))_mm512_fmadd_pd((__m512d)(a), (__m512d)(b), (__m512d)(c)))
+#include "fast_ew_impl.h"
+#undef SFX
+#undef TGT
+#undef VB
+#undef VFMA_F
+#undef VFMA_D
+
+#define SFX avx2
+#define TGT __attribute__((target("avx2,fma")))
+#define VB 32
+#define VFMA_F(a, b, c) ((__typeof__(a))_mm256_fmadd_ps((__m256)(a), (__m256)(b), (__m256)(c)))
+#define VFMA_D(a, b, c) ((__typeof__(a))_mm256_fmadd_pd((__m256d)(a), (__m256d)(b), (__m256d)(c)))
+#include "fast_ew_impl.h"
+#undef SFX
+#undef TGT
+#undef VB
+#undef VFMA_F
+#undef VFMA_D
+#endif
+
+#define SFX c
+#define TGT
+#define VB 16
+#define VFMA_F(a, b, c) ((a) * (b) + (c))
+#define VFMA_D(a, b, c) ((a) * (b) + (c))
+#include "fast_ew_impl.h"
+#undef SFX
+#undef TGT
+#undef VB
+#undef VFMA_F
+#undef VFMA_D
+
+/* ---- dispatch ---- */
+static void k_unary(int op, int gt, const float *x, float *y, int64_t n) {
+#if defined(__x86_64__)
+  ct_simd_isa l = ct_simd_active();
+  if (l == CT_SIMD_AVX512) return unary_avx512(op, gt, x, y, n);
+  if (l == CT_SIMD_AVX2) return unary_avx2(op, gt, x, y, n);
+#endif
+  unary_c(op, gt, x, y, n);
+}
+static void k_binary(int op, const float *a, int sa, const float *b, int sb, float *y, int64_t n) {
+#if defined(__x86_64__)
+  ct_simd_isa l = ct_simd_active();
+  if (l == CT_SIMD_AVX512) return binary_avx512(op, a, sa, b, sb, y, n);
+  if (l == CT_SIMD_AVX2) return binary_avx2(op, a, sa, b, sb, y, n);
+#endif
+  binary_c(op, a, sa, b, sb, y, n);
+}
+static double k_sum(const float *x, int64_t n) {
+#if defined(__x86_64__)
+  ct_simd_isa l = ct_simd_active();
+  if (l == CT_SIMD_AVX512) return sum_avx512(x, n);
+  if (l == CT_SIMD_AVX2) return sum_avx2(x, n);
+#endif
+  return sum_c(x, n);
+}
+static float k_minmax(const float *x, int64_t n, int sign) {
+#if defined(__x86_64__)
+  ct_simd_isa l = ct_simd_active();
+  if (l == CT_SIMD_AVX512) return minmax_avx512(x, n, sign);
+  if (l == CT_SIMD_AVX2) return minmax_avx2(x, n, sign);
+#endif
+  return minmax_c(x, n, sign);
+}
+static void k_softmax_row(const float *x, float *y, int64_t n, int log) {
+#if defined(__x86_64__)
+  ct_simd_isa l = ct_simd_active();
+  if (l == CT_SIMD_AVX512) return softmax_row_avx512(x, y, n, log);
+  if (l == CT_SIMD_AVX2) return softmax_row_avx2(x, y, n, log);
+#endif
+  softmax_row_c(x, y, n, log);
+}
+static void k_moments_row(const float *x, int64_t n, double *mean, double *var) {
+#if defined(__x86_64__)
+  ct_simd_isa l = ct_simd_active();
+  if (l == CT_SIMD_AVX512) return moments_row_avx512(x, n, mean, var);
+  if (l == CT_SIMD_AVX2) return moments_row_avx2(x, n, mean, var);
+#endif
+  moments_row_c(x, n, mean, var);
+}
+
+/* ---- elementwise loops ---- */
+bool ct_fast_unary_loop_f32(int op, const ct_attrs *a, char **p, const int64_t *s, int64_t n) {
+  if (s[0] != 4 || s[1] != 4) return false;
+  switch (op) {
+    case CT_OP_neg: case CT_OP_exp: case CT_OP_relu: case CT_OP_sigmoid: case CT_OP_silu: case CT_OP_tanh:
+    case CT_OP_gelu: break;
+    default: return false;
+  }
+  if (!ct_fast_enabled()) return false;
+  k_unary(op, op == CT_OP_gelu && a->k[0] != 0, (const float *)p[1], (float *)p[0], n);
+  return true;
+}
+
+bool ct_fast_binary_loop_f32(int op, const ct_attrs *a, char **p, const int64_t *s, int64_t n) {
+  if (s[0] != 4 || (s[1] != 4 && s[1] != 0) || (s[2] != 4 && s[2] != 0)) return false;
+  bool ok = ((op == CT_OP_add || op == CT_OP_sub) && a->f[0] == 1.0) || op == CT_OP_mul ||
+            (op == CT_OP_div && a->k[0] == 0);
+  if (!ok || !ct_fast_enabled()) return false;
+  k_binary(op, (const float *)p[1], s[1] != 0, (const float *)p[2], s[2] != 0, (float *)p[0], n);
+  return true;
+}
+
+/* ---- reductions ---- */
+void ct_rk_out_strides(const ct_tensor *t, int in_ndim, uint32_t mask, int64_t *outer); /* kernels_reduce.c */
+
+typedef struct {
+  int op;
+  const char *in;
+  char *out;
+  ct_reduce_geom g;
+  int64_t out_stride[CT_MAX_DIMS];
+  int64_t inner;
+  /* one long row split into fixed blocks (deterministic whatever the thread count) */
+  const float *row;
+  double *part;
+  float *partf;
+  int64_t block;
+} fr_ctx;
+
+static inline bool fr_is_sum(int op) { return op == CT_OP_sum; }
+static inline int fr_sign(int op) { return (op == CT_OP_amax || op == CT_OP_max) ? 1 : -1; }
+
+static void fr_rows(void *vctx, int64_t begin, int64_t end) {
+  fr_ctx *x = vctx;
+  for (int64_t o = begin; o < end; o++) {
+    const float *src = (const float *)(x->in + ct_geom_offset(x->g.n_outer, x->g.outer_shape, x->g.outer_stride, o));
+    float *dst = (float *)(x->out + ct_geom_offset(x->g.n_outer, x->g.outer_shape, x->out_stride, o));
+    *dst = fr_is_sum(x->op) ? (float)k_sum(src, x->inner) : k_minmax(src, x->inner, fr_sign(x->op));
+  }
+}
+static void fr_blocks(void *vctx, int64_t begin, int64_t end) {
+  fr_ctx *x = vctx;
+  for (int64_t b = begin; b < end; b++) {
+    int64_t i0 = b * x->block, len = x->inner - i0 < x->block ? x->inner - i0 : x->block;
+    if (fr_is_sum(x->op)) x->part[b] = k_sum(x->row + i0, len);
+    else x->partf[b] = k_minmax(x->row + i0, len, fr_sign(x->op));
+  }
+}
+
+bool ct_fast_reduce(const ct_call *c, ct_status *st) {
+  int op = c->op;
+  if (op != CT_OP_sum && op != CT_OP_amax && op != CT_OP_amin && op != CT_OP_max && op != CT_OP_min) return false;
+  if (c->n_out != 1 || c->in[0]->dtype != CT_FLOAT32 || c->out[0]->dtype != CT_FLOAT32) return false;
+  if (!ct_fast_enabled()) return false;
+  fr_ctx x;
+  memset(&x, 0, sizeof x);
+  x.op = op;
+  uint32_t mask = (uint32_t)c->a.k[0];
+  ct_reduce_geom_make(c->in[0], mask, &x.g);
+  if (x.g.inner_numel < 1 || x.g.outer_numel < 1) return false;
+  /* the reduced dims must form one contiguous block (size-1 dims do not matter) */
+  int64_t expect = 4;
+  for (int d = x.g.n_inner - 1; d >= 0; d--) {
+    if (x.g.inner_shape[d] == 1) continue;
+    if (x.g.inner_stride[d] != expect) return false;
+    expect *= x.g.inner_shape[d];
+  }
+  x.inner = x.g.inner_numel;
+  x.in = ct_cpu_ptr(c->in[0]);
+  x.out = ct_cpu_ptr(c->out[0]);
+  ct_rk_out_strides(c->out[0], c->in[0]->ndim, mask, x.out_stride);
+  const int64_t BLOCK = 1 << 16;
+  if (x.g.outer_numel == 1 && x.inner > 2 * BLOCK) {
+    int64_t nb = (x.inner + BLOCK - 1) / BLOCK;
+    x.block = BLOCK;
+    x.row = (const float *)x.in;
+    x.part = malloc(sizeof(double) * (size_t)nb);
+    x.partf = malloc(sizeof(float) * (size_t)nb);
+    if (!x.part || !x.partf) {
+      free(x.part);
+      free(x.partf);
+      *st = CT_ERR(CT_ERR_OOM, "out of memory in %s", ct_op_info_of(op)->id);
+      return true;
+    }
+    ct_parallel_for(nb, 4, fr_blocks, &x);
+    float *dst = (float *)x.out;
+    if (fr_is_sum(op)) {
+      double s = 0;
+      for (int64_t b = 0; b < nb; b++) s += x.part[b];
+      *dst = (float)s;
+    } else {
+      *dst = k_minmax(x.partf, nb, fr_sign(op));
+    }
+    free(x.part);
+    free(x.partf);
+    *st = CT_OK;
+    return true;
+  }
+  int64_t grain = x.inner > 8192 ? 1 : 8192 / x.inner + 1;
+  ct_parallel_for(x.g.outer_numel, grain, fr_rows, &x);
+  *st = CT_OK;
+  return true;
+}
+
+/* ---- softmax / log_softmax over the last dim ---- */
+typedef struct {
+  const float *x;
+  float *y;
+  int64_t len;
+  int log;
+} fs_ctx;
+static void fs_rows(void *vctx, int64_t begin, int64_t end) {
+  fs_ctx *s = vctx;
+  for (int64_t r = begin; r < end; r++) k_softmax_row(s->x + r * s->len, s->y + r * s->len, s->len, s->log);
+}
+
+bool ct_fast_softmax(const ct_call *c, ct_status *st) {
+  const ct_tensor *x = c->in[0], *y = c->out[0];
+  if (x->dtype != CT_FLOAT32 || y->dtype != CT_FLOAT32 || x->ndim < 1) return false;
+  int d = (int)c->a.k[0];
+  for (int k = d + 1; k < x->ndim; k++)
+    if (x->shape[k] != 1) return false; /* the reduced dim must be the innermost */
+  if (!ct_is_contiguous(x) || !ct_is_contiguous(y) || ct_numel(x) == 0) return false;
+  if (!ct_fast_enabled()) return false;
+  fs_ctx s = {(const float *)ct_cpu_ptr(x), (float *)ct_cpu_ptr(y), x->shape[d], c->op == CT_OP_log_softmax};
+  int64_t rows = ct_numel(x) / s.len;
+  ct_parallel_for(rows, 1 + 16384 / (s.len + 1), fs_rows, &s);
+  *st = CT_OK;
+  return true;
+}
+
+/* ---- mean and biased variance over the trailing dims ---- */
+typedef struct {
+  const float *x;
+  float *mean, *var;
+  int64_t inner;
+} fm_ctx;
+static void fm_rows(void *vctx, int64_t begin, int64_t end) {
+  fm_ctx *m = vctx;
+  for (int64_t r = begin; r < end; r++) {
+    double mu, v;
+    k_moments_row(m->x + r * m->inner, m->inner, &mu, &v);
+    m->mean[r] = (float)mu;
+    m->var[r] = (float)v;
+  }
+}
+
+bool ct_fast_norm_moments(const ct_call *c, ct_status *st) {
+  const ct_tensor *x = c->in[0];
+  if (x->dtype != CT_FLOAT32 || c->n_out != 2 || c->out[0]->dtype != CT_FLOAT32 || c->out[1]->dtype != CT_FLOAT32)
+    return false;
+  uint32_t mask = (uint32_t)c->a.k[0];
+  int64_t inner = 1, outer = 1;
+  bool seen_red = false;
+  for (int d = 0; d < x->ndim; d++) {
+    bool red = (mask >> d) & 1;
+    if (!red && seen_red && x->shape[d] != 1) return false; /* reduced dims must be trailing */
+    if (red) {
+      seen_red = true;
+      inner *= x->shape[d];
+    } else {
+      outer *= x->shape[d];
+    }
+  }
+  if (inner < 1 || outer < 1 || !ct_is_contiguous(x) || !ct_is_contiguous(c->out[0]) || !ct_is_contiguous(c->out[1]))
+    return false;
+  if (!ct_fast_enabled()) return false;
+  fm_ctx m = {(const float *)ct_cpu_ptr(x), (float *)ct_cpu_ptr(c->out[0]), (float *)ct_cpu_ptr(c->out[1]), inner};
+  ct_parallel_for(outer, 1 + 16384 / (inner + 1), fm_rows, &m);
+  *st = CT_OK;
+  return true;
+}

@@ -1,0 +1,391 @@
+/* The CUDA backend: device discovery, one stream per device, a caching allocator
+ * over plain cudaMalloc (never managed memory), host<->device copies through pinned
+ * staging buffers, and the kernel table. The CUDA runtime is linked statically: it
+ * loads the driver at run time, so a binary built here runs on a machine without a
+ * driver or GPU and reports "no CUDA device" instead of failing to start. */
+#include <cuda_runtime.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+extern "C" {
+#include "cuda_backend.h"
+}
+
+#define MAX_DEV 16
+#define N_CLASSES 128
+#define STAGE_BYTES ((size_t)8 << 20)
+
+typedef struct blk {
+  void *p;
+  struct blk *next;
+} blk;
+
+typedef struct {
+  bool ready;
+  cudaStream_t stream;
+  /* pinned staging: two buffers, each with an event marking the end of its last copy */
+  char *stage[2];
+  cudaEvent_t stage_ev[2];
+  bool stage_used[2];
+  int stage_next;
+  pthread_mutex_t stage_mu;
+  /* caching allocator */
+  pthread_mutex_t mu;
+  blk *free_list[N_CLASSES];
+  int64_t allocated, cached, peak, n_allocs;
+  int *flag; /* device error flag (bad index) */
+  char name[256];
+} cu_dev;
+
+static cu_dev D[MAX_DEV];
+static int n_dev = -1;
+static char reason[512];
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static pthread_mutex_t init_mu = PTHREAD_MUTEX_INITIALIZER;
+static bool tf32;
+static int cache_enabled = -1;
+
+static int n_found; /* static: gcc's -Wdangling-pointer misreads a local here */
+static void discover(void) {
+  int &n = n_found;
+  cudaError_t e = cudaGetDeviceCount(&n);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    snprintf(reason, sizeof reason, "no CUDA device: %s (%s)", cudaGetErrorString(e),
+             e == cudaErrorInsufficientDriver ? "no NVIDIA driver, or one older than this build's CUDA"
+             : e == cudaErrorNoDevice         ? "the driver sees no GPU"
+                                              : "CUDA could not start");
+    n_dev = 0;
+    return;
+  }
+  if (n == 0) snprintf(reason, sizeof reason, "no CUDA device: the driver reports no GPU");
+  n_dev = n > MAX_DEV ? MAX_DEV : n;
+  for (int d = 0; d < n_dev; d++) {
+    pthread_mutex_init(&D[d].mu, NULL);
+    pthread_mutex_init(&D[d].stage_mu, NULL);
+    cudaDeviceProp p;
+    if (cudaGetDeviceProperties(&p, d) == cudaSuccess) snprintf(D[d].name, sizeof D[d].name, "%s", p.name);
+  }
+  const char *nc = getenv("CT_NO_CACHE");
+  cache_enabled = !(nc && *nc && *nc != '0');
+}
+
+/* Streams, staging and the flag are made on first use of a device. */
+static ct_status dev_ready(int dev) {
+  pthread_once(&once, discover);
+  if (dev < 0 || dev >= n_dev) {
+    if (n_dev == 0) return CT_ERR(CT_ERR_RUNTIME, "%s", reason);
+    return CT_ERR(CT_ERR_RUNTIME, "CUDA error: invalid device ordinal (device %d of %d)", dev, n_dev);
+  }
+  cu_dev *g = &D[dev];
+  if (__atomic_load_n(&g->ready, __ATOMIC_ACQUIRE)) return cudaSetDevice(dev) == cudaSuccess ? CT_OK : ct_cuda_fail(cudaGetLastError(), "cudaSetDevice");
+  pthread_mutex_lock(&init_mu);
+  ct_status st = CT_OK;
+  cudaError_t e = cudaSetDevice(dev);
+  if (!g->ready && e == cudaSuccess) {
+    e = cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking);
+    for (int i = 0; i < 2 && e == cudaSuccess; i++) {
+      e = cudaHostAlloc((void **)&g->stage[i], STAGE_BYTES, cudaHostAllocDefault);
+      if (e == cudaSuccess) e = cudaEventCreateWithFlags(&g->stage_ev[i], cudaEventDisableTiming);
+    }
+    if (e == cudaSuccess) e = cudaMalloc((void **)&g->flag, 256);
+    if (e == cudaSuccess) e = cudaMemsetAsync(g->flag, 0, sizeof(int), g->stream);
+    if (e == cudaSuccess) __atomic_store_n(&g->ready, true, __ATOMIC_RELEASE);
+  }
+  if (e != cudaSuccess) st = ct_cuda_fail(e, "starting the device");
+  pthread_mutex_unlock(&init_mu);
+  return st;
+}
+
+extern "C" ct_status ct_cuda_fail(int err, const char *what) {
+  cudaError_t e = (cudaError_t)err;
+  (void)cudaGetLastError();
+  if (e == cudaErrorMemoryAllocation) return CT_ERR(CT_ERR_OOM, "CUDA out of memory (%s)", what);
+  return CT_ERR(CT_ERR_RUNTIME, "CUDA error: %s (%s)", cudaGetErrorString(e), what);
+}
+
+extern "C" ct_status ct_cuda_check_launch(const char *what) {
+  cudaError_t e = cudaGetLastError();
+  return e == cudaSuccess ? CT_OK : ct_cuda_fail(e, what);
+}
+
+extern "C" ct_status ct_cuda_use(int dev) { return dev_ready(dev); }
+extern "C" void *ct_cuda_stream(int dev) { return (void *)D[dev].stream; }
+extern "C" int *ct_cuda_flag(int dev) { return D[dev].flag; }
+extern "C" int ct_cuda_call_dev(const ct_call *c) {
+  const ct_tensor *t = c->n_out ? c->out[0] : c->in[0];
+  return t->storage->device.index;
+}
+
+extern "C" ct_status ct_cuda_flag_take(int dev, int *value) {
+  int v = 0;
+  cudaError_t e = cudaMemcpyAsync(&v, D[dev].flag, sizeof v, cudaMemcpyDeviceToHost, D[dev].stream);
+  if (e == cudaSuccess) e = cudaStreamSynchronize(D[dev].stream);
+  if (e == cudaSuccess && v) e = cudaMemsetAsync(D[dev].flag, 0, sizeof(int), D[dev].stream);
+  if (e != cudaSuccess) return ct_cuda_fail(e, "reading the kernel's error flag");
+  *value = v;
+  return CT_OK;
+}
+
+/* ---- caching allocator: size classes 2^k and 1.5*2^k from 512 bytes; a freed block
+ * goes to its class's list and serves the next request of that class. All work of a
+ * device runs on its one stream, so a block freed on the host may be reused by the
+ * next kernel at once: the stream orders it after the last kernel that used it. ---- */
+static int size_class(size_t n, size_t *rounded) {
+  size_t s = 512;
+  int c = 0;
+  while (s < n) {
+    size_t mid = s + s / 2;
+    if (mid >= n) {
+      *rounded = mid;
+      return 2 * c + 1;
+    }
+    s *= 2;
+    c++;
+  }
+  *rounded = s;
+  return 2 * c;
+}
+
+static void release_cached(cu_dev *g) {
+  for (int c = 0; c < N_CLASSES; c++) {
+    while (g->free_list[c]) {
+      blk *b = g->free_list[c];
+      g->free_list[c] = b->next;
+      cudaFree(b->p);
+      free(b);
+    }
+  }
+  g->cached = 0;
+}
+
+static void *cu_alloc(int dev, size_t nbytes) {
+  if (dev_ready(dev) != CT_OK) return NULL;
+  cu_dev *g = &D[dev];
+  size_t rounded;
+  int c = size_class(nbytes ? nbytes : 1, &rounded);
+  pthread_mutex_lock(&g->mu);
+  if (cache_enabled && c < N_CLASSES && g->free_list[c]) {
+    blk *b = g->free_list[c];
+    g->free_list[c] = b->next;
+    void *p = b->p;
+    free(b);
+    g->cached -= (int64_t)rounded;
+    g->allocated += (int64_t)rounded;
+    if (g->allocated > g->peak) g->peak = g->allocated;
+    pthread_mutex_unlock(&g->mu);
+    return p;
+  }
+  void *p = NULL;
+  cudaError_t e = cudaMalloc(&p, rounded);
+  if (e == cudaErrorMemoryAllocation) {
+    /* give the cached blocks back to the driver and try once more */
+    (void)cudaGetLastError();
+    cudaStreamSynchronize(g->stream);
+    release_cached(g);
+    e = cudaMalloc(&p, rounded);
+  }
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    size_t fr = 0, tot = 0;
+    cudaMemGetInfo(&fr, &tot);
+    int64_t alloc = g->allocated;
+    pthread_mutex_unlock(&g->mu);
+    ct_set_error(CT_ERR_OOM,
+                 "CUDA out of memory. Tried to allocate %.2f MiB (GPU %d; %.2f GiB total capacity; %.2f GiB already "
+                 "allocated; %.2f GiB free)",
+                 (double)nbytes / 1048576.0, dev, (double)tot / 1073741824.0, (double)alloc / 1073741824.0,
+                 (double)fr / 1073741824.0);
+    return NULL;
+  }
+  g->allocated += (int64_t)rounded;
+  g->n_allocs++;
+  if (g->allocated > g->peak) g->peak = g->allocated;
+  pthread_mutex_unlock(&g->mu);
+  return p;
+}
+
+static void cu_free(int dev, void *p, size_t nbytes) {
+  if (!p || dev < 0 || dev >= n_dev) return;
+  cu_dev *g = &D[dev];
+  size_t rounded;
+  int c = size_class(nbytes ? nbytes : 1, &rounded);
+  pthread_mutex_lock(&g->mu);
+  g->allocated -= (int64_t)rounded;
+  blk *b = cache_enabled && c < N_CLASSES ? (blk *)malloc(sizeof *b) : NULL;
+  if (b) {
+    b->p = p;
+    b->next = g->free_list[c];
+    g->free_list[c] = b;
+    g->cached += (int64_t)rounded;
+    pthread_mutex_unlock(&g->mu);
+    return;
+  }
+  pthread_mutex_unlock(&g->mu);
+  /* without the cache the block may still be in use by queued kernels: wait first */
+  cudaSetDevice(dev);
+  cudaStreamSynchronize(g->stream);
+  cudaFree(p);
+}
+
+extern "C" void *ct_cuda_tmp_alloc(int dev, size_t nbytes) { return cu_alloc(dev, nbytes); }
+extern "C" void ct_cuda_tmp_free(int dev, void *p, size_t nbytes) { cu_free(dev, p, nbytes); }
+
+static void cu_empty_cache(int dev) {
+  if (dev < 0 || dev >= n_dev || !D[dev].ready) return;
+  cudaSetDevice(dev);
+  cudaStreamSynchronize(D[dev].stream);
+  pthread_mutex_lock(&D[dev].mu);
+  release_cached(&D[dev]);
+  pthread_mutex_unlock(&D[dev].mu);
+}
+
+static ct_memory_stats cu_stats(int dev) {
+  ct_memory_stats s = {0, 0, 0, 0};
+  pthread_once(&once, discover);
+  if (dev < 0 || dev >= n_dev) return s;
+  pthread_mutex_lock(&D[dev].mu);
+  s.allocated_bytes = D[dev].allocated;
+  s.cached_bytes = D[dev].cached;
+  s.peak_allocated_bytes = D[dev].peak;
+  s.n_allocs = D[dev].n_allocs;
+  pthread_mutex_unlock(&D[dev].mu);
+  return s;
+}
+
+static bool cu_available(int dev) {
+  pthread_once(&once, discover);
+  return dev >= 0 && dev < n_dev;
+}
+
+/* ---- copies through pinned staging ----
+ * upload: the bytes go to a pinned buffer (after that buffer's previous copy finished),
+ * then an asynchronous copy on the stream; the host returns once its bytes are staged.
+ * download: copy to a pinned buffer, wait, copy out. */
+static ct_status cu_upload(ct_storage *dst, size_t off, const void *src, size_t n) {
+  int dev = dst->device.index;
+  CT_TRY(dev_ready(dev));
+  cu_dev *g = &D[dev];
+  pthread_mutex_lock(&g->stage_mu);
+  cudaError_t e = cudaSuccess;
+  size_t done = 0;
+  while (done < n && e == cudaSuccess) {
+    size_t k = n - done < STAGE_BYTES ? n - done : STAGE_BYTES;
+    int b = g->stage_next;
+    g->stage_next ^= 1;
+    if (g->stage_used[b]) e = cudaEventSynchronize(g->stage_ev[b]);
+    if (e != cudaSuccess) break;
+    memcpy(g->stage[b], (const char *)src + done, k);
+    e = cudaMemcpyAsync((char *)dst->data + off + done, g->stage[b], k, cudaMemcpyHostToDevice, g->stream);
+    if (e == cudaSuccess) e = cudaEventRecord(g->stage_ev[b], g->stream);
+    g->stage_used[b] = true;
+    done += k;
+  }
+  pthread_mutex_unlock(&g->stage_mu);
+  return e == cudaSuccess ? CT_OK : ct_cuda_fail(e, "copying to the device");
+}
+
+static ct_status cu_download(const ct_storage *src, size_t off, void *dst, size_t n) {
+  int dev = src->device.index;
+  CT_TRY(dev_ready(dev));
+  cu_dev *g = &D[dev];
+  pthread_mutex_lock(&g->stage_mu);
+  cudaError_t e = cudaSuccess;
+  size_t done = 0;
+  if (n == 0) e = cudaStreamSynchronize(g->stream); /* still report earlier asynchronous errors */
+  while (done < n && e == cudaSuccess) {
+    size_t k = n - done < STAGE_BYTES ? n - done : STAGE_BYTES;
+    int b = g->stage_next;
+    g->stage_next ^= 1;
+    e = cudaMemcpyAsync(g->stage[b], (const char *)src->data + off + done, k, cudaMemcpyDeviceToHost, g->stream);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(g->stream);
+    if (e != cudaSuccess) break;
+    g->stage_used[b] = false;
+    memcpy((char *)dst + done, g->stage[b], k);
+    done += k;
+  }
+  pthread_mutex_unlock(&g->stage_mu);
+  return e == cudaSuccess ? CT_OK : ct_cuda_fail(e, "copying from the device");
+}
+
+static ct_status cu_sync(int dev) {
+  CT_TRY(dev_ready(dev));
+  cudaError_t e = cudaStreamSynchronize(D[dev].stream);
+  return e == cudaSuccess ? CT_OK : ct_cuda_fail(e, "synchronize");
+}
+
+/* ---- the kernel table ---- */
+static ct_kernel_fn table[CT_OP_COUNT];
+static pthread_once_t table_once = PTHREAD_ONCE_INIT;
+static void fill_table(void) {
+  ct_cuda_register_pointwise(table);
+  ct_cuda_register_reduce(table);
+  ct_cuda_register_linalg(table);
+}
+static ct_kernel_fn cu_kernel(int op) {
+  pthread_once(&table_once, fill_table);
+  return op >= 0 && op < CT_OP_COUNT ? table[op] : NULL;
+}
+
+extern "C" const ct_backend ct_cuda_backend = {
+    "cuda", CT_DEVICE_CUDA, cu_available, cu_alloc, cu_free, cu_upload, cu_download, cu_sync,
+    cu_kernel, cu_stats, cu_empty_cache,
+};
+
+/* ---- the public queries (include/ctorch/cuda.h through cuda_api.c) ---- */
+extern "C" int ct_cuda_impl_device_count(void) {
+  pthread_once(&once, discover);
+  return n_dev;
+}
+extern "C" const char *ct_cuda_impl_reason(void) {
+  pthread_once(&once, discover);
+  return n_dev > 0 ? "" : reason;
+}
+extern "C" const char *ct_cuda_impl_name(int index) {
+  pthread_once(&once, discover);
+  return index >= 0 && index < n_dev ? D[index].name : "";
+}
+extern "C" ct_status ct_cuda_impl_sync(int index) { return cu_sync(index); }
+extern "C" void ct_cuda_impl_set_tf32(bool allow) { __atomic_store_n(&tf32, allow, __ATOMIC_RELAXED); }
+extern "C" bool ct_cuda_impl_tf32(void) { return __atomic_load_n(&tf32, __ATOMIC_RELAXED); }
+extern "C" bool ct_cuda_tf32(void) { return ct_cuda_impl_tf32(); }
+
+/* ---- the iterator: same-shaped tensors, dims coalesced where every tensor allows ---- */
+extern "C" void cu_iter_make(int nt, ct_tensor *const *ts, cu_iter *it) {
+  memset(it, 0, sizeof *it);
+  it->nt = nt;
+  const ct_tensor *t0 = ts[0];
+  int nd = 0;
+  int64_t numel = 1;
+  for (int d = 0; d < t0->ndim; d++) {
+    numel *= t0->shape[d];
+    if (t0->shape[d] == 1) continue; /* size-1 dims carry no stride */
+    it->shape[nd] = t0->shape[d];
+    for (int k = 0; k < nt; k++) it->st[k][nd] = ts[k]->stride[d] * (int64_t)ct_dtype_size(ts[k]->dtype);
+    nd++;
+  }
+  it->numel = numel;
+  if (nd == 0) {
+    it->shape[0] = 1;
+    nd = 1;
+  }
+  int m = 0;
+  for (int d = 1; d < nd; d++) {
+    bool ok = true;
+    for (int k = 0; k < nt && ok; k++) ok = it->st[k][m] == it->st[k][d] * it->shape[d];
+    if (ok) {
+      it->shape[m] *= it->shape[d];
+      for (int k = 0; k < nt; k++) it->st[k][m] = it->st[k][d];
+    } else {
+      m++;
+      it->shape[m] = it->shape[d];
+      for (int k = 0; k < nt; k++) it->st[k][m] = it->st[k][d];
+    }
+  }
+  it->nd = m + 1;
+  it->contig = it->nd == 1;
+  for (int k = 0; k < nt; k++) {
+    it->base[k] = (char *)ts[k]->storage->data + ts[k]->offset * (int64_t)ct_dtype_size(ts[k]->dtype);
+    if (it->shape[0] > 1 && it->st[k][0] != (int64_t)ct_dtype_size(ts[k]->dtype)) it->contig = false;
+  }
+}

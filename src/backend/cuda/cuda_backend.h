@@ -1,0 +1,55 @@
+/* Internal interface of the CUDA backend (host side), shared by its .cu files.
+ * Only compiled where nvcc exists (src/backend/cuda/cuda.mk); every file of the
+ * backend includes this inside extern "C". */
+#ifndef CT_CUDA_BACKEND_H
+#define CT_CUDA_BACKEND_H
+#include "../backend.h"
+#include "../cpu/cpu_iter.h"
+
+extern const ct_backend ct_cuda_backend;
+
+/* The stream every kernel, copy and cuBLAS call of a device runs on (one per device, so
+ * the caching allocator may hand a freed block to the next op without events). */
+void *ct_cuda_stream(int dev); /* cudaStream_t */
+/* Makes dev current on this thread; an error if no such device. */
+ct_status ct_cuda_use(int dev);
+/* Launch error check: turns cudaGetLastError() into a ctorch error. */
+ct_status ct_cuda_check_launch(const char *what);
+/* Translates a CUDA error code (cudaError_t as int) into a ctorch error. */
+ct_status ct_cuda_fail(int err, const char *what);
+/* Temporary device memory from the caching allocator (stream-ordered reuse). */
+void *ct_cuda_tmp_alloc(int dev, size_t nbytes);
+void ct_cuda_tmp_free(int dev, void *p, size_t nbytes);
+/* A device int32 the kernels set to report a bad index; ct_cuda_flag_take waits for
+ * the stream, reads it and resets it to 0. */
+int *ct_cuda_flag(int dev);
+ct_status ct_cuda_flag_take(int dev, int *value);
+/* Device of a call's tensors (its first output, else its first input). */
+int ct_cuda_call_dev(const ct_call *c);
+bool ct_cuda_tf32(void);
+
+/* Kernel tables of each file: set tab[op] for the ops the file implements. */
+void ct_cuda_register_pointwise(ct_kernel_fn *tab);
+void ct_cuda_register_reduce(ct_kernel_fn *tab);
+void ct_cuda_register_linalg(ct_kernel_fn *tab);
+/* Frees the cuBLAS handles (called from empty_cache at exit paths: optional). */
+
+/* ---- the strided iterator, as the kernels receive it ----
+ * Up to CU_MAX_T same-shaped tensors (tensor 0 usually the output), dims coalesced
+ * like the CPU iterator; strides in bytes. */
+#define CU_MAX_T 6
+typedef struct {
+  int nd, nt;
+  int64_t numel;
+  int64_t shape[CT_MAX_DIMS];
+  int64_t st[CU_MAX_T][CT_MAX_DIMS];
+  char *base[CU_MAX_T];
+  bool contig; /* every tensor contiguous (nd == 1, stride == item size) */
+} cu_iter;
+/* Fills it from tensors (all of ts[0]'s shape; NULL-free). */
+void cu_iter_make(int nt, ct_tensor *const *ts, cu_iter *it);
+
+/* Copies src into dst on the device (same shape, any dtypes/strides): the copy kernel. */
+ct_status ct_cuda_copy_tensor(ct_tensor *dst, ct_tensor *src);
+
+#endif

@@ -1,0 +1,300 @@
+/* CUDA matrix products: mm, bmm, mv, dot and the add* forms through cuBLAS
+ * (cublasGemmStridedBatchedEx) for float32 (TF32 tensor cores only when
+ * ct_cuda_set_allow_tf32 says so, like torch.backends.cuda.matmul.allow_tf32), float64,
+ * float16 and bfloat16 (float32 accumulation); integer dtypes, and K == 0, through a
+ * plain kernel with the CPU's wrapping arithmetic.
+ *
+ * cuBLAS is loaded with dlopen on first use, so the library has no link-time
+ * dependency on it: a binary built with CUDA starts anywhere, and a missing libcublas
+ * is a clear error on the first matrix product (CT_CUBLAS may name its path). */
+#include "cu_common.cuh"
+#include <cublas_v2.h>
+#include <dlfcn.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+
+typedef cublasStatus_t (*pf_create)(cublasHandle_t *);
+typedef cublasStatus_t (*pf_set_stream)(cublasHandle_t, cudaStream_t);
+typedef cublasStatus_t (*pf_set_math)(cublasHandle_t, cublasMath_t);
+typedef cublasStatus_t (*pf_gemm)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const void *,
+                                  const void *, cudaDataType, int, long long, const void *, cudaDataType, int, long long,
+                                  const void *, void *, cudaDataType, int, long long, int, cublasComputeType_t,
+                                  cublasGemmAlgo_t);
+
+static struct {
+  pthread_once_t once;
+  void *lib;
+  char err[600];
+  pf_create create;
+  pf_set_stream set_stream;
+  pf_set_math set_math;
+  pf_gemm gemm;
+  cublasHandle_t h[16];
+  pthread_mutex_t mu;
+} B = {PTHREAD_ONCE_INIT, NULL, "", NULL, NULL, NULL, NULL, {0}, PTHREAD_MUTEX_INITIALIZER};
+
+static void load_cublas(void) {
+  const char *names[] = {getenv("CT_CUBLAS"), "libcublas.so.13", "/usr/local/cuda/lib64/libcublas.so.13",
+                         "/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cu13/lib/libcublas.so.13",
+                         "libcublas.so"};
+  char first[300] = "";
+  for (size_t i = 0; i < sizeof names / sizeof names[0] && !B.lib; i++) {
+    if (!names[i] || !*names[i]) continue;
+    B.lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+    if (!B.lib && !first[0]) snprintf(first, sizeof first, "%s", dlerror());
+  }
+  if (!B.lib) {
+    snprintf(B.err, sizeof B.err, "cuBLAS could not be loaded (%s); set CT_CUBLAS to the path of libcublas.so.13", first);
+    return;
+  }
+  B.create = (pf_create)dlsym(B.lib, "cublasCreate_v2");
+  B.set_stream = (pf_set_stream)dlsym(B.lib, "cublasSetStream_v2");
+  B.set_math = (pf_set_math)dlsym(B.lib, "cublasSetMathMode");
+  B.gemm = (pf_gemm)dlsym(B.lib, "cublasGemmStridedBatchedEx");
+  if (!B.create || !B.set_stream || !B.set_math || !B.gemm)
+    snprintf(B.err, sizeof B.err, "cuBLAS was loaded but lacks cublasGemmStridedBatchedEx and friends");
+}
+
+static ct_status handle_for(int dev, cublasHandle_t *h) {
+  pthread_once(&B.once, load_cublas);
+  if (B.err[0]) return CT_ERR(CT_ERR_RUNTIME, "%s", B.err);
+  if (dev < 0 || dev >= 16) return CT_ERR(CT_ERR_RUNTIME, "cuBLAS: device %d out of range", dev);
+  pthread_mutex_lock(&B.mu);
+  cublasStatus_t s = CUBLAS_STATUS_SUCCESS;
+  if (!B.h[dev]) {
+    s = B.create(&B.h[dev]);
+    if (s == CUBLAS_STATUS_SUCCESS) s = B.set_stream(B.h[dev], CU_STREAM(dev));
+  }
+  pthread_mutex_unlock(&B.mu);
+  if (s != CUBLAS_STATUS_SUCCESS) return CT_ERR(CT_ERR_RUNTIME, "cuBLAS: cublasCreate failed (status %d)", (int)s);
+  *h = B.h[dev];
+  return CT_OK;
+}
+
+/* The product's geometry, strides in elements (as the CPU's ct_gemm_desc). */
+typedef struct {
+  ct_dtype dtype;
+  int64_t batch, M, N, K;
+  char *A, *B, *C0, *C;
+  int64_t a_b, a_m, a_k, b_b, b_k, b_n, c0_b, c0_m, c0_n, c_b, c_m, c_n;
+  double alpha, beta;
+  int64_t alpha_i, beta_i;
+} gdesc;
+
+/* Plain kernel: one thread per C element; double accumulation for floating dtypes,
+ * wrapping uint64 for integers (the CPU's integer rule). */
+__global__ void gemm_plain(gdesc g) {
+  int64_t total = g.batch * g.M * g.N;
+  int dt = g.dtype;
+  int64_t isz = dt == CT_FLOAT64 || dt == CT_INT64 ? 8 : dt == CT_FLOAT32 || dt == CT_INT32 ? 4
+                : dt == CT_FLOAT16 || dt == CT_BFLOAT16 || dt == CT_INT16 ? 2 : 1;
+  bool fl = dt <= CT_BFLOAT16;
+  for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < total; e += gridDim.x * (int64_t)blockDim.x) {
+    int64_t j = e % g.N, r = e / g.N, i = r % g.M, b = r / g.M;
+    const char *A = g.A + (b * g.a_b + i * g.a_m) * isz, *Bp = g.B + (b * g.b_b + j * g.b_n) * isz;
+    char *C = g.C + (b * g.c_b + i * g.c_m + j * g.c_n) * isz;
+    if (fl) {
+      double acc = 0;
+      for (int64_t k = 0; k < g.K; k++) acc += ld_f(A + k * g.a_k * isz, dt) * ld_f(Bp + k * g.b_k * isz, dt);
+      double v = acc * g.alpha;
+      if (g.C0) v += g.beta * ld_f(g.C0 + (b * g.c0_b + i * g.c0_m + j * g.c0_n) * isz, dt);
+      st_f(C, dt, v);
+    } else {
+      uint64_t acc = 0;
+      for (int64_t k = 0; k < g.K; k++)
+        acc += (uint64_t)ld_i(A + k * g.a_k * isz, dt) * (uint64_t)ld_i(Bp + k * g.b_k * isz, dt);
+      uint64_t v = acc * (uint64_t)g.alpha_i;
+      if (g.C0) v += (uint64_t)g.beta_i * (uint64_t)ld_i(g.C0 + (b * g.c0_b + i * g.c0_m + j * g.c0_n) * isz, dt);
+      st_i(C, dt, (int64_t)v);
+    }
+  }
+}
+
+/* A row-major R x Cc matrix with strides (rs, cs) as a cuBLAS operand standing for its
+ * transpose: op N over column-major memory of leading dim ld (cs == 1), or op T (rs == 1). */
+static bool blas_desc(int64_t R, int64_t Cc, int64_t rs, int64_t cs, cublasOperation_t *op, int64_t *ld) {
+  int64_t r1 = R > 1 ? R : 1, c1 = Cc > 1 ? Cc : 1;
+  if (cs == 1 || Cc <= 1) {
+    int64_t l = R <= 1 ? c1 : rs;
+    if (l >= c1 && l <= INT_MAX) {
+      *op = CUBLAS_OP_N;
+      *ld = l;
+      return true;
+    }
+  }
+  if (rs == 1 || R <= 1) {
+    int64_t l = Cc <= 1 ? r1 : cs;
+    if (l >= r1 && l <= INT_MAX) {
+      *op = CUBLAS_OP_T;
+      *ld = l;
+      return true;
+    }
+  }
+  return false;
+}
+
+static char *dptr(const ct_tensor *t) { return (char *)t->storage->data + t->offset * (int64_t)ct_dtype_size(t->dtype); }
+
+/* A contiguous copy of t (new reference) for operands cuBLAS cannot read in place. */
+static ct_tensor *contig_copy(ct_tensor *t) {
+  ct_tensor *c = ct_tensor_new(t->ndim, t->shape, t->dtype, t->storage->device);
+  if (c && ct_cuda_copy_tensor(c, t) != CT_OK) {
+    ct_release(c);
+    return NULL;
+  }
+  return c;
+}
+
+static ct_status run_cublas(int dev, const gdesc &g) {
+  cublasHandle_t h = NULL;
+  CT_TRY(handle_for(dev, &h));
+  cublasOperation_t opa, opb;
+  int64_t lda, ldb;
+  /* C^T = B^T A^T in column-major terms: cuBLAS's A is our B, its B is our A */
+  if (!blas_desc(g.K, g.N, g.b_k, g.b_n, &opa, &lda) || !blas_desc(g.M, g.K, g.a_m, g.a_k, &opb, &ldb))
+    return CT_ERR(CT_ERR_RUNTIME, "cuBLAS: operand layout not supported (internal)");
+  int64_t ldc = g.M <= 1 ? (g.N > 1 ? g.N : 1) : g.c_m;
+  cudaDataType ty;
+  cublasComputeType_t ct = CUBLAS_COMPUTE_32F;
+  switch (g.dtype) {
+    case CT_FLOAT32: ty = CUDA_R_32F; ct = ct_cuda_tf32() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F; break;
+    case CT_FLOAT64: ty = CUDA_R_64F; ct = CUBLAS_COMPUTE_64F; break;
+    case CT_FLOAT16: ty = CUDA_R_16F; break;
+    default: ty = CUDA_R_16BF; break;
+  }
+  float af = (float)g.alpha, bf = (float)g.beta;
+  double ad = g.alpha, bd = g.beta;
+  const void *pa = g.dtype == CT_FLOAT64 ? (const void *)&ad : (const void *)&af;
+  const void *pb = g.dtype == CT_FLOAT64 ? (const void *)&bd : (const void *)&bf;
+  size_t isz = ct_dtype_size(g.dtype);
+  (void)isz;
+  B.set_math(h, g.dtype == CT_FLOAT32 && ct_cuda_tf32() ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH);
+  for (int64_t b0 = 0; b0 < g.batch; b0 += INT_MAX) {
+    int64_t nb = g.batch - b0 < INT_MAX ? g.batch - b0 : INT_MAX;
+    cublasStatus_t s = B.gemm(h, opa, opb, (int)g.N, (int)g.M, (int)g.K, pa, g.B + b0 * g.b_b * (int64_t)isz, ty, (int)lda,
+                              g.b_b, g.A + b0 * g.a_b * (int64_t)isz, ty, (int)ldb, g.a_b, pb,
+                              g.C + b0 * g.c_b * (int64_t)isz, ty, (int)ldc, g.c_b, (int)nb, ct, CUBLAS_GEMM_DEFAULT);
+    if (s != CUBLAS_STATUS_SUCCESS)
+      return CT_ERR(CT_ERR_RUNTIME, "CUDA error: cublasGemmStridedBatchedEx failed with status %d (%lld x %lld x %lld, %s)",
+                    (int)s, (long long)g.M, (long long)g.N, (long long)g.K, ct_dtype_name(g.dtype));
+  }
+  return ct_cuda_check_launch("gemm");
+}
+
+/* The op kernel (same call layout as the CPU's ct_cpu_linalg). */
+static ct_status cu_linalg(const ct_call *c) {
+  int dev = ct_cuda_call_dev(c);
+  CT_TRY(ct_cuda_use(dev));
+  ct_tensor *o = c->out[0];
+  int op = c->op;
+  bool add = op == CT_OP_addmm || op == CT_OP_baddbmm || op == CT_OP_addmv;
+  ct_tensor *a = c->in[add ? 1 : 0], *b = c->in[add ? 2 : 1], *s = add ? c->in[0] : NULL;
+  ct_tensor *ac = NULL, *bc = NULL, *cc = NULL;
+  gdesc g;
+  memset(&g, 0, sizeof g);
+  g.dtype = o->dtype;
+  g.batch = 1;
+  g.alpha = 1;
+  g.alpha_i = 1;
+  bool beta_zero = true;
+  if (add) {
+    g.alpha = c->a.f[0];
+    g.beta = c->a.f[1];
+    g.alpha_i = c->a.s[0].kind == CT_SCALAR_FLOAT ? (int64_t)c->a.s[0].f : c->a.s[0].i;
+    g.beta_i = c->a.s[1].kind == CT_SCALAR_FLOAT ? (int64_t)c->a.s[1].f : c->a.s[1].i;
+    beta_zero = ct_dtype_is_floating(g.dtype) ? g.beta == 0 : g.beta_i == 0;
+  }
+  bool blas = g.dtype == CT_FLOAT32 || g.dtype == CT_FLOAT64 || g.dtype == CT_FLOAT16 || g.dtype == CT_BFLOAT16;
+  ct_status st = CT_OK;
+  /* the operand geometry, rebuilt after any copy */
+  for (int pass = 0; pass < 2; pass++) {
+    ct_tensor *A = ac ? ac : a, *Bm = bc ? bc : b;
+    if (op == CT_OP_mm || op == CT_OP_addmm) {
+      g.M = A->shape[0], g.K = A->shape[1], g.N = Bm->shape[1];
+      g.a_m = A->stride[0], g.a_k = A->stride[1];
+      g.b_k = Bm->stride[0], g.b_n = Bm->stride[1];
+      g.c_m = o->stride[0], g.c_n = o->stride[1];
+    } else if (op == CT_OP_bmm || op == CT_OP_baddbmm) {
+      g.batch = A->shape[0], g.M = A->shape[1], g.K = A->shape[2], g.N = Bm->shape[2];
+      g.a_b = A->stride[0], g.a_m = A->stride[1], g.a_k = A->stride[2];
+      g.b_b = Bm->stride[0], g.b_k = Bm->stride[1], g.b_n = Bm->stride[2];
+      g.c_b = o->stride[0], g.c_m = o->stride[1], g.c_n = o->stride[2];
+    } else if (op == CT_OP_mv || op == CT_OP_addmv) {
+      g.M = A->shape[0], g.K = A->shape[1], g.N = 1;
+      g.a_m = A->stride[0], g.a_k = A->stride[1];
+      g.b_k = Bm->stride[0], g.b_n = 1;
+      g.c_m = o->stride[0], g.c_n = 1;
+    } else if (op == CT_OP_dot) {
+      g.M = 1, g.N = 1, g.K = A->shape[0];
+      g.a_m = 1, g.a_k = A->stride[0];
+      g.b_k = Bm->stride[0], g.b_n = 1;
+      g.c_m = 1, g.c_n = 1;
+    } else {
+      return CT_ERR(CT_ERR_RUNTIME, "cuda linalg: unexpected op %d", op);
+    }
+    g.A = dptr(A);
+    g.B = dptr(Bm);
+    if (!blas || g.K == 0 || pass == 1) break;
+    cublasOperation_t tmp_op;
+    int64_t tmp_ld;
+    bool need_a = !blas_desc(g.M, g.K, g.a_m, g.a_k, &tmp_op, &tmp_ld);
+    bool need_b = !blas_desc(g.K, g.N, g.b_k, g.b_n, &tmp_op, &tmp_ld);
+    if (!need_a && !need_b) break;
+    if (need_a && !(ac = contig_copy(a))) return ct_last_status();
+    if (need_b && !(bc = contig_copy(b))) {
+      ct_release(ac);
+      return ct_last_status();
+    }
+  }
+  if (g.batch <= 0 || g.M <= 0 || g.N <= 0) goto done;
+  if (g.M > INT_MAX || g.N > INT_MAX || g.K > INT_MAX) {
+    st = CT_ERR(CT_ERR_RUNTIME, "cuda linalg: matrix dimensions past 2^31 are not supported");
+    goto done;
+  }
+  if (!blas || g.K == 0) {
+    g.C = dptr(o);
+    if (!beta_zero) {
+      g.C0 = dptr(s);
+      if (op == CT_OP_mm || op == CT_OP_addmm) g.c0_m = s->stride[0], g.c0_n = s->stride[1];
+      else if (op == CT_OP_bmm || op == CT_OP_baddbmm) g.c0_b = s->stride[0], g.c0_m = s->stride[1], g.c0_n = s->stride[2];
+      else if (op == CT_OP_mv || op == CT_OP_addmv) g.c0_m = s->stride[0];
+    }
+    gemm_plain<<<cu_blocks(g.batch * g.M * g.N), CU_THREADS, 0, CU_STREAM(dev)>>>(g);
+    st = ct_cuda_check_launch("gemm");
+    goto done;
+  }
+  {
+    /* C: cuBLAS writes C^T column-major, i.e. row-major C with unit column stride and
+     * non-overlapping batches; else a contiguous temporary */
+    bool c_ok = (g.c_n == 1 || g.N == 1) && (g.M <= 1 || g.c_m >= g.N) && (g.M <= 1 || g.c_m <= INT_MAX) &&
+                (g.batch <= 1 || g.c_b >= g.M * g.N);
+    ct_tensor *C = o;
+    if (!c_ok) {
+      if (!(cc = ct_tensor_new(o->ndim, o->shape, o->dtype, o->storage->device))) {
+        st = ct_last_status();
+        goto done;
+      }
+      C = cc;
+      if (op == CT_OP_bmm || op == CT_OP_baddbmm) g.c_b = C->stride[0], g.c_m = C->stride[1], g.c_n = C->stride[2];
+      else if (op == CT_OP_mm || op == CT_OP_addmm) g.c_m = C->stride[0], g.c_n = C->stride[1];
+      else if (op == CT_OP_mv || op == CT_OP_addmv) g.c_m = 1;
+    }
+    g.C = dptr(C);
+    if (!beta_zero && (st = ct_cuda_copy_tensor(C, s)) != CT_OK) goto done; /* beta * self joins in cuBLAS */
+    if (beta_zero) g.beta = 0;
+    if (g.batch == 1) g.a_b = g.b_b = g.c_b = 0;
+    st = run_cublas(dev, g);
+    if (st == CT_OK && cc) st = ct_cuda_copy_tensor(o, cc);
+  }
+done:
+  ct_release(ac);
+  ct_release(bc);
+  ct_release(cc);
+  return st;
+}
+
+extern "C" void ct_cuda_register_linalg(ct_kernel_fn *tab) {
+  static const int ops[] = {CT_OP_mm, CT_OP_bmm, CT_OP_mv, CT_OP_dot, CT_OP_addmm, CT_OP_baddbmm, CT_OP_addmv};
+  for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) tab[ops[i]] = cu_linalg;
+}

@@ -1,0 +1,559 @@
+/* The CUDA backend against the CPU reference: device moves (values, strides, autograd),
+ * elementwise, reductions, softmax/layer_norm, matrix products, embedding and
+ * cross_entropy, an MLP training step, tensors past 2^31 elements, the errors. Every
+ * test is skipped (with one printed line giving the count and the reason) where no
+ * CUDA device is usable: no backend compiled in, no driver, or no GPU.
+ * Tolerances: float32 rel 1e-5 (the kernels compute in double like the CPU, so most
+ * agree to the last bit); matrix products and sums over thousands of terms differ by
+ * accumulation order, stated at each check. */
+#include "test.h"
+#include "ctorch/cuda.h"
+#include <stdlib.h>
+
+static int n_gpu_tests;
+static bool gpu(void) {
+  static bool said;
+  if (ct_cuda_is_available()) return true;
+  if (!said) {
+    printf("test_cuda: skipping %d GPU test(s): %s\n", n_gpu_tests, ct_cuda_unavailable_reason());
+    said = true;
+  }
+  return false;
+}
+#define CUDA_TEST(name)                                                               \
+  static void cuda_body_##name(void);                                                 \
+  __attribute__((constructor)) static void cuda_count_##name(void) { n_gpu_tests++; } \
+  TEST(cuda_##name) {                                                                 \
+    if (gpu()) cuda_body_##name();                                                    \
+  }                                                                                   \
+  static void cuda_body_##name(void)
+
+static ct_tensor *G(const ct_tensor *t) { return ct_to_device(t, ct_cuda(0)); }
+static ct_tensor *H(const ct_tensor *t) { return ct_to_device(t, ct_cpu()); }
+
+/* got (any device) against ref (CPU): same dtype and shape, values within tolerance
+ * (NaN matches NaN); reports the worst element. */
+static void same(const char *what, const ct_tensor *ref, const ct_tensor *got, double rtol, double atol) {
+  if (!ref || !got) {
+    ct_test_fail(__FILE__, __LINE__, "%s: cpu %s, cuda %s (%s)", what, ref ? "ok" : "NULL", got ? "ok" : "NULL",
+                 ct_last_error());
+    return;
+  }
+  if (ct_tensor_dtype(ref) != ct_tensor_dtype(got)) {
+    ct_test_fail(__FILE__, __LINE__, "%s: dtype %s on cuda, %s on cpu", what, ct_dtype_name(ct_tensor_dtype(got)),
+                 ct_dtype_name(ct_tensor_dtype(ref)));
+    return;
+  }
+  int64_t n = ct_numel(ref);
+  if (ct_ndim(ref) != ct_ndim(got) || ct_numel(got) != n) {
+    ct_test_fail(__FILE__, __LINE__, "%s: shapes differ", what);
+    return;
+  }
+  double *x = malloc((size_t)(n ? n : 1) * 8), *y = malloc((size_t)(n ? n : 1) * 8);
+  if (!x || !y || ct_copy_to_buffer(ref, x, CT_FLOAT64, n) || ct_copy_to_buffer(got, y, CT_FLOAT64, n)) {
+    ct_test_fail(__FILE__, __LINE__, "%s: reading values failed: %s", what, ct_last_error());
+  } else {
+    int64_t worst = -1;
+    double ws = 0;
+    for (int64_t i = 0; i < n; i++) {
+      if ((isnan(x[i]) && isnan(y[i])) || x[i] == y[i]) continue;
+      double sc = fabs(y[i] - x[i]) / (atol + rtol * fabs(x[i]));
+      if (!(sc <= 1) && (worst < 0 || !(sc <= ws))) worst = i, ws = sc;
+    }
+    if (worst >= 0)
+      ct_test_fail(__FILE__, __LINE__, "%s: element %lld: cuda %.10g, cpu %.10g (rtol %g atol %g)", what,
+                   (long long)worst, y[worst], x[worst], rtol, atol);
+  }
+  free(x);
+  free(y);
+}
+
+/* Random values with specials mixed in (float dtypes), a fixed stream. */
+static ct_tensor *rnd(int nd, const int64_t *shape, ct_dtype dt, bool specials) {
+  static ct_generator *g;
+  if (!g) g = ct_generator_new(1234);
+  ct_tensor *f = ct_randn(nd, shape, ct_opts_dtype(CT_FLOAT64), g);
+  if (specials && ct_numel(f) >= 8) {
+    double v[3] = {NAN, INFINITY, -INFINITY};
+    double *b = malloc((size_t)ct_numel(f) * 8);
+    ct_copy_to_buffer(f, b, CT_FLOAT64, ct_numel(f));
+    for (int k = 0; k < 3; k++) b[(k * 7 + 3) % ct_numel(f)] = v[k];
+    ct_release(f);
+    f = ct_from_buffer(b, CT_FLOAT64, nd, shape, ct_opts_dtype(CT_FLOAT64));
+    free(b);
+  }
+  ct_tensor *r;
+  if (ct_dtype_is_floating(dt)) r = ct_to_dtype(f, dt);
+  else {
+    ct_tensor *s = ct_mul_scalar(f, ct_sf(5.0));
+    r = ct_to_dtype(s, dt);
+    ct_release(s);
+  }
+  ct_release(f);
+  return r;
+}
+
+static double tol_of(ct_dtype dt) {
+  switch (dt) {
+    case CT_FLOAT64: return 1e-12;
+    case CT_FLOAT32: return 1e-5;
+    case CT_FLOAT16: return 1e-3;
+    case CT_BFLOAT16: return 1e-2;
+    default: return 0;
+  }
+}
+
+CUDA_TEST(device_moves) {
+  ct_scope *s = ct_scope_begin();
+  printf("test_cuda: device 0 is %s\n", ct_cuda_device_name(0));
+  CHECK(strstr(ct_backends_compiled(), "cuda") != NULL);
+  ct_dtype dts[] = {CT_FLOAT32, CT_FLOAT64, CT_FLOAT16, CT_BFLOAT16, CT_INT8, CT_UINT8, CT_INT16, CT_INT32, CT_INT64, CT_BOOL};
+  int64_t shapes[][2] = {{3, 5}, {0, 4}, {1, 1}};
+  for (size_t k = 0; k < sizeof dts / sizeof dts[0]; k++) {
+    for (int q = 0; q < 3; q++) {
+      ct_tensor *a = rnd(2, shapes[q], dts[k], dts[k] <= CT_BFLOAT16);
+      ct_tensor *g = G(a), *b = g ? H(g) : NULL;
+      CHECK(g && ct_tensor_device(g).type == CT_DEVICE_CUDA);
+      CHECK(b && ct_tensor_device(b).type == CT_DEVICE_CPU);
+      same("round trip", a, b, 0, 0);
+    }
+  }
+  /* 0-dim, a transposed tensor keeps its strides, a sliced one arrives contiguous */
+  ct_tensor *z = ct_scalar_tensor(ct_sf(2.5), ct_opts()), *zg = G(z);
+  CHECK(zg && ct_ndim(zg) == 0);
+  same("0-dim", z, zg, 0, 0);
+  ct_tensor *m = rnd(2, (int64_t[]){4, 6}, CT_FLOAT32, false), *mt = ct_t(m), *mg = G(mt);
+  CHECK(mg && ct_strides(mg)[0] == 1 && ct_strides(mg)[1] == 6);
+  same("transposed", mt, mg, 0, 0);
+  ct_tensor *sl = ct_slice(m, 1, 0, 6, 2), *sg = G(sl);
+  CHECK(sg && ct_is_contiguous(sg));
+  same("sliced", sl, sg, 0, 0);
+  /* copy_ across devices, broadcasting; from_buffer straight to the device */
+  ct_options o = ct_opts();
+  o.device = ct_cuda(0);
+  ct_tensor *d = ct_zeros(2, (int64_t[]){3, 4}, o), *row = rnd(1, (int64_t[]){4}, CT_FLOAT32, false);
+  CHECK_OK(ct_copy_(d, row));
+  ct_tensor *re = ct_expand(row, 2, (int64_t[]){3, 4});
+  same("copy_ cpu->cuda broadcast", re, d, 0, 0);
+  double buf[3] = {1, 2, 3};
+  ct_tensor *fb = ct_from_buffer(buf, CT_FLOAT64, 1, (int64_t[]){3}, o);
+  CHECK(fb && ct_tensor_device(fb).type == CT_DEVICE_CUDA);
+  CHECK_NEAR(tt_at(fb, 2), 3.0, 0);
+  double item = 0;
+  ct_tensor *one = ct_sum(fb);
+  CHECK_OK(ct_item_double(one, &item));
+  CHECK_NEAR(item, 6.0, 0);
+  ct_scope_end(s);
+}
+
+CUDA_TEST(autograd_through_moves) {
+  ct_scope *s = ct_scope_begin();
+  ct_tensor *x = rnd(2, (int64_t[]){4, 3}, CT_FLOAT32, false);
+  CHECK_OK(ct_requires_grad_(x, true));
+  ct_tensor *xg = G(x);
+  CHECK(xg && ct_requires_grad(xg));
+  ct_tensor *y = ct_mul(xg, xg), *l = ct_sum(y);
+  CHECK_OK(ct_backward(l, NULL, false, false));
+  ct_tensor *gx = ct_grad(x);
+  CHECK(gx && ct_tensor_device(gx).type == CT_DEVICE_CPU);
+  ct_tensor *want = ct_mul_scalar(x, ct_sf(2.0));
+  same("grad through to(cuda)", want, gx, 1e-6, 0);
+  ct_release(gx);
+  /* and back: a CUDA leaf used on the CPU gets its gradient on the device */
+  bool prev = ct_set_grad_enabled(false);
+  ct_tensor *leaf2 = G(x);
+  ct_set_grad_enabled(prev);
+  CHECK_OK(ct_requires_grad_(leaf2, true));
+  ct_tensor *back = H(leaf2), *l2 = ct_sum(ct_mul_scalar(back, ct_sf(3.0)));
+  CHECK_OK(ct_backward(l2, NULL, false, false));
+  ct_tensor *g2 = ct_grad(leaf2);
+  CHECK(g2 && ct_tensor_device(g2).type == CT_DEVICE_CUDA);
+  CHECK_NEAR(tt_at(g2, 5), 3.0, 0);
+  ct_release(g2);
+  ct_scope_end(s);
+}
+
+typedef ct_tensor *(*un_fn)(const ct_tensor *);
+static ct_tensor *gelu_erf(const ct_tensor *a) { return ct_gelu(a, "none"); }
+static ct_tensor *gelu_tanh(const ct_tensor *a) { return ct_gelu(a, "tanh"); }
+static ct_tensor *softplus2(const ct_tensor *a) { return ct_softplus(a, 2.0, 20.0); }
+
+/* y = f(x) on both devices with x contiguous and transposed; then the gradient of
+ * sum(y * w) for floating dtypes. */
+static void check_unary(const char *name, un_fn f, ct_dtype dt, bool grad) {
+  ct_scope *s = ct_scope_begin();
+  int64_t shape[2] = {37, 53};
+  ct_tensor *x = rnd(2, shape, dt, dt <= CT_BFLOAT16);
+  for (int layout = 0; layout < 2; layout++) {
+    ct_tensor *xc = layout ? ct_t(x) : ct_retain(x);
+    ct_tensor *xg = G(xc);
+    double tol = tol_of(dt);
+    char what[96];
+    snprintf(what, sizeof what, "%s %s%s", name, ct_dtype_name(dt), layout ? " transposed" : "");
+    ct_tensor *yc = f(xc), *yg = f(xg);
+    same(what, yc, yg, tol, tol * 1e-1);
+    if (grad && ct_dtype_is_floating(dt) && layout == 0) {
+      ct_tensor *xr = ct_clone(xc), *xgr = ct_clone(xg);
+      ct_requires_grad_(xr, true);
+      ct_requires_grad_(xgr, true);
+      ct_tensor *w = rnd(2, ct_shape(yc), dt, false), *wg = G(w);
+      ct_tensor *lc = ct_sum(ct_mul(f(xr), w)), *lg = ct_sum(ct_mul(f(xgr), wg));
+      CHECK_OK(ct_backward(lc, NULL, false, false));
+      CHECK_OK(ct_backward(lg, NULL, false, false));
+      ct_tensor *gc = ct_grad(xr), *gg = ct_grad(xgr);
+      snprintf(what, sizeof what, "grad of %s %s", name, ct_dtype_name(dt));
+      same(what, gc, gg, tol, tol * 1e-1);
+      ct_release(gc);
+      ct_release(gg);
+    }
+  }
+  ct_scope_end(s);
+}
+
+CUDA_TEST(unary) {
+  struct { const char *n; un_fn f; } fs[] = {
+      {"exp", ct_exp},     {"log", ct_log},         {"tanh", ct_tanh},       {"sigmoid", ct_sigmoid}, {"relu", ct_relu},
+      {"sqrt", ct_sqrt},   {"abs", ct_abs},         {"neg", ct_neg},         {"erf", ct_erf},         {"sin", ct_sin},
+      {"rsqrt", ct_rsqrt}, {"gelu", gelu_erf},      {"gelu_tanh", gelu_tanh}, {"silu", ct_silu},     {"softplus", softplus2},
+      {"floor", ct_floor}, {"isnan", ct_isnan},     {"lgamma", ct_lgamma},   {"digamma", ct_digamma}, {"expm1", ct_expm1}};
+  for (size_t i = 0; i < sizeof fs / sizeof fs[0]; i++) check_unary(fs[i].n, fs[i].f, CT_FLOAT32, true);
+  ct_dtype dts[] = {CT_FLOAT64, CT_FLOAT16, CT_BFLOAT16};
+  for (int k = 0; k < 3; k++) {
+    check_unary("exp", ct_exp, dts[k], dts[k] == CT_FLOAT64);
+    check_unary("gelu", gelu_erf, dts[k], dts[k] == CT_FLOAT64);
+    check_unary("tanh", ct_tanh, dts[k], false);
+  }
+  ct_dtype ints[] = {CT_INT64, CT_INT32, CT_INT8, CT_UINT8, CT_BOOL};
+  for (int k = 0; k < 5; k++) {
+    check_unary("abs", ct_abs, ints[k], false);
+    check_unary("exp", ct_exp, ints[k], false); /* promotes to float32 */
+  }
+}
+
+typedef ct_tensor *(*bin_fn)(const ct_tensor *, const ct_tensor *);
+static void check_binary(const char *name, bin_fn f, ct_dtype dt, bool grad) {
+  ct_scope *s = ct_scope_begin();
+  /* broadcast [7, 1, 5] with [4, 5] and a transposed operand */
+  ct_tensor *a = rnd(3, (int64_t[]){7, 1, 5}, dt, dt <= CT_BFLOAT16), *b0 = rnd(2, (int64_t[]){5, 4}, dt, false);
+  ct_tensor *b = ct_t(b0);
+  ct_tensor *ag = G(a), *bg = G(b);
+  double tol = tol_of(dt);
+  char what[96];
+  snprintf(what, sizeof what, "%s %s", name, ct_dtype_name(dt));
+  ct_clear_error();
+  ct_tensor *yc = f(a, b), *yg = f(ag, bg);
+  if (!yc && !yg) { /* both refuse (e.g. integer division by zero): the same message */
+    CHECK(1);
+  } else same(what, yc, yg, tol, tol * 1e-1);
+  if (grad && yc) {
+    ct_tensor *ar = ct_clone(a), *br = ct_clone(b), *agr = ct_clone(ag), *bgr = ct_clone(bg);
+    ct_requires_grad_(ar, true);
+    ct_requires_grad_(br, true);
+    ct_requires_grad_(agr, true);
+    ct_requires_grad_(bgr, true);
+    CHECK_OK(ct_backward(ct_sum(f(ar, br)), NULL, false, false));
+    CHECK_OK(ct_backward(ct_sum(f(agr, bgr)), NULL, false, false));
+    ct_tensor *g1 = ct_grad(ar), *g2 = ct_grad(agr), *g3 = ct_grad(br), *g4 = ct_grad(bgr);
+    snprintf(what, sizeof what, "grad of %s %s", name, ct_dtype_name(dt));
+    same(what, g1, g2, tol, tol * 1e-1);
+    same(what, g3, g4, tol, tol * 1e-1);
+    ct_release(g1), ct_release(g2), ct_release(g3), ct_release(g4);
+  }
+  ct_scope_end(s);
+}
+
+CUDA_TEST(binary) {
+  struct { const char *n; bin_fn f; bool grad; } fs[] = {
+      {"add", ct_add, true}, {"sub", ct_sub, true}, {"mul", ct_mul, true}, {"div", ct_div, true},
+      {"maximum", ct_maximum, true}, {"pow", ct_pow, false}, {"eq", ct_eq, false}, {"remainder", ct_remainder, false}};
+  for (size_t i = 0; i < sizeof fs / sizeof fs[0]; i++) {
+    check_binary(fs[i].n, fs[i].f, CT_FLOAT32, fs[i].grad);
+    check_binary(fs[i].n, fs[i].f, CT_FLOAT64, fs[i].grad);
+    check_binary(fs[i].n, fs[i].f, CT_BFLOAT16, false);
+    check_binary(fs[i].n, fs[i].f, CT_INT64, false);
+  }
+  check_binary("floor_divide", ct_floor_divide, CT_INT32, false);
+  /* a CPU scalar joins a CUDA tensor (PyTorch allows 0-dim CPU tensors) */
+  ct_scope *s = ct_scope_begin();
+  ct_tensor *x = rnd(1, (int64_t[]){10}, CT_FLOAT32, false), *xg = G(x);
+  same("add_scalar", ct_add_scalar(x, ct_sf(1.5)), ct_add_scalar(xg, ct_sf(1.5)), 1e-6, 0);
+  ct_tensor *c0 = ct_scalar_tensor(ct_sf(3.0), ct_opts());
+  same("mul by cpu 0-dim", ct_mul(x, c0), ct_mul(xg, c0), 1e-6, 0);
+  /* integer division by zero fails on the device too */
+  ct_tensor *i1 = ct_ones(1, (int64_t[]){4}, ct_opts_dtype(CT_INT64)), *i0 = ct_zeros(1, (int64_t[]){4}, ct_opts_dtype(CT_INT64));
+  CHECK_ERR_PTR(ct_floor_divide(G(i1), G(i0)), "ZeroDivisionError");
+  /* where and masked_fill */
+  ct_tensor *m = ct_gt(x, ct_scalar_tensor(ct_sf(0.0), ct_opts())), *mg = G(m);
+  same("where", ct_where(m, x, ct_neg(x)), ct_where(mg, xg, ct_neg(xg)), 0, 0);
+  same("masked_fill", ct_masked_fill(x, m, ct_sf(-7.0)), ct_masked_fill(xg, mg, ct_sf(-7.0)), 0, 0);
+  ct_scope_end(s);
+}
+
+CUDA_TEST(reductions) {
+  ct_scope *s = ct_scope_begin();
+  ct_tensor *x = rnd(3, (int64_t[]){6, 50, 33}, CT_FLOAT32, false), *xt = ct_permute(x, 3, (int64_t[]){2, 0, 1});
+  ct_tensor *xn = rnd(2, (int64_t[]){20, 30}, CT_FLOAT32, true);
+  for (int v = 0; v < 3; v++) {
+    ct_tensor *a = v == 0 ? x : v == 1 ? xt : xn, *ag = G(a);
+    int64_t d1[1] = {1}, d02[2] = {0, v == 2 ? 1 : 2};
+    /* sums of a few thousand terms in double on both sides: rounding-level differences only */
+    same("sum", ct_sum(a), ct_sum(ag), 1e-6, 1e-6);
+    same("sum dim 1", ct_sum_dims(a, 1, d1, false), ct_sum_dims(ag, 1, d1, false), 1e-6, 1e-6);
+    same("mean dims keepdim", ct_mean_dims(a, 2, d02, true), ct_mean_dims(ag, 2, d02, true), 1e-6, 1e-6);
+    same("amax", ct_amax(a, 1, d1, false), ct_amax(ag, 1, d1, false), 0, 0);
+    ct_tensor *vc = NULL, *ic = NULL, *vg = NULL, *ig = NULL;
+    CHECK_OK(ct_max_dim(a, 1, false, &vc, &ic));
+    CHECK_OK(ct_max_dim(ag, 1, false, &vg, &ig));
+    same("max values", vc, vg, 0, 0);
+    same("max indices", ic, ig, 0, 0);
+    ct_release(vc), ct_release(ic), ct_release(vg), ct_release(ig);
+    same("argmax", ct_argmax(a, NULL, false), ct_argmax(ag, NULL, false), 0, 0);
+    same("var", ct_var(a, 1, d1, 1.0, false), ct_var(ag, 1, d1, 1.0, false), 1e-5, 1e-6);
+    same("std", ct_std(a, 1, d1, 0.0, true), ct_std(ag, 1, d1, 0.0, true), 1e-5, 1e-6);
+    same("logsumexp", ct_logsumexp(a, 1, d1, false), ct_logsumexp(ag, 1, d1, false), 1e-6, 1e-6);
+    same("norm 2", ct_norm(a, 2.0, 1, d1, false), ct_norm(ag, 2.0, 1, d1, false), 1e-6, 1e-6);
+    same("norm inf", ct_norm(a, INFINITY, 0, NULL, false), ct_norm(ag, INFINITY, 0, NULL, false), 0, 0);
+  }
+  /* ints, bools, empty dims, a long reduction split over blocks */
+  ct_tensor *ii = rnd(2, (int64_t[]){40, 70}, CT_INT64, false), *ig = G(ii);
+  same("int sum", ct_sum(ii), ct_sum(ig), 0, 0);
+  ct_tensor *bb = ct_gt(ii, ct_scalar_tensor(ct_si(0), ct_opts_dtype(CT_INT64))), *bg = G(bb);
+  same("all", ct_all(bb), ct_all(bg), 0, 0);
+  same("any", ct_any(bb), ct_any(bg), 0, 0);
+  ct_tensor *e = ct_zeros(2, (int64_t[]){0, 5}, ct_opts()), *eg = G(e);
+  int64_t d0[1] = {0};
+  same("empty sum", ct_sum_dims(e, 1, d0, false), ct_sum_dims(eg, 1, d0, false), 0, 0);
+  ct_tensor *big = rnd(1, (int64_t[]){1 << 22}, CT_FLOAT32, false), *bigg = G(big);
+  same("long sum", ct_sum(big), ct_sum(bigg), 1e-6, 1e-4);
+  same("long amax", ct_amax(big, 0, NULL, false), ct_amax(bigg, 0, NULL, false), 0, 0);
+  same("long argmax", ct_argmax(big, NULL, false), ct_argmax(bigg, NULL, false), 0, 0);
+  ct_scope_end(s);
+}
+
+CUDA_TEST(softmax_layer_norm) {
+  ct_scope *s = ct_scope_begin();
+  ct_tensor *x = rnd(3, (int64_t[]){4, 9, 300}, CT_FLOAT32, false);
+  for (int d = -1; d < 2; d++) {
+    ct_tensor *xr = ct_clone(x), *xg = G(x);
+    ct_requires_grad_(xr, true);
+    ct_requires_grad_(xg, true);
+    ct_tensor *yc = ct_softmax(xr, d, -1), *yg = ct_softmax(xg, d, -1);
+    same("softmax", yc, yg, 1e-5, 1e-7);
+    ct_tensor *lc = ct_log_softmax(xr, d, -1), *lgg = ct_log_softmax(xg, d, -1);
+    same("log_softmax", lc, lgg, 1e-5, 1e-6);
+    ct_tensor *w = rnd(3, (int64_t[]){4, 9, 300}, CT_FLOAT32, false), *wg = G(w);
+    CHECK_OK(ct_backward(ct_sum(ct_mul(ct_add(yc, lc), w)), NULL, false, false));
+    CHECK_OK(ct_backward(ct_sum(ct_mul(ct_add(yg, lgg), wg)), NULL, false, false));
+    ct_tensor *g1 = ct_grad(xr), *g2 = ct_grad(xg);
+    same("softmax grads", g1, g2, 1e-5, 1e-6);
+    ct_release(g1), ct_release(g2);
+  }
+  int64_t ns[1] = {300};
+  ct_tensor *w = rnd(1, ns, CT_FLOAT32, false), *b = rnd(1, ns, CT_FLOAT32, false);
+  ct_tensor *xr = ct_clone(x), *wr = ct_clone(w), *br = ct_clone(b), *xg = G(x), *wgg = G(w), *bgg = G(b);
+  ct_tensor *ps[6] = {xr, wr, br, xg, wgg, bgg};
+  for (int k = 0; k < 6; k++) ct_requires_grad_(ps[k], true);
+  ct_tensor *yc = ct_layer_norm(xr, 1, ns, wr, br, 1e-5), *yg = ct_layer_norm(xg, 1, ns, wgg, bgg, 1e-5);
+  same("layer_norm", yc, yg, 1e-5, 1e-6);
+  ct_tensor *go = rnd(3, (int64_t[]){4, 9, 300}, CT_FLOAT32, false), *gog = G(go);
+  CHECK_OK(ct_backward(ct_sum(ct_mul(yc, go)), NULL, false, false));
+  CHECK_OK(ct_backward(ct_sum(ct_mul(yg, gog)), NULL, false, false));
+  for (int k = 0; k < 3; k++) {
+    ct_tensor *g1 = ct_grad(ps[k]), *g2 = ct_grad(ps[k + 3]);
+    /* weight/bias gradients sum 36 rows: order differences at 1e-6 */
+    same("layer_norm grads", g1, g2, 2e-5, 1e-5);
+    ct_release(g1), ct_release(g2);
+  }
+  ct_scope_end(s);
+}
+
+CUDA_TEST(matmul) {
+  ct_scope *s = ct_scope_begin();
+  ct_dtype dts[] = {CT_FLOAT32, CT_FLOAT64, CT_FLOAT16, CT_BFLOAT16, CT_INT64};
+  for (int k = 0; k < 5; k++) {
+    ct_dtype dt = dts[k];
+    /* float32: cuBLAS and the CPU sum 64 products in other orders (FMA, blocking) */
+    double tol = dt == CT_FLOAT32 ? 2e-5 : dt == CT_FLOAT64 ? 1e-12 : dt == CT_FLOAT16 ? 2e-3 : dt == CT_BFLOAT16 ? 2e-2 : 0;
+    ct_tensor *a = rnd(2, (int64_t[]){33, 64}, dt, false), *b = rnd(2, (int64_t[]){64, 47}, dt, false);
+    ct_tensor *ag = G(a), *bg = G(b);
+    same("mm", ct_mm(a, b), ct_mm(ag, bg), tol, tol);
+    ct_tensor *at = ct_t(ct_contiguous(ct_t(a))), *bt = ct_t(ct_contiguous(ct_t(b)));
+    same("mm transposed operands", ct_mm(at, bt), ct_mm(G(at), G(bt)), tol, tol);
+    ct_tensor *a3 = rnd(3, (int64_t[]){5, 7, 64}, dt, false), *b2 = rnd(2, (int64_t[]){64, 9}, dt, false);
+    same("matmul batch broadcast", ct_matmul(a3, b2), ct_matmul(G(a3), G(b2)), tol, tol);
+    ct_tensor *v = rnd(1, (int64_t[]){64}, dt, false);
+    same("mv", ct_mv(a, v), ct_mv(ag, G(v)), tol, tol);
+    same("dot", ct_dot(v, v), ct_dot(G(v), G(v)), tol, tol);
+    ct_tensor *bias = rnd(1, (int64_t[]){47}, dt, false);
+    same("addmm", ct_addmm(bias, a, b, ct_sf(0.5), ct_sf(2.0)), ct_addmm(G(bias), ag, bg, ct_sf(0.5), ct_sf(2.0)), tol, tol);
+  }
+  /* gradients of linear */
+  ct_tensor *x = rnd(2, (int64_t[]){16, 32}, CT_FLOAT32, false), *w = rnd(2, (int64_t[]){24, 32}, CT_FLOAT32, false);
+  ct_tensor *b = rnd(1, (int64_t[]){24}, CT_FLOAT32, false);
+  ct_tensor *p[6] = {ct_clone(x), ct_clone(w), ct_clone(b), G(x), G(w), G(b)};
+  for (int k = 0; k < 6; k++) ct_requires_grad_(p[k], true);
+  ct_tensor *yc = ct_linear(p[0], p[1], p[2]), *yg = ct_linear(p[3], p[4], p[5]);
+  same("linear", yc, yg, 2e-5, 2e-5);
+  CHECK_OK(ct_backward(ct_sum(ct_mul(yc, yc)), NULL, false, false));
+  CHECK_OK(ct_backward(ct_sum(ct_mul(yg, yg)), NULL, false, false));
+  for (int k = 0; k < 3; k++) {
+    ct_tensor *g1 = ct_grad(p[k]), *g2 = ct_grad(p[k + 3]);
+    same("linear grads", g1, g2, 5e-5, 5e-5);
+    ct_release(g1), ct_release(g2);
+  }
+  /* TF32: off by default (float32-exact within 2e-5); on, a long product drifts to ~1e-3 */
+  CHECK(!ct_cuda_allow_tf32());
+  ct_tensor *A = rnd(2, (int64_t[]){256, 1024}, CT_FLOAT32, false), *B = rnd(2, (int64_t[]){1024, 256}, CT_FLOAT32, false);
+  ct_tensor *ref = ct_mm(ct_to_dtype(A, CT_FLOAT64), ct_to_dtype(B, CT_FLOAT64));
+  ct_tensor *f32 = ct_to_dtype(ct_mm(G(A), G(B)), CT_FLOAT64);
+  ct_cuda_set_allow_tf32(true);
+  ct_tensor *tf = ct_to_dtype(ct_mm(G(A), G(B)), CT_FLOAT64);
+  ct_cuda_set_allow_tf32(false);
+  double e32 = tt_at(ct_norm(ct_sub(ct_to_device(f32, ct_cpu()), ref), 2.0, 0, NULL, false), 0) /
+               tt_at(ct_norm(ref, 2.0, 0, NULL, false), 0);
+  double etf = tt_at(ct_norm(ct_sub(ct_to_device(tf, ct_cpu()), ref), 2.0, 0, NULL, false), 0) /
+               tt_at(ct_norm(ref, 2.0, 0, NULL, false), 0);
+  printf("test_cuda: 256x1024x256 relative error vs float64: float32 %.2e, tf32 %.2e\n", e32, etf);
+  CHECK(e32 < 1e-6);
+  CHECK(etf > 1e-5 && etf < 5e-3);
+  ct_scope_end(s);
+}
+
+CUDA_TEST(embedding_cross_entropy) {
+  ct_scope *s = ct_scope_begin();
+  int64_t ids[12] = {3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 0};
+  ct_tensor *ix = ct_from_buffer(ids, CT_INT64, 2, (int64_t[]){3, 4}, ct_opts_dtype(CT_INT64)), *ixg = G(ix);
+  ct_tensor *w = rnd(2, (int64_t[]){10, 16}, CT_FLOAT32, false);
+  ct_tensor *wr = ct_clone(w), *wg = G(w);
+  ct_requires_grad_(wr, true);
+  ct_requires_grad_(wg, true);
+  int64_t pad = 5;
+  ct_tensor *ec = ct_embedding(ix, wr, &pad), *eg = ct_embedding(ixg, wg, &pad);
+  same("embedding", ec, eg, 0, 0);
+  ct_tensor *go = rnd(3, (int64_t[]){3, 4, 16}, CT_FLOAT32, false);
+  CHECK_OK(ct_backward(ct_sum(ct_mul(ec, go)), NULL, false, false));
+  CHECK_OK(ct_backward(ct_sum(ct_mul(eg, G(go))), NULL, false, false));
+  ct_tensor *g1 = ct_grad(wr), *g2 = ct_grad(wg);
+  same("embedding grad (repeated ids, padding_idx)", g1, g2, 1e-6, 1e-7);
+  ct_release(g1), ct_release(g2);
+  int64_t bad[2] = {1, 10};
+  ct_tensor *bx = G(ct_from_buffer(bad, CT_INT64, 1, (int64_t[]){2}, ct_opts_dtype(CT_INT64)));
+  CHECK_ERR_PTR(ct_embedding(bx, wg, NULL), "index out of range in self");
+  /* cross_entropy with ignore_index, mean reduction */
+  ct_tensor *logits = rnd(2, (int64_t[]){12, 10}, CT_FLOAT32, false);
+  int64_t tg[12] = {1, 2, 3, -100, 4, 5, 6, 7, 8, 9, 0, 1};
+  ct_tensor *t = ct_from_buffer(tg, CT_INT64, 1, (int64_t[]){12}, ct_opts_dtype(CT_INT64));
+  ct_tensor *lr = ct_clone(logits), *lg = G(logits);
+  ct_requires_grad_(lr, true);
+  ct_requires_grad_(lg, true);
+  ct_tensor *cc = ct_cross_entropy(lr, t, NULL, CT_REDUCTION_MEAN, -100, 0.0);
+  ct_tensor *cg = ct_cross_entropy(lg, G(t), NULL, CT_REDUCTION_MEAN, -100, 0.0);
+  same("cross_entropy", cc, cg, 1e-6, 1e-7);
+  CHECK_OK(ct_backward(cc, NULL, false, false));
+  CHECK_OK(ct_backward(cg, NULL, false, false));
+  g1 = ct_grad(lr), g2 = ct_grad(lg);
+  same("cross_entropy grad", g1, g2, 1e-5, 1e-7);
+  ct_release(g1), ct_release(g2);
+  ct_scope_end(s);
+}
+
+/* Three SGD steps of a 2-layer GELU MLP with cross_entropy: the same losses and weights. */
+CUDA_TEST(mlp_training_step) {
+  ct_scope *s = ct_scope_begin();
+  ct_tensor *x = rnd(2, (int64_t[]){64, 32}, CT_FLOAT32, false);
+  int64_t tg[64];
+  for (int i = 0; i < 64; i++) tg[i] = (i * 7) % 10;
+  ct_tensor *t = ct_from_buffer(tg, CT_INT64, 1, (int64_t[]){64}, ct_opts_dtype(CT_INT64));
+  ct_tensor *w1 = ct_mul_scalar(rnd(2, (int64_t[]){48, 32}, CT_FLOAT32, false), ct_sf(0.2));
+  ct_tensor *b1 = ct_zeros(1, (int64_t[]){48}, ct_opts());
+  ct_tensor *w2 = ct_mul_scalar(rnd(2, (int64_t[]){10, 48}, CT_FLOAT32, false), ct_sf(0.2));
+  ct_tensor *b2 = ct_zeros(1, (int64_t[]){10}, ct_opts());
+  ct_tensor *P[2][4] = {{ct_clone(w1), ct_clone(b1), ct_clone(w2), ct_clone(b2)}, {G(w1), G(b1), G(w2), G(b2)}};
+  ct_tensor *X[2] = {x, G(x)}, *T[2] = {t, G(t)};
+  for (int step = 0; step < 3; step++) {
+    ct_tensor *loss[2];
+    for (int d = 0; d < 2; d++) {
+      for (int k = 0; k < 4; k++) ct_requires_grad_(P[d][k], true);
+      ct_tensor *h = ct_gelu(ct_linear(X[d], P[d][0], P[d][1]), "none");
+      ct_tensor *lo = ct_linear(h, P[d][2], P[d][3]);
+      loss[d] = ct_cross_entropy(lo, T[d], NULL, CT_REDUCTION_MEAN, -100, 0.0);
+      CHECK_OK(ct_backward(loss[d], NULL, false, false));
+      bool prev = ct_set_grad_enabled(false);
+      for (int k = 0; k < 4; k++) {
+        ct_tensor *g = ct_grad(P[d][k]);
+        ct_tensor *np = ct_sub(P[d][k], ct_mul_scalar(g, ct_sf(0.5)));
+        ct_release(g);
+        P[d][k] = np;
+      }
+      ct_set_grad_enabled(prev);
+    }
+    /* float32 matrix products in two orders: 1e-5 after three steps */
+    same("mlp loss", loss[0], loss[1], 1e-5, 1e-6);
+  }
+  for (int k = 0; k < 4; k++) same("mlp weights after 3 steps", P[0][k], P[1][k], 1e-4, 1e-5);
+  ct_scope_end(s);
+}
+
+/* Elementwise and reductions past 2^31 elements (int64 index math in the kernels). */
+CUDA_TEST(large_tensors) {
+  ct_scope *s = ct_scope_begin();
+  int64_t n = ((int64_t)1 << 31) + 7;
+  ct_options o = ct_opts_dtype(CT_INT8);
+  o.device = ct_cuda(0);
+  ct_tensor *a = ct_ones(1, &n, o);
+  CHECK(a != NULL);
+  if (a) {
+    ct_tensor *b = ct_add(a, a); /* 2 everywhere */
+    int64_t v = 0;
+    CHECK_OK(ct_item_int64(ct_sum(b), &v));
+    CHECK(v == 2 * n);
+    ct_tensor *last = ct_slice(b, 0, n - 3, n, 1);
+    CHECK_NEAR(tt_at(last, 2), 2.0, 0);
+    ct_release(b);
+  }
+  ct_release(a);
+  ct_options of = ct_opts_dtype(CT_FLOAT32);
+  of.device = ct_cuda(0);
+  ct_tensor *f = ct_zeros(1, &n, of);
+  if (f) {
+    ct_tensor *tail = ct_slice(f, 0, n - 1, n, 1);
+    CHECK_OK(ct_fill_(tail, ct_sf(5.0)));
+    int64_t idx = 0;
+    CHECK_OK(ct_item_int64(ct_argmax(f, NULL, false), &idx));
+    CHECK(idx == n - 1);
+    double m = 0;
+    CHECK_OK(ct_item_double(ct_amax(f, 0, NULL, false), &m));
+    CHECK_NEAR(m, 5.0, 0);
+  }
+  ct_release(f);
+  ct_scope_end(s);
+  ct_memory_empty_cache(ct_cuda(0));
+}
+
+CUDA_TEST(errors_and_memory) {
+  ct_scope *s = ct_scope_begin();
+  ct_memory_stats m0 = ct_memory_get_stats(ct_cuda(0));
+  ct_tensor *x = rnd(1, (int64_t[]){1000}, CT_FLOAT32, false), *xg = G(x);
+  CHECK_ERR_PTR(ct_median(xg), "Could not run 'aten::median' with arguments from the 'CUDA' backend.");
+  ct_tensor *y = rnd(1, (int64_t[]){1000}, CT_FLOAT32, false);
+  CHECK_ERR_PTR(ct_add(xg, y), "Expected all tensors to be on the same device");
+  CHECK_ERR_PTR(ct_to_device(x, ct_cuda(63)), "not available");
+  ct_memory_stats m1 = ct_memory_get_stats(ct_cuda(0));
+  CHECK(m1.allocated_bytes > m0.allocated_bytes);
+  ct_scope_end(s);
+  ct_memory_stats m2 = ct_memory_get_stats(ct_cuda(0));
+  CHECK(m2.allocated_bytes == m0.allocated_bytes);
+  ct_memory_empty_cache(ct_cuda(0));
+  CHECK(ct_memory_get_stats(ct_cuda(0)).cached_bytes == 0);
+  CHECK_OK(ct_cuda_synchronize(0));
+}
+
+/* Runs everywhere: the answers without a device. */
+TEST(cuda_queries_without_device) {
+  if (ct_cuda_is_available()) return;
+  CHECK(ct_cuda_device_count() == 0);
+  CHECK(ct_cuda_unavailable_reason()[0] != 0);
+  ct_tensor *x = ct_ones(1, (int64_t[]){2}, ct_opts());
+  CHECK_ERR_PTR(ct_to_device(x, ct_cuda(0)), "not available");
+  ct_release(x);
+}

@@ -1,0 +1,638 @@
+/* ctorch train-gpt: trains a GPT-2-architecture model on a text file (or the built-in text), with
+ * AdamW, linear warmup + cosine decay, gradient clipping, validation on the last 10% of the
+ * tokens, checkpoints that resume bit for bit, a JSON log, an SVG loss plot and a progress bar,
+ * and prints a sample at the end. */
+#include "cli.h"
+#include "core/internal.h" /* ct_set_error for the command's own failures */
+#include "ctorch/io.h"
+#include "ctorch/optim.h"
+#include "gpt_cmd.h"
+#include "util/trainlog.h"
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+typedef struct {
+  const char *data, *tokenizer, *tokenizer_dir, *out, *resume, *init;
+  int64_t layers, heads, width, context, batch, steps, warmup, eval_every, eval_iters, threads, sample_tokens, seed;
+  double lr, min_lr, weight_decay, grad_clip, dropout, beta1, beta2;
+  bool quiet;
+} train_opts;
+
+static void defaults(train_opts *o) {
+  memset(o, 0, sizeof *o);
+  o->tokenizer = "byte";
+  o->layers = 2;
+  o->heads = 4;
+  o->width = 128;
+  o->context = 64;
+  o->batch = 8;
+  o->steps = 400;
+  o->warmup = 40;
+  o->eval_every = 100;
+  o->eval_iters = 8;
+  o->sample_tokens = 300;
+  o->seed = 1337;
+  o->lr = 3e-3;
+  o->min_lr = -1; /* lr / 10 */
+  o->weight_decay = 0.1;
+  o->grad_clip = 1.0;
+  o->dropout = 0.0;
+  o->beta1 = 0.9;
+  o->beta2 = 0.95;
+}
+
+static void usage(void) {
+  train_opts d;
+  defaults(&d);
+  printf("usage: ctorch train-gpt [options]\n\n"
+         "Trains a GPT-2-architecture transformer on a text file; without --data it trains on a built-in text.\n\n"
+         "data\n"
+         "  --data FILE          training text (the last 10%% of its tokens are the validation split)\n"
+         "  --tokenizer KIND     byte | char | gpt2 (default %s; char builds its vocabulary from the data)\n"
+         "  --tokenizer-dir DIR  GPT-2 tokenizer files (tokenizer.json, vocab.json + merges.txt, or\n"
+         "                       encoder.json + vocab.bpe) for --tokenizer gpt2\n"
+         "model\n"
+         "  --layers N           transformer blocks (default %lld)\n"
+         "  --heads N            attention heads (default %lld)\n"
+         "  --width N            embedding width (default %lld)\n"
+         "  --context N          context length (default %lld)\n"
+         "  --dropout P          dropout probability (default %g)\n"
+         "  --init DIR           start from a saved model (ctorch or Hugging Face GPT-2: config.json +\n"
+         "                       model.safetensors): fine-tuning; its tokenizer is used\n"
+         "training\n"
+         "  --batch N            sequences per step (default %lld)\n"
+         "  --steps N            optimizer steps in all (default %lld)\n"
+         "  --lr X               peak learning rate (default %g)\n"
+         "  --min-lr X           final learning rate of the cosine decay (default lr / 10)\n"
+         "  --warmup N           linear warmup steps (default %lld)\n"
+         "  --weight-decay X     AdamW weight decay of the matrices (default %g)\n"
+         "  --grad-clip X        clip the gradients' total norm (0: off; default %g)\n"
+         "  --seed N             seeds initialisation, batches and dropout (default %lld)\n"
+         "  --eval-every N       evaluate every N steps (default %lld)\n"
+         "  --eval-iters N       batches per evaluation (default %lld)\n"
+         "  --threads N          CPU threads (default: all cores)\n"
+         "output\n"
+         "  --out DIR            write checkpoints (model.safetensors + config.json + checkpoint.safetensors),\n"
+         "                       log.json and loss.svg into DIR\n"
+         "  --resume DIR         continue a run saved with --out (same data); --out defaults to DIR\n"
+         "  --sample-tokens N    tokens of the sample printed at the end (default %lld; 0: none)\n"
+         "  --quiet              no progress bar\n",
+         d.tokenizer, (long long)d.layers, (long long)d.heads, (long long)d.width, (long long)d.context, d.dropout,
+         (long long)d.batch, (long long)d.steps, d.lr, (long long)d.warmup, d.weight_decay, d.grad_clip,
+         (long long)d.seed, (long long)d.eval_every, (long long)d.eval_iters, (long long)d.sample_tokens);
+}
+
+/* Parses argv into o; returns 0 ok, 1 error, 2 help shown. only_resume: just find --resume. */
+static int parse(int argc, char **argv, train_opts *o, bool only_resume) {
+  for (int i = 1; i < argc; i++) {
+    const char *a = argv[i];
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+      if (!only_resume) usage();
+      return 2;
+    }
+    if (!strcmp(a, "--quiet")) {
+      o->quiet = true;
+      continue;
+    }
+    if (strncmp(a, "--", 2)) {
+      fprintf(stderr, "ctorch train-gpt: unexpected argument '%s' (see --help)\n", a);
+      return 1;
+    }
+    if (i + 1 >= argc) {
+      fprintf(stderr, "ctorch train-gpt: %s needs a value\n", a);
+      return 1;
+    }
+    const char *v = argv[++i];
+    if (only_resume) {
+      if (!strcmp(a, "--resume")) o->resume = v;
+      continue;
+    }
+    bool ok = true;
+    const int64_t BIG = INT64_C(1) << 40;
+    if (!strcmp(a, "--data")) o->data = v;
+    else if (!strcmp(a, "--tokenizer")) {
+      o->tokenizer = v;
+      if (strcmp(v, "byte") && strcmp(v, "char") && strcmp(v, "gpt2")) {
+        fprintf(stderr, "ctorch train-gpt: --tokenizer must be byte, char or gpt2, got '%s'\n", v);
+        ok = false;
+      }
+    } else if (!strcmp(a, "--tokenizer-dir")) o->tokenizer_dir = v;
+    else if (!strcmp(a, "--out")) o->out = v;
+    else if (!strcmp(a, "--resume")) o->resume = v;
+    else if (!strcmp(a, "--init")) o->init = v;
+    else if (!strcmp(a, "--layers")) ok = gpt_parse_i64(a, v, 0, 1024, &o->layers);
+    else if (!strcmp(a, "--heads")) ok = gpt_parse_i64(a, v, 1, 1024, &o->heads);
+    else if (!strcmp(a, "--width")) ok = gpt_parse_i64(a, v, 1, 1 << 16, &o->width);
+    else if (!strcmp(a, "--context")) ok = gpt_parse_i64(a, v, 1, 1 << 20, &o->context);
+    else if (!strcmp(a, "--batch")) ok = gpt_parse_i64(a, v, 1, 1 << 20, &o->batch);
+    else if (!strcmp(a, "--steps")) ok = gpt_parse_i64(a, v, 0, BIG, &o->steps);
+    else if (!strcmp(a, "--warmup")) ok = gpt_parse_i64(a, v, 0, BIG, &o->warmup);
+    else if (!strcmp(a, "--eval-every")) ok = gpt_parse_i64(a, v, 1, BIG, &o->eval_every);
+    else if (!strcmp(a, "--eval-iters")) ok = gpt_parse_i64(a, v, 1, 1 << 20, &o->eval_iters);
+    else if (!strcmp(a, "--threads")) ok = gpt_parse_i64(a, v, 1, 4096, &o->threads);
+    else if (!strcmp(a, "--sample-tokens")) ok = gpt_parse_i64(a, v, 0, 1 << 24, &o->sample_tokens);
+    else if (!strcmp(a, "--seed")) ok = gpt_parse_i64(a, v, 0, INT64_MAX, &o->seed);
+    else if (!strcmp(a, "--lr")) ok = gpt_parse_f64(a, v, 0, 1e3, &o->lr);
+    else if (!strcmp(a, "--min-lr")) ok = gpt_parse_f64(a, v, 0, 1e3, &o->min_lr);
+    else if (!strcmp(a, "--weight-decay")) ok = gpt_parse_f64(a, v, 0, 1e3, &o->weight_decay);
+    else if (!strcmp(a, "--grad-clip")) ok = gpt_parse_f64(a, v, 0, 1e30, &o->grad_clip);
+    else if (!strcmp(a, "--dropout")) ok = gpt_parse_f64(a, v, 0, 0.999999, &o->dropout);
+    else {
+      fprintf(stderr, "ctorch train-gpt: unknown option '%s' (see --help)\n", a);
+      ok = false;
+    }
+    if (!ok) return 1;
+  }
+  return 0;
+}
+
+/* The training options saved in config.json ("ctorch_train"), restored on --resume. */
+static void opts_json(const train_opts *o, ctj_buf *b) {
+  ctj_buf_printf(b, "\"ctorch_train\": {\"batch\": %lld, \"steps\": %lld, \"lr\": %.17g, \"min_lr\": %.17g, "
+                    "\"warmup\": %lld, \"weight_decay\": %.17g, \"grad_clip\": %.17g, \"seed\": %lld, "
+                    "\"eval_every\": %lld, \"eval_iters\": %lld, \"beta1\": %.17g, \"beta2\": %.17g, \"data\": ",
+                 (long long)o->batch, (long long)o->steps, o->lr, o->min_lr, (long long)o->warmup, o->weight_decay,
+                 o->grad_clip, (long long)o->seed, (long long)o->eval_every, (long long)o->eval_iters, o->beta1,
+                 o->beta2);
+  if (o->data) ctj_buf_str(b, o->data, strlen(o->data));
+  else ctj_buf_puts(b, "null");
+  ctj_buf_puts(b, "}");
+}
+
+static void opts_from_json(train_opts *o, const ctj *t) {
+  if (!t) return;
+  o->batch = (int64_t)ctj_get_num(t, "batch", (double)o->batch);
+  o->steps = (int64_t)ctj_get_num(t, "steps", (double)o->steps);
+  o->lr = ctj_get_num(t, "lr", o->lr);
+  o->min_lr = ctj_get_num(t, "min_lr", o->min_lr);
+  o->warmup = (int64_t)ctj_get_num(t, "warmup", (double)o->warmup);
+  o->weight_decay = ctj_get_num(t, "weight_decay", o->weight_decay);
+  o->grad_clip = ctj_get_num(t, "grad_clip", o->grad_clip);
+  o->seed = (int64_t)ctj_get_num(t, "seed", (double)o->seed);
+  o->eval_every = (int64_t)ctj_get_num(t, "eval_every", (double)o->eval_every);
+  o->eval_iters = (int64_t)ctj_get_num(t, "eval_iters", (double)o->eval_iters);
+  o->beta1 = ctj_get_num(t, "beta1", o->beta1);
+  o->beta2 = ctj_get_num(t, "beta2", o->beta2);
+  const char *d = ctj_get_str(t, "data", NULL);
+  if (d) o->data = strdup(d); /* lives until exit */
+}
+
+/* nanoGPT's schedule: linear warmup to lr, cosine decay to min_lr at the last step. */
+static double lr_at(const train_opts *o, int64_t step) {
+  if (step < o->warmup) return o->lr * (double)(step + 1) / (double)(o->warmup + 1);
+  if (o->steps <= o->warmup) return o->lr;
+  double r = (double)(step - o->warmup) / (double)(o->steps - o->warmup);
+  if (r > 1) r = 1;
+  return o->min_lr + 0.5 * (1 + cos(M_PI * r)) * (o->lr - o->min_lr);
+}
+
+typedef struct {
+  const int64_t *tok;
+  int64_t n;
+} split;
+
+/* x, y: [B, T] windows at offsets drawn from g (nanoGPT's get_batch). */
+static ct_status get_batch(const split *s, int64_t B, int64_t T, ct_generator *g, ct_tensor **x, ct_tensor **y) {
+  int64_t bs[1] = {B}, shape[2] = {B, T};
+  ct_tensor *ix = ct_randint(0, s->n - T, 1, bs, NULL, g);
+  if (!ix) return ct_last_status();
+  int64_t *off = malloc((size_t)B * sizeof *off), *xb = malloc((size_t)(B * T) * sizeof *xb),
+          *yb = malloc((size_t)(B * T) * sizeof *yb);
+  ct_status st = off && xb && yb ? ct_copy_to_buffer(ix, off, CT_INT64, B) : CT_ERR(CT_ERR_OOM, "out of memory");
+  ct_release(ix);
+  if (st == CT_OK) {
+    for (int64_t b = 0; b < B; b++) {
+      memcpy(xb + b * T, s->tok + off[b], (size_t)T * sizeof *xb);
+      memcpy(yb + b * T, s->tok + off[b] + 1, (size_t)T * sizeof *yb);
+    }
+    *x = ct_from_buffer(xb, CT_INT64, 2, shape, ct_opts_dtype(CT_INT64));
+    *y = ct_from_buffer(yb, CT_INT64, 2, shape, ct_opts_dtype(CT_INT64));
+    if (!*x || !*y) {
+      ct_release(*x);
+      ct_release(*y);
+      st = ct_last_status();
+    }
+  }
+  free(off);
+  free(xb);
+  free(yb);
+  return st;
+}
+
+/* Mean loss over iters batches drawn from a generator seeded afresh, so each evaluation sees the
+ * same batches (comparable numbers, and the training stream is not disturbed). */
+static ct_status evaluate(ct_gpt *m, const split *s, const train_opts *o, uint64_t seed, double *out) {
+  ct_generator *g = ct_generator_new(seed);
+  if (!g) return ct_last_status();
+  bool prev = ct_set_grad_enabled(false);
+  double sum = 0;
+  ct_status st = CT_OK;
+  for (int64_t i = 0; i < o->eval_iters && st == CT_OK; i++) {
+    ct_scope *sc = ct_scope_begin();
+    ct_tensor *x, *y, *loss;
+    double v = 0;
+    st = get_batch(s, o->batch, o->context, g, &x, &y);
+    if (st == CT_OK) st = ct_gpt_forward(m, x, y, false, NULL, NULL, &loss);
+    if (st == CT_OK) st = ct_item_double(loss, &v);
+    sum += v;
+    ct_scope_end(sc);
+  }
+  ct_set_grad_enabled(prev);
+  ct_generator_free(g);
+  *out = sum / (double)o->eval_iters;
+  return st;
+}
+
+/* ---- the log: per-step losses and evaluations, written as log.json and loss.svg ---- */
+typedef struct {
+  double *step, *loss, *lr, *tps;
+  size_t n, cap;
+  double *estep, *etrain, *eval;
+  size_t en, ecap;
+} train_log;
+
+static bool grow(double **arrs[], int k, size_t *cap, size_t n) {
+  if (n < *cap) return true;
+  size_t nc = *cap ? *cap * 2 : 256;
+  for (int i = 0; i < k; i++) {
+    double *p = realloc(*arrs[i], nc * sizeof **arrs[i]);
+    if (!p) return false;
+    *arrs[i] = p;
+  }
+  *cap = nc;
+  return true;
+}
+
+static void log_step(train_log *l, double step, double loss, double lr, double tps) {
+  double **a[4] = {&l->step, &l->loss, &l->lr, &l->tps};
+  if (!grow(a, 4, &l->cap, l->n)) return;
+  l->step[l->n] = step;
+  l->loss[l->n] = loss;
+  l->lr[l->n] = lr;
+  l->tps[l->n++] = tps;
+}
+
+static void log_eval(train_log *l, double step, double tr, double va) {
+  double **a[3] = {&l->estep, &l->etrain, &l->eval};
+  if (!grow(a, 3, &l->ecap, l->en)) return;
+  l->estep[l->en] = step;
+  l->etrain[l->en] = tr;
+  l->eval[l->en++] = va;
+}
+
+static void log_free(train_log *l) {
+  free(l->step); free(l->loss); free(l->lr); free(l->tps);
+  free(l->estep); free(l->etrain); free(l->eval);
+}
+
+/* Reloads log.json of a resumed run, keeping entries up to the resumed step. */
+static void log_load(train_log *l, const char *dir, int64_t upto) {
+  char path[4096];
+  snprintf(path, sizeof path, "%s/log.json", dir);
+  size_t n;
+  char *s = ctj_read_file(path, &n);
+  ctj *j = s ? ctj_parse(s, n, NULL, 0) : NULL;
+  free(s);
+  const ctj *st = ctj_get(j, "steps"), *ev = ctj_get(j, "evals");
+  for (size_t i = 0; st && st->type == CTJ_ARR && i < st->n; i++) {
+    double k = ctj_get_num(&st->items[i], "step", -1);
+    if (k >= 0 && k <= (double)upto)
+      log_step(l, k, ctj_get_num(&st->items[i], "loss", NAN), ctj_get_num(&st->items[i], "lr", NAN),
+               ctj_get_num(&st->items[i], "tokens_per_s", NAN));
+  }
+  for (size_t i = 0; ev && ev->type == CTJ_ARR && i < ev->n; i++) {
+    double k = ctj_get_num(&ev->items[i], "step", -1);
+    if (k >= 0 && k <= (double)upto)
+      log_eval(l, k, ctj_get_num(&ev->items[i], "train_loss", NAN), ctj_get_num(&ev->items[i], "val_loss", NAN));
+  }
+  ctj_free(j);
+}
+
+static void num(ctj_buf *b, double v) {
+  if (isfinite(v)) ctj_buf_printf(b, "%.9g", v);
+  else ctj_buf_puts(b, "null");
+}
+
+static bool log_write(const train_log *l, const char *dir, const char *cfg_json) {
+  ctj_buf b = {0};
+  ctj_buf_printf(&b, "{\n\"config\": {%s},\n\"steps\": [", cfg_json);
+  for (size_t i = 0; i < l->n; i++) {
+    ctj_buf_printf(&b, "%s\n{\"step\": %.0f, \"loss\": ", i ? "," : "", l->step[i]);
+    num(&b, l->loss[i]);
+    ctj_buf_puts(&b, ", \"lr\": ");
+    num(&b, l->lr[i]);
+    ctj_buf_puts(&b, ", \"tokens_per_s\": ");
+    num(&b, l->tps[i]);
+    ctj_buf_puts(&b, "}");
+  }
+  ctj_buf_puts(&b, "],\n\"evals\": [");
+  for (size_t i = 0; i < l->en; i++) {
+    ctj_buf_printf(&b, "%s\n{\"step\": %.0f, \"train_loss\": ", i ? "," : "", l->estep[i]);
+    num(&b, l->etrain[i]);
+    ctj_buf_puts(&b, ", \"val_loss\": ");
+    num(&b, l->eval[i]);
+    ctj_buf_puts(&b, "}");
+  }
+  ctj_buf_puts(&b, "]\n}\n");
+  char path[4096];
+  snprintf(path, sizeof path, "%s/log.json", dir);
+  FILE *f = b.oom ? NULL : fopen(path, "w");
+  bool ok = f && fwrite(b.p, 1, b.n, f) == b.n;
+  if (f && fclose(f)) ok = false;
+  ctj_buf_free(&b);
+  /* the plot: per-step loss (thin) and the evaluations */
+  snprintf(path, sizeof path, "%s/loss.svg", dir);
+  ct_plot_series s[3] = {{"train (batch)", "#9ecae1", l->step, l->loss, l->n},
+                         {"train (eval)", "#1f77b4", l->estep, l->etrain, l->en},
+                         {"validation", "#d62728", l->estep, l->eval, l->en}};
+  return ct_plot_svg(path, "ctorch train-gpt: loss", "step", "cross-entropy loss", 3, s) && ok;
+}
+
+/* ---- checkpoints ---- */
+static ct_status save_all(ct_gpt *m, ct_optim *opt, ct_generator *g, int64_t step, const train_opts *o,
+                          const ct_tokenizer *tok, const char *tok_src_dir, double last_loss) {
+  ctj_buf extra = {0};
+  gpt_tokenizer_json(tok, &extra);
+  ctj_buf_puts(&extra, ",\n  ");
+  opts_json(o, &extra);
+  ctj_buf_printf(&extra, ",\n  \"ctorch_step\": %lld", (long long)step);
+  ct_status st = extra.oom ? CT_ERR(CT_ERR_OOM, "out of memory") : ct_gpt_save(m, o->out, extra.p);
+  ctj_buf_free(&extra);
+  if (st != CT_OK) return st;
+  if (tok_src_dir && ct_tokenizer_get_kind(tok) == CT_TOKENIZER_GPT2 && !gpt_copy_tokenizer_files(tok_src_dir, o->out))
+    return CT_ERR(CT_ERR_RUNTIME, "cannot copy the tokenizer files from '%s' to '%s'", tok_src_dir, o->out);
+  ct_dict *osd = ct_dict_new(), *meta = ct_dict_new();
+  if (!osd || !meta) st = CT_ERR(CT_ERR_OOM, "out of memory");
+  if (st == CT_OK) st = ct_optim_state_dict(opt, osd);
+  char buf[64];
+  snprintf(buf, sizeof buf, "%.9g", last_loss);
+  if (st == CT_OK) st = ct_dict_set_meta(meta, "train_loss", buf);
+  char path[4096];
+  snprintf(path, sizeof path, "%s/%s", o->out, CT_CHECKPOINT_FILE);
+  if (st == CT_OK) st = ct_checkpoint_save(path, ct_gpt_parameters(m), osd, g, step, meta);
+  ct_dict_free(osd);
+  ct_dict_free(meta);
+  return st;
+}
+
+/* ---- the final sample ---- */
+typedef struct {
+  const ct_tokenizer *tok;
+} sample_ctx;
+
+static bool print_token(int64_t id, const float *probs, int64_t V, void *user) {
+  sample_ctx *c = user;
+  size_t n;
+  const char *s = ct_tokenizer_token_bytes(c->tok, id, &n);
+  if (s) fwrite(s, 1, n, stdout);
+  fflush(stdout);
+  return true;
+}
+
+static char *read_data(const char *path, size_t *n) {
+  char *s = ctj_read_file(path, n);
+  if (!s) fprintf(stderr, "ctorch train-gpt: cannot read '%s': %s\n", path, strerror(errno));
+  return s;
+}
+
+static bool make_dir(const char *d) {
+  if (mkdir(d, 0777) == 0 || errno == EEXIST) return true;
+  fprintf(stderr, "ctorch train-gpt: cannot create '%s': %s\n", d, strerror(errno));
+  return false;
+}
+
+#define FAIL(...)                                  \
+  do {                                             \
+    fprintf(stderr, "ctorch train-gpt: " __VA_ARGS__); \
+    fprintf(stderr, "\n");                         \
+    goto done;                                     \
+  } while (0)
+#define CHECK_ST(expr)                                                           \
+  do {                                                                           \
+    if ((expr) != CT_OK) FAIL("%s", ct_last_error());                            \
+  } while (0)
+
+int ct_cmd_train_gpt(int argc, char **argv) {
+  train_opts o;
+  defaults(&o);
+  int rc = 1;
+  char *text = NULL;
+  int64_t *ids = NULL;
+  ct_tokenizer *tok = NULL;
+  ct_gpt *m = NULL;
+  ct_optim *opt = NULL;
+  ct_generator *g = NULL;
+  ctj *saved = NULL;
+  train_log lg = {0};
+  ct_tensor **decay = NULL, **no_decay = NULL, **allp = NULL;
+  const char *tok_src_dir = NULL;
+  ct_gpt_config cfg;
+  /* --resume: the saved run's options are the defaults, the command line overrides them */
+  int pr = parse(argc, argv, &o, true);
+  if (pr == 2) {
+    usage();
+    return 0;
+  }
+  if (pr) return 2;
+  if (o.resume) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/config.json", o.resume);
+    size_t n;
+    char *s = ctj_read_file(path, &n);
+    char err[160];
+    saved = s ? ctj_parse(s, n, err, sizeof err) : NULL;
+    free(s);
+    if (!saved) {
+      fprintf(stderr, "ctorch train-gpt: cannot resume from '%s': no readable %s\n", o.resume, path);
+      return 1;
+    }
+    opts_from_json(&o, ctj_get(saved, "ctorch_train"));
+  }
+  if (parse(argc, argv, &o, false)) return 2;
+  if (o.resume && !o.out) o.out = o.resume;
+  if (o.min_lr < 0) o.min_lr = o.lr / 10;
+  if (o.threads) ct_set_num_threads((int)o.threads);
+
+  /* data and tokenizer */
+  size_t text_n = 0;
+  if (o.data) {
+    if (!(text = read_data(o.data, &text_n))) goto done;
+  } else if (!(text = gpt_builtin_corpus(160000, &text_n))) FAIL("out of memory");
+  const char *model_dir = o.resume ? o.resume : o.init;
+  if (model_dir) {
+    CHECK_ST(ct_gpt_read_config(model_dir, &cfg));
+    if (!(tok = gpt_tokenizer_for_model(model_dir, &cfg))) FAIL("%s", ct_last_error());
+    tok_src_dir = model_dir;
+  } else if (!strcmp(o.tokenizer, "byte")) tok = ct_tokenizer_byte();
+  else if (!strcmp(o.tokenizer, "char")) tok = ct_tokenizer_char_from_text(text, text_n);
+  else {
+    if (!o.tokenizer_dir) FAIL("--tokenizer gpt2 needs --tokenizer-dir DIR with GPT-2's tokenizer files");
+    tok = ct_tokenizer_gpt2_load_dir(o.tokenizer_dir);
+    tok_src_dir = o.tokenizer_dir;
+  }
+  if (!tok) FAIL("%s", ct_last_error());
+  size_t n_ids;
+  CHECK_ST(ct_tokenizer_encode(tok, text, text_n, &ids, &n_ids));
+  int64_t n_val = (int64_t)n_ids / 10, n_train = (int64_t)n_ids - n_val;
+  split tr = {ids, n_train}, va = {ids + n_train, n_val};
+
+  /* model */
+  g = ct_generator_new((uint64_t)o.seed);
+  if (!g) FAIL("%s", ct_last_error());
+  if (model_dir) {
+    if (!(m = ct_gpt_load(model_dir))) FAIL("%s", ct_last_error());
+    CHECK_ST(ct_gpt_set_dropout(m, o.dropout));
+    o.context = cfg.n_positions < o.context || o.resume ? cfg.n_positions : o.context;
+    if (o.resume) {
+      o.layers = cfg.n_layer;
+      o.heads = cfg.n_head;
+      o.width = cfg.n_embd;
+    }
+  } else {
+    cfg = (ct_gpt_config){ct_tokenizer_vocab_size(tok), o.context, o.width, o.layers, o.heads, o.dropout, 1e-5};
+    if (!(m = ct_gpt_new(&cfg, g))) FAIL("%s", ct_last_error());
+  }
+  cfg = *ct_gpt_get_config(m);
+  if (o.context > cfg.n_positions) o.context = cfg.n_positions;
+  if (n_train <= o.context + 1 || n_val <= o.context + 1)
+    FAIL("the data is too short: %lld tokens give %lld training and %lld validation tokens, and each split needs "
+         "more than the context (%lld) + 1",
+         (long long)n_ids, (long long)n_train, (long long)n_val, (long long)o.context);
+
+  /* AdamW: weight decay on the matrices and embeddings, none on biases and LayerNorms (as nanoGPT) */
+  const ct_dict *P = ct_gpt_parameters(m);
+  int64_t np = ct_dict_len(P), nd = 0, nn = 0;
+  decay = calloc((size_t)np, sizeof *decay);
+  no_decay = calloc((size_t)np, sizeof *no_decay);
+  allp = calloc((size_t)np, sizeof *allp);
+  if (!decay || !no_decay || !allp) FAIL("out of memory");
+  for (int64_t i = 0; i < np; i++) {
+    ct_tensor *p = allp[i] = ct_dict_tensor(P, i);
+    if (ct_ndim(p) >= 2) decay[nd++] = p;
+    else no_decay[nn++] = p;
+  }
+  ct_optim_options oo = ct_optim_defaults(CT_OPTIM_ADAMW);
+  oo.lr = o.lr;
+  oo.beta1 = o.beta1;
+  oo.beta2 = o.beta2;
+  oo.eps = 1e-8;
+  oo.weight_decay = o.weight_decay;
+  if (!(opt = ct_optim_new(CT_OPTIM_ADAMW, nd, decay, &oo))) FAIL("%s", ct_last_error());
+  oo.weight_decay = 0;
+  if (nn) CHECK_ST(ct_optim_add_param_group(opt, nn, no_decay, &oo));
+
+  int64_t step = 0;
+  if (o.resume) {
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", o.resume, CT_CHECKPOINT_FILE);
+    ct_dict *msd = NULL, *osd = NULL;
+    ct_status st = ct_checkpoint_load(path, &msd, &osd, g, &step, NULL, false);
+    if (st == CT_OK) st = ct_gpt_load_state_dict(m, msd);
+    if (st == CT_OK) st = ct_optim_load_state_dict(opt, osd);
+    ct_dict_free(msd);
+    ct_dict_free(osd);
+    if (st != CT_OK) FAIL("cannot resume from '%s': %s", path, ct_last_error());
+    log_load(&lg, o.resume, step);
+  }
+  if (o.out && !make_dir(o.out)) goto done;
+
+  bool bar = !o.quiet && isatty(2);
+  printf("GPT: %lld layers, %lld heads, width %lld, context %lld, vocab %lld (%s tokenizer): %.2fM parameters\n",
+         (long long)cfg.n_layer, (long long)cfg.n_head, (long long)cfg.n_embd, (long long)o.context,
+         (long long)cfg.vocab_size, ct_tokenizer_kind_name(ct_tokenizer_get_kind(tok)), (double)ct_gpt_num_params(m) / 1e6);
+  printf("data: %s, %zu bytes -> %zu tokens (%lld train, %lld val); batch %lld x %lld, %lld steps, lr %g, %d threads\n",
+         o.data ? o.data : "built-in stories", text_n, n_ids, (long long)n_train, (long long)n_val, (long long)o.batch,
+         (long long)o.context, (long long)o.steps, o.lr, ct_get_num_threads());
+  if (o.resume) printf("resuming at step %lld from %s\n", (long long)step, o.resume);
+  fflush(stdout);
+
+  ctj_buf cfgj = {0};
+  opts_json(&o, &cfgj);
+  ctj_buf_printf(&cfgj, ", \"model\": {\"n_layer\": %lld, \"n_head\": %lld, \"n_embd\": %lld, \"n_positions\": %lld, "
+                 "\"vocab_size\": %lld, \"dropout\": %g, \"tokenizer\": \"%s\", \"parameters\": %lld}",
+                 (long long)cfg.n_layer, (long long)cfg.n_head, (long long)cfg.n_embd, (long long)cfg.n_positions,
+                 (long long)cfg.vocab_size, cfg.dropout, ct_tokenizer_kind_name(ct_tokenizer_get_kind(tok)),
+                 (long long)ct_gpt_num_params(m));
+  double t_train = 0, last_loss = NAN, tr_loss = NAN, va_loss = NAN;
+  int64_t tokens = 0, first_step = step;
+  const uint64_t eval_seed = (uint64_t)o.seed ^ 0x5DEECE66Dull;
+  double t_start = gpt_now();
+  while (true) {
+    bool last = step >= o.steps;
+    if (step % o.eval_every == 0 || last) {
+      if (bar) ct_progress_done(stderr);
+      CHECK_ST(evaluate(m, &tr, &o, eval_seed, &tr_loss));
+      CHECK_ST(evaluate(m, &va, &o, eval_seed + 1, &va_loss));
+      printf("step %lld train loss %.4f val loss %.4f\n", (long long)step, tr_loss, va_loss);
+      fflush(stdout);
+      log_eval(&lg, (double)step, tr_loss, va_loss);
+      if (o.out && (step > first_step || last)) {
+        CHECK_ST(save_all(m, opt, g, step, &o, tok, tok_src_dir, last_loss));
+        if (!log_write(&lg, o.out, cfgj.p ? cfgj.p : "")) FAIL("cannot write the log into '%s'", o.out);
+      }
+    }
+    if (last) break;
+    double t0 = gpt_now(), lr = lr_at(&o, step);
+    for (int gi = 0; gi < ct_optim_num_groups(opt); gi++) CHECK_ST(ct_optim_set_lr(opt, gi, lr));
+    ct_scope *sc = ct_scope_begin();
+    ct_tensor *x, *y, *loss;
+    ct_status st = get_batch(&tr, o.batch, o.context, g, &x, &y);
+    if (st == CT_OK) st = ct_gpt_forward(m, x, y, true, g, NULL, &loss);
+    if (st == CT_OK) st = ct_backward(loss, NULL, false, false);
+    if (st == CT_OK) st = ct_item_double(loss, &last_loss);
+    if (st == CT_OK && o.grad_clip > 0) {
+      ct_tensor *norm = ct_clip_grad_norm_(np, allp, o.grad_clip, 2.0, false);
+      if (!norm) st = ct_last_status();
+      ct_release(norm);
+    }
+    ct_scope_end(sc);
+    if (st != CT_OK) FAIL("step %lld: %s", (long long)step, ct_last_error());
+    CHECK_ST(ct_optim_step(opt));
+    CHECK_ST(ct_optim_zero_grad(opt, true));
+    step++;
+    double dt = gpt_now() - t0;
+    t_train += dt;
+    tokens += o.batch * o.context;
+    double tps = (double)tokens / t_train;
+    log_step(&lg, (double)step, last_loss, lr, o.batch * o.context / dt);
+    if (bar) ct_progress(stderr, step, o.steps, last_loss, tps, t_train / (double)(step - first_step) * (double)(o.steps - step));
+  }
+  double wall = gpt_now() - t_start;
+  printf("done: %lld steps in %.1f s, %.0f tokens/s in training steps; final train loss %.4f, val loss %.4f\n",
+         (long long)(step - first_step), wall, t_train > 0 ? (double)tokens / t_train : 0.0, tr_loss, va_loss);
+  if (o.out) printf("saved to %s/ (model.safetensors, config.json, checkpoint.safetensors, log.json, loss.svg)\n", o.out);
+  ctj_buf_free(&cfgj);
+  if (o.sample_tokens > 0) {
+    /* the prompt: a newline where the vocabulary has one, else GPT-2's <|endoftext|> or token 0 */
+    int64_t *pid = NULL;
+    size_t pn = 0;
+    int64_t prompt = ct_tokenizer_eot(tok) >= 0 ? ct_tokenizer_eot(tok) : 0;
+    if (ct_tokenizer_get_kind(tok) != CT_TOKENIZER_GPT2 && ct_tokenizer_encode(tok, "\n", 1, &pid, &pn) == CT_OK && pn == 1)
+      prompt = pid[0];
+    free(pid);
+    ct_clear_error();
+    ct_gpt_sampling sp = {0.8, 0, 1.0};
+    sample_ctx sc = {tok};
+    printf("sample (temperature 0.8):\n");
+    CHECK_ST(ct_gpt_generate(m, &prompt, 1, o.sample_tokens, &sp, g, print_token, &sc));
+    printf("\n");
+  }
+  rc = 0;
+done:
+  ctj_free(saved);
+  log_free(&lg);
+  free(decay);
+  free(no_decay);
+  free(allp);
+  ct_optim_free(opt);
+  ct_gpt_free(m);
+  ct_generator_free(g);
+  ct_tokenizer_free(tok);
+  free(ids);
+  free(text);
+  return rc;
+}

@@ -1,0 +1,114 @@
+# The WebAssembly build (issue 8), included by the Makefile.
+#   make wasm       the library compiled by emscripten twice: single-thread (ctorch-st) and
+#                   pthreads (ctorch-mt), both with wasm SIMD128, as ES modules, plus the JS API
+#                   (web/js) assembled into an npm package under build/wasm/pkg
+#   make test-wasm  the JS API tests in Node, then the core parity fixtures against the wasm
+#                   build (tests/parity/harness.c + run_*.c compiled by emcc, run by Node)
+#   make test-wasm-pages   the pages end to end in headless Chromium (playwright-core)
+#   make wasm-pack  npm pack of build/wasm/pkg
+# Needs Debian's emscripten 3.1.6 (apt-get install emscripten); it needs NODE_PATH with Node 20.
+WASM_DIR ?= build/wasm
+EMCC ?= emcc
+EMAR ?= emar
+WASM_OPT ?= -O3
+export NODE_PATH ?= /usr/share/nodejs
+WASM_CFLAGS := -std=c11 -D_GNU_SOURCE -Iinclude -Isrc $(WASM_OPT) -msimd128 -Wall -Wextra \
+  -Wno-unused-parameter -Wno-missing-field-initializers -Wno-unused-command-line-argument
+# The same sources as the native library (the CUDA backend's C part compiles to stubs there).
+WASM_LIB_SRC := $(LIB_SRC)
+WASM_GLUE_SRC := $(sort $(wildcard web/src/*.c))
+WASM_ST_OBJ := $(WASM_LIB_SRC:%.c=$(WASM_DIR)/st/%.o)
+WASM_MT_OBJ := $(WASM_LIB_SRC:%.c=$(WASM_DIR)/mt/%.o)
+WASM_GLUE_ST := $(WASM_GLUE_SRC:%.c=$(WASM_DIR)/st/%.o)
+WASM_GLUE_MT := $(WASM_GLUE_SRC:%.c=$(WASM_DIR)/mt/%.o)
+WASM_PARITY_OBJ := $(PARITY_SRC:%.c=$(WASM_DIR)/st/%.o)
+WASM_PKG := $(WASM_DIR)/pkg
+
+# Linking: ES module factories (createCtorch), growable memory up to wasm32's 4 GiB with malloc
+# returning NULL (ctorch then reports "out of memory") instead of aborting.
+WASM_LDFLAGS := $(WASM_OPT) -msimd128 -sMODULARIZE=1 -sEXPORT_ES6=1 -sEXPORT_NAME=createCtorch \
+  -sALLOW_MEMORY_GROWTH=1 -sMAXIMUM_MEMORY=4GB -sINITIAL_MEMORY=64MB -sABORTING_MALLOC=0 \
+  -sTOTAL_STACK=8MB -sENVIRONMENT=web,worker,node \
+  -sEXPORTED_FUNCTIONS=_malloc,_free \
+  -sEXPORTED_RUNTIME_METHODS=stringToUTF8,UTF8ToString,lengthBytesUTF8 \
+  --extern-pre-js web/src/extern-pre.js
+# The pool of workers is created at load time (a worker started later could not start while the
+# main thread waits for it); its size comes from the loader (web/js/index.mjs).
+WASM_MT_LDFLAGS := -pthread -sPTHREAD_POOL_SIZE=Module.ctorchPoolSize -Wno-pthreads-mem-growth
+
+WASM_JS := $(sort $(wildcard web/js/*.mjs web/js/*.d.ts))
+WASM_PKG_FILES := $(WASM_JS:web/js/%=$(WASM_PKG)/%) $(WASM_PKG)/package.json $(WASM_PKG)/README.md
+
+.PHONY: wasm test-wasm test-wasm-api test-wasm-parity test-wasm-pages wasm-pack wasm-clean wasm-serve
+wasm: $(WASM_PKG)/ctorch-st.mjs $(WASM_PKG)/ctorch-mt.mjs $(WASM_PKG_FILES)
+
+$(WASM_DIR)/st/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(EMCC) $(WASM_CFLAGS) -MMD -MP -c $< -o $@
+$(WASM_DIR)/mt/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(EMCC) $(WASM_CFLAGS) -pthread -MMD -MP -c $< -o $@
+
+$(WASM_DIR)/libctorch-st.a: $(WASM_ST_OBJ)
+	@rm -f $@
+	$(EMAR) rcs $@ $^
+$(WASM_DIR)/libctorch-mt.a: $(WASM_MT_OBJ)
+	@rm -f $@
+	$(EMAR) rcs $@ $^
+
+$(WASM_PKG)/ctorch-st.mjs: $(WASM_GLUE_ST) $(WASM_DIR)/libctorch-st.a web/src/extern-pre.js
+	@mkdir -p $(dir $@)
+	$(EMCC) $(WASM_LDFLAGS) -o $@ $(WASM_GLUE_ST) $(WASM_DIR)/libctorch-st.a
+$(WASM_PKG)/ctorch-mt.mjs: $(WASM_GLUE_MT) $(WASM_DIR)/libctorch-mt.a web/src/extern-pre.js
+	@mkdir -p $(dir $@)
+	$(EMCC) $(WASM_LDFLAGS) $(WASM_MT_LDFLAGS) -o $@ $(WASM_GLUE_MT) $(WASM_DIR)/libctorch-mt.a
+
+$(WASM_PKG)/%: web/js/%
+	@mkdir -p $(dir $@)
+	cp $< $@
+$(WASM_PKG)/package.json: web/package.json
+	@mkdir -p $(dir $@)
+	cp $< $@
+$(WASM_PKG)/README.md: web/README.md
+	@mkdir -p $(dir $@)
+	cp $< $@
+
+# The parity harness as a Node program reading the fixture file through the host file system.
+$(WASM_DIR)/test_parity.js: $(WASM_PARITY_OBJ) $(WASM_DIR)/libctorch-st.a web/src/node-pre.js
+	$(EMCC) $(WASM_OPT) -msimd128 -sALLOW_MEMORY_GROWTH=1 -sMAXIMUM_MEMORY=4GB -sABORTING_MALLOC=0 \
+	  -sTOTAL_STACK=8MB -sNODERAWFS=1 -sENVIRONMENT=node -sEXIT_RUNTIME=1 --pre-js web/src/node-pre.js \
+	  -o $@ $(WASM_PARITY_OBJ) $(WASM_DIR)/libctorch-st.a
+
+test-wasm: wasm $(WASM_DIR)/test_parity.js
+	@$(MAKE) --no-print-directory test-wasm-api
+	@$(MAKE) --no-print-directory test-wasm-parity
+
+test-wasm-api: wasm
+	node web/test/run_api_tests.mjs
+
+# The same fixtures as `make test-parity` (PyTorch 1.13), run by the wasm build in Node.
+test-wasm-parity: $(WASM_DIR)/test_parity.js
+	@mkdir -p $(WASM_DIR)/parity
+	@if [ ! -f $(WASM_DIR)/parity/fixtures.bin ] || [ -n "$$(find tests/parity -name '*.py' -newer $(WASM_DIR)/parity/fixtures.bin)" ]; then \
+	  /usr/bin/python3 tests/parity/gen_fixtures.py $(WASM_DIR)/parity >/dev/null || true; fi
+	node $(WASM_DIR)/test_parity.js -f $(WASM_DIR)/parity/fixtures.bin
+
+# playwright-core (npm) drives Debian's chromium; installed once under build/wasm/tools
+$(WASM_DIR)/tools/node_modules/playwright-core/package.json:
+	@mkdir -p $(WASM_DIR)/tools
+	@[ -f $(WASM_DIR)/tools/package.json ] || echo '{"private": true}' > $(WASM_DIR)/tools/package.json
+	cd $(WASM_DIR)/tools && npm install --no-audit --no-fund playwright-core
+
+test-wasm-pages: wasm $(WASM_DIR)/tools/node_modules/playwright-core/package.json
+	node web/test/run_page_tests.mjs
+
+wasm-pack: wasm
+	cd $(WASM_PKG) && npm pack --pack-destination ..
+
+wasm-serve: wasm
+	node web/server.mjs
+
+wasm-clean:
+	rm -rf $(WASM_DIR)
+
+-include $(WASM_ST_OBJ:.o=.d) $(WASM_MT_OBJ:.o=.d) $(WASM_GLUE_ST:.o=.d) $(WASM_GLUE_MT:.o=.d) $(WASM_PARITY_OBJ:.o=.d)
