@@ -18,6 +18,7 @@ PARITY_SRC := $(sort $(wildcard tests/parity/*.c))
 PARITY_OBJ := $(PARITY_SRC:%.c=$(BUILD)/obj/%.o)
 DEPS := $(LIB_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(TOOL_OBJ:.o=.d) $(PARITY_OBJ:.o=.d)
 -include src/backend/cuda/cuda.mk
+include src/backend/webgpu/webgpu.mk
 
 .PHONY: all lib test test-c test-parity sanitize run bench deps-bench clean deps coverage-table
 all: lib $(BUILD)/ctorch $(BUILD)/test_ctorch

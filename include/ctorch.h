@@ -19,4 +19,5 @@
 #include "ctorch/module.h"
 #include "ctorch/optim.h"
 #include "ctorch/io.h"
+#include "ctorch/vision.h"
 #endif

@@ -9,11 +9,25 @@ typedef struct {
   int nr;      /* which output of fn this input was */
 } ct_edge;
 
+/* A weak reference to a tensor handle: t reads NULL once the handle is freed. */
+typedef struct ct_weak {
+  int64_t refs;
+  ct_tensor *t;
+} ct_weak;
+/* A new reference to t's weak cell (made on first use); NULL if out of memory. */
+ct_weak *ct_weak_ref(ct_tensor *t);
+void ct_weak_release(ct_weak *w);
+/* Called when t's handle is freed: its weak references read NULL from then on. */
+void ct_weak_clear(ct_tensor *t);
+
 typedef struct {
   ct_tensor *t;     /* strong ref to a handle without grad_fn (no cycles) */
   uint64_t version; /* storage version when saved */
   int out_index;    /* >= 0: saved output (its grad_fn is this node) */
   bool used;
+  bool leaf;        /* the saved input had no grad_fn when saved */
+  ct_weak *orig;    /* the saved input's own handle: its current grad_fn names it in the
+                     * "modified by an inplace operation" error, as PyTorch names it */
 } ct_saved;
 
 typedef struct {
@@ -38,8 +52,11 @@ struct ct_node {
   bool released;          /* saved tensors freed after a backward without retain_graph */
   uint64_t seq;           /* creation order: later nodes run first among ready ones */
   ct_tensor *leaf;        /* AccumulateGrad: the leaf (strong) */
-  /* weak: the non-leaf tensor handle of each output that has hooks or retains grad */
+  /* weak: the non-leaf tensor handle of each output that retains grad */
   ct_tensor *watch[CT_MAX_OP_OUT];
+  /* strong: the tensor hooks (and retain_grad) of each non-leaf output; they live on the
+   * node, like PyTorch's, so they outlive the tensor handle */
+  struct ct_hook_list *hooks[CT_MAX_OP_OUT];
   /* custom nodes (autograd.Function from the bindings, checkpointing) */
   void *extra;
   void (*extra_free)(void *extra);
@@ -76,17 +93,23 @@ ct_tensor *ct_grad_sum_to(const ct_tensor *g, const ct_meta *m);
 /* zeros with the node input's / output's meta */
 ct_tensor *ct_zeros_meta(const ct_meta *m);
 
-/* hooks on tensors */
+/* hooks on tensors: a leaf's list is t->hooks (run by its AccumulateGrad node); a
+ * non-leaf's list is shared by the handle and its grad_fn (node->hooks[output_nr]),
+ * refcounted, and moves with the tensor when an in-place op gives it a new grad_fn. */
 typedef struct ct_hook_list {
   int n, cap, next_id;
+  int64_t refs;
   struct {
-    int id;
-    ct_tensor_hook_fn fn;
+    int id;               /* -1 for the retain_grad entry */
+    ct_tensor_hook_fn fn; /* NULL: retain_grad (stores the gradient into the watched handle's .grad) */
     void *user;
   } *h;
 } ct_hook_list;
 /* Apply t's hooks to grad (takes ownership of grad, returns new ref or NULL on error). */
 ct_tensor *ct_apply_hooks(ct_tensor *t, ct_tensor *grad);
+/* Drops one reference to the list (frees it with the last). */
 void ct_hooks_free(ct_hook_list *l);
+/* Makes t's hook list the one of t's grad_fn output (merging if that already has one). */
+void ct_hooks_attach(ct_tensor *t);
 
 #endif

@@ -81,6 +81,7 @@ static ct_status accumulate(ct_tensor **slot, ct_tensor *g) {
 ct_tensor *ct_apply_hooks(ct_tensor *t, ct_tensor *g) {
   if (!t || !t->hooks) return g;
   for (int k = 0; k < t->hooks->n; k++) {
+    if (!t->hooks->h[k].fn) continue; /* retain_grad: a leaf keeps its .grad anyway */
     ct_clear_error();
     ct_tensor *r = t->hooks->h[k].fn(g, t->hooks->h[k].user);
     if (r) {
@@ -95,7 +96,7 @@ ct_tensor *ct_apply_hooks(ct_tensor *t, ct_tensor *g) {
 }
 
 void ct_hooks_free(ct_hook_list *l) {
-  if (!l) return;
+  if (!l || __atomic_sub_fetch(&l->refs, 1, __ATOMIC_ACQ_REL) != 0) return;
   free(l->h);
   free(l);
 }
@@ -233,17 +234,30 @@ static ct_status run_engine(int n_roots, ct_tensor *const *roots, ct_tensor *con
   bool prev_mode = ct_set_grad_enabled(create_graph);
   while (ready.n > 0 && st == CT_OK) {
     ct_node *x = heap_pop(&ready);
-    /* tensor hooks and retain_grad of non-leaf outputs */
+    /* tensor hooks and retain_grad of non-leaf outputs, in registration order (1.13 runs
+     * retain_grad as one of the hooks); they live on the node, so they run even when the
+     * tensor's handle is gone */
     for (int j = 0; j < x->n_out && st == CT_OK; j++) {
-      ct_tensor *w = x->watch[j];
-      if (!w || !x->gbuf[j]) continue;
-      ct_hold(w); /* a hook may drop the user's last reference to w */
-      if (w->hooks) {
-        x->gbuf[j] = ct_apply_hooks(w, x->gbuf[j]);
-        if (!x->gbuf[j]) st = ct_last_status();
+      ct_hook_list *l = x->hooks[j];
+      if (!l || !x->gbuf[j]) continue;
+      __atomic_add_fetch(&l->refs, 1, __ATOMIC_RELAXED); /* a hook may detach the list */
+      for (int k = 0; k < l->n && st == CT_OK; k++) {
+        if (!l->h[k].fn) {
+          ct_tensor *w = x->watch[j];
+          if (!w || !w->retains_grad || !accumulate_leaves) continue;
+          ct_hold(w);
+          st = accumulate_into_grad(w, x->gbuf[j], create_graph);
+          ct_unhold(w);
+          continue;
+        }
+        ct_clear_error();
+        ct_tensor *r = l->h[k].fn(x->gbuf[j], l->h[k].user);
+        if (r) {
+          ct_release(x->gbuf[j]);
+          x->gbuf[j] = ct_own(r);
+        } else if (ct_last_status() != CT_OK) st = ct_last_status();
       }
-      if (st == CT_OK && w->retains_grad && accumulate_leaves) st = accumulate_into_grad(w, x->gbuf[j], create_graph);
-      ct_unhold(w);
+      ct_hooks_free(l);
     }
     for (int c = 0; c < n_cap && st == CT_OK; c++)
       if (caps[c].fn == x && x->gbuf[caps[c].nr] && !*caps[c].out) *caps[c].out = ct_retain(x->gbuf[caps[c].nr]);

@@ -27,10 +27,34 @@ void ct_node_retain(ct_node *n) {
   if (n) __atomic_add_fetch(&n->refcount, 1, __ATOMIC_RELAXED);
 }
 
+ct_weak *ct_weak_ref(ct_tensor *t) {
+  if (!t->weak) {
+    t->weak = ct_xcalloc(1, sizeof *t->weak);
+    if (!t->weak) return NULL;
+    t->weak->refs = 1; /* the handle's own */
+    t->weak->t = t;
+  }
+  __atomic_add_fetch(&t->weak->refs, 1, __ATOMIC_RELAXED);
+  return t->weak;
+}
+
+void ct_weak_release(ct_weak *w) {
+  if (w && __atomic_sub_fetch(&w->refs, 1, __ATOMIC_ACQ_REL) == 0) free(w);
+}
+
+void ct_weak_clear(ct_tensor *t) {
+  if (!t->weak) return;
+  t->weak->t = NULL;
+  ct_weak_release(t->weak);
+  t->weak = NULL;
+}
+
 static void release_saved(ct_node *n) {
   for (int i = 0; i < CT_MAX_OP_IN; i++) {
     ct_unhold(n->saved_in[i].t);
     n->saved_in[i].t = NULL;
+    ct_weak_release(n->saved_in[i].orig);
+    n->saved_in[i].orig = NULL;
   }
   for (int j = 0; j < CT_MAX_OP_OUT; j++) {
     ct_unhold(n->saved_out[j].t);
@@ -64,7 +88,10 @@ void ct_node_release(ct_node *n) {
       stack[sp++] = x->next[i].fn;
     }
     release_saved(x);
-    for (int j = 0; j < CT_MAX_OP_OUT; j++) ct_release(x->gbuf[j]);
+    for (int j = 0; j < CT_MAX_OP_OUT; j++) {
+      ct_release(x->gbuf[j]);
+      ct_hooks_free(x->hooks[j]);
+    }
     if (x->leaf) {
       if (x->leaf->grad_acc == x) x->leaf->grad_acc = NULL;
       ct_unhold(x->leaf);
@@ -89,15 +116,31 @@ static ct_tensor *unpack(ct_node *n, ct_saved *s, const char *kind, int idx) {
     return NULL;
   }
   if (s->t->storage->version != s->version) {
-    char shp[128];
+    /* PyTorch names the tensor by its own producer: a saved output is "output j" of this
+     * node; a saved input is output output_nr (when saved) of its current grad_fn (an
+     * in-place op since then gives it a new one; a view whose data changed gets a fresh
+     * AsStridedBackward0); a leaf has no "which is" part. */
+    const char *who = NULL;
+    int nr = 0;
+    if (s->out_index >= 0) {
+      who = ct_node_name(n);
+      nr = s->out_index;
+    } else {
+      ct_tensor *o = s->orig && s->orig->t ? s->orig->t : s->t; /* released: its history when saved */
+      nr = s->leaf ? 0 : s->t->output_nr;
+      if (o->base && ct_tensor_requires_grad(o)) who = "AsStridedBackward0";
+      else if (o->grad_fn) who = ct_node_name(o->grad_fn);
+      else if (!s->leaf) who = ct_node_name(n); /* detached in place since: PyTorch names the saving node */
+    }
+    char shp[128], which[160] = "";
+    if (who) snprintf(which, sizeof which, ", which is output %d of %s,", nr, who);
     ct_set_error(CT_ERR_RUNTIME,
                  "one of the variables needed for gradient computation has been modified by an inplace operation: "
-                 "[%s %s], which is %s %d of %s, is at version %llu; expected version %llu instead. Hint: enable "
+                 "[%s %s]%s is at version %llu; expected version %llu instead. Hint: enable "
                  "anomaly detection to find the operation that failed to compute its gradient, with "
                  "torch.autograd.set_detect_anomaly(True).",
-                 ct_dtype_legacy_name(s->t->dtype), CT_SHAPE_STR(s->t, shp),
-                 s->out_index >= 0 ? "output" : "input", idx, ct_node_name(n), (unsigned long long)s->t->storage->version,
-                 (unsigned long long)s->version);
+                 ct_dtype_legacy_name(s->t->dtype), CT_SHAPE_STR(s->t, shp), which,
+                 (unsigned long long)s->t->storage->version, (unsigned long long)s->version);
     return NULL;
   }
   return s->t;
@@ -137,12 +180,53 @@ void ct_set_history(ct_tensor *t, ct_node *n, int nr) {
   ct_node_retain(n);
   if (t->grad_fn) {
     ct_node *old = t->grad_fn;
-    if (t->output_nr < CT_MAX_OP_OUT && old->watch[t->output_nr] == t) old->watch[t->output_nr] = NULL;
+    if (t->output_nr < CT_MAX_OP_OUT) {
+      if (old->watch[t->output_nr] == t) old->watch[t->output_nr] = NULL;
+      /* the hooks follow the tensor to its new history (PyTorch 1.13 moves them too) */
+      if (t->hooks && old->hooks[t->output_nr] == t->hooks) {
+        ct_hooks_free(old->hooks[t->output_nr]);
+        old->hooks[t->output_nr] = NULL;
+      }
+    }
     ct_node_release(old);
   }
   t->grad_fn = n;
   t->output_nr = nr;
-  if (t->hooks || t->retains_grad) n->watch[nr] = t;
+  if (t->hooks) ct_hooks_attach(t);
+  if (t->retains_grad) n->watch[nr] = t;
+}
+
+void ct_hooks_attach(ct_tensor *t) {
+  ct_node *n = t->grad_fn;
+  ct_hook_list *l = t->hooks;
+  if (!n || !l || t->output_nr >= CT_MAX_OP_OUT) return;
+  ct_hook_list **slot = &n->hooks[t->output_nr];
+  if (*slot == l) return;
+  if (!*slot) {
+    __atomic_add_fetch(&l->refs, 1, __ATOMIC_RELAXED);
+    *slot = l;
+    return;
+  }
+  /* the output already has hooks (another handle of the same tensor): one list for both */
+  ct_hook_list *m = *slot;
+  bool m_retains = false;
+  for (int k = 0; k < m->n; k++) m_retains |= m->h[k].fn == NULL;
+  for (int k = 0; k < l->n; k++) {
+    if (!l->h[k].fn && m_retains) continue;
+    if (m->n == m->cap) {
+      int cap = m->cap ? m->cap * 2 : 4;
+      void *p = realloc(m->h, (size_t)cap * sizeof *m->h);
+      if (!p) break; /* out of memory: the remaining hooks are lost, never a crash */
+      m->h = p;
+      m->cap = cap;
+    }
+    m->h[m->n] = l->h[k];
+    if (m->h[m->n].id >= 0) m->h[m->n].id = m->next_id++;
+    m->n++;
+  }
+  __atomic_add_fetch(&m->refs, 1, __ATOMIC_RELAXED);
+  t->hooks = m;
+  ct_hooks_free(l);
 }
 
 static void meta_of(ct_meta *m, const ct_tensor *t) {
@@ -154,7 +238,8 @@ static void meta_of(ct_meta *m, const ct_tensor *t) {
 
 /* A handle over the same data keeping t's autograd identity, so in-place ops that
  * later rebase t do not change what this node saw. */
-static ct_tensor *save_alias(ct_tensor *t) {
+static ct_tensor *save_alias(ct_tensor *t, ct_weak **orig) {
+  *orig = NULL;
   if (!t->grad_fn) return ct_hold(t); /* leaves keep their identity */
   ct_tensor *a = ct_tensor_over(t->storage, t->ndim, t->shape, t->stride, t->offset, t->dtype);
   if (!a) return NULL;
@@ -162,6 +247,7 @@ static ct_tensor *save_alias(ct_tensor *t) {
   a->grad_fn = t->grad_fn;
   ct_node_retain(a->grad_fn);
   a->output_nr = t->output_nr;
+  *orig = ct_weak_ref(t); /* out of memory: the message falls back to the history when saved */
   return a;
 }
 
@@ -194,7 +280,8 @@ ct_node *ct_record_node(int op, int n_in, ct_tensor *const *in, int n_out, ct_te
         ct_node_release(n);
         return NULL;
       }
-      n->saved_in[i].t = save_alias(in[i]);
+      n->saved_in[i].t = save_alias(in[i], &n->saved_in[i].orig);
+      n->saved_in[i].leaf = !in[i]->grad_fn;
       n->saved_in[i].version = in[i]->storage->version;
     }
   }

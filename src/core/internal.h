@@ -78,6 +78,7 @@ struct ct_tensor {
   /* references held by library objects (view bases, saved tensors, .grad, AccumulateGrad)
    * through ct_hold: never the creator's reference that a scope owns */
   int64_t holds;
+  struct ct_weak *weak; /* weak-reference cell (autograd's saved inputs), made on first use */
 };
 
 /* A new handle with no storage yet (refcount 1, registered in the current scope). */

@@ -160,6 +160,7 @@ void ct_release(ct_tensor *t) {
     return;
   }
   if (t->scope) ct_scope_unregister(t);
+  ct_weak_clear(t);
   if (t->grad_fn) {
     ct_node *n = t->grad_fn;
     if (t->output_nr < CT_MAX_OP_OUT && n->watch[t->output_nr] == t) n->watch[t->output_nr] = NULL;

@@ -475,7 +475,9 @@ ct_status ct_fill_(ct_tensor *t, ct_scalar v) {
   CT_TRY(ct_check_inplace(t));
   if (ct_grad_mode_recording() && ct_tensor_requires_grad(t)) {
     /* the gradient through a fill is zero: t becomes a constant */
-    ct_tensor *z = ct_full(t->ndim, t->shape, v, ct_opts_dtype(t->dtype));
+    ct_options o = ct_opts_dtype(t->dtype);
+    o.device = t->storage->device;
+    ct_tensor *z = ct_full(t->ndim, t->shape, v, o);
     if (!z) return ct_last_status();
     ct_status st = ct_write_result_inplace(t, z);
     ct_release(z);

@@ -608,12 +608,14 @@ ct_status ct_bw_index_fill(ct_node *n, ct_tensor *const *g, ct_tensor **gin) {
 }
 
 /* ---- masks ---------------------------------------------------------------------------- */
-/* self and mask broadcast together (expanded: the expand nodes reduce gradients back). */
+/* self and mask broadcast together (expanded: the expand nodes reduce gradients back).
+ * The shapes are broadcast as (b, a): PyTorch expands (mask, self), so its size error
+ * names the mask "tensor a". */
 static ct_status broadcast_pair(const ct_tensor *a, const ct_tensor *b, ct_tensor **ea, ct_tensor **eb) {
   int nd;
   int64_t shape[CT_MAX_DIMS];
   *ea = *eb = NULL;
-  CT_TRY(ct_broadcast_shapes(a->ndim, a->shape, b->ndim, b->shape, &nd, shape));
+  CT_TRY(ct_broadcast_shapes(b->ndim, b->shape, a->ndim, a->shape, &nd, shape));
   *ea = ct_expand(a, nd, shape);
   *eb = *ea ? ct_expand(b, nd, shape) : NULL;
   if (!*eb) {
@@ -787,7 +789,11 @@ ct_status ct_masked_scatter_(ct_tensor *self, const ct_tensor *mask, const ct_te
   CT_TRY(ct_check_tensor(self, "masked_scatter_"));
   CT_TRY(ct_check_tensor(mask, "masked_scatter_"));
   CT_TRY(ct_check_inplace(self));
-  CT_TRY(check_inplace_broadcast(self, mask));
+  { /* PyTorch expands the mask to self here (expand's wording), not a broadcast */
+    ct_tensor *em = ct_expand(mask, self->ndim, self->shape);
+    if (!em) return ct_last_status();
+    ct_release(em);
+  }
   return finish_inplace(self, ct_masked_scatter(self, mask, source));
 }
 

@@ -158,7 +158,6 @@ CUDA_TEST(autograd_through_moves) {
   CHECK(gx && ct_tensor_device(gx).type == CT_DEVICE_CPU);
   ct_tensor *want = ct_mul_scalar(x, ct_sf(2.0));
   same("grad through to(cuda)", want, gx, 1e-6, 0);
-  ct_release(gx);
   /* and back: a CUDA leaf used on the CPU gets its gradient on the device */
   bool prev = ct_set_grad_enabled(false);
   ct_tensor *leaf2 = G(x);
@@ -169,7 +168,6 @@ CUDA_TEST(autograd_through_moves) {
   ct_tensor *g2 = ct_grad(leaf2);
   CHECK(g2 && ct_tensor_device(g2).type == CT_DEVICE_CUDA);
   CHECK_NEAR(tt_at(g2, 5), 3.0, 0);
-  ct_release(g2);
   ct_scope_end(s);
 }
 
@@ -185,12 +183,23 @@ static void check_unary(const char *name, un_fn f, ct_dtype dt, bool grad) {
   int64_t shape[2] = {37, 53};
   ct_tensor *x = rnd(2, shape, dt, dt <= CT_BFLOAT16);
   for (int layout = 0; layout < 2; layout++) {
-    ct_tensor *xc = layout ? ct_t(x) : ct_retain(x);
+    ct_tensor *xc = layout ? ct_t(x) : ct_contiguous(x); /* a new scoped handle either way */
     ct_tensor *xg = G(xc);
-    double tol = tol_of(dt);
     char what[96];
     snprintf(what, sizeof what, "%s %s%s", name, ct_dtype_name(dt), layout ? " transposed" : "");
-    ct_tensor *yc = f(xc), *yg = f(xg);
+    ct_clear_error();
+    ct_tensor *yc = f(xc);
+    char cpu_err[256];
+    snprintf(cpu_err, sizeof cpu_err, "%s", ct_last_error());
+    ct_clear_error();
+    ct_tensor *yg = f(xg);
+    if (!yc && !yg) { /* refused on both (PyTorch 1.13's CPU dtype limits): the same message */
+      if (strcmp(cpu_err, ct_last_error())) ct_test_fail(__FILE__, __LINE__, "%s: '%s' vs '%s'", what, cpu_err, ct_last_error());
+      break;
+    }
+    /* by the result's dtype: the CPU's float32 SIMD kernels round transcendental results
+     * within an ulp of the double-computed ones */
+    double tol = yc ? tol_of(ct_tensor_dtype(yc)) : 0;
     same(what, yc, yg, tol, tol * 1e-1);
     if (grad && ct_dtype_is_floating(dt) && layout == 0) {
       ct_tensor *xr = ct_clone(xc), *xgr = ct_clone(xg);
@@ -203,8 +212,6 @@ static void check_unary(const char *name, un_fn f, ct_dtype dt, bool grad) {
       ct_tensor *gc = ct_grad(xr), *gg = ct_grad(xgr);
       snprintf(what, sizeof what, "grad of %s %s", name, ct_dtype_name(dt));
       same(what, gc, gg, tol, tol * 1e-1);
-      ct_release(gc);
-      ct_release(gg);
     }
   }
   ct_scope_end(s);
@@ -216,7 +223,8 @@ CUDA_TEST(unary) {
       {"sqrt", ct_sqrt},   {"abs", ct_abs},         {"neg", ct_neg},         {"erf", ct_erf},         {"sin", ct_sin},
       {"rsqrt", ct_rsqrt}, {"gelu", gelu_erf},      {"gelu_tanh", gelu_tanh}, {"silu", ct_silu},     {"softplus", softplus2},
       {"floor", ct_floor}, {"isnan", ct_isnan},     {"lgamma", ct_lgamma},   {"digamma", ct_digamma}, {"expm1", ct_expm1}};
-  for (size_t i = 0; i < sizeof fs / sizeof fs[0]; i++) check_unary(fs[i].n, fs[i].f, CT_FLOAT32, true);
+  for (size_t i = 0; i < sizeof fs / sizeof fs[0]; i++)
+    check_unary(fs[i].n, fs[i].f, CT_FLOAT32, fs[i].f != ct_isnan && fs[i].f != ct_floor);
   ct_dtype dts[] = {CT_FLOAT64, CT_FLOAT16, CT_BFLOAT16};
   for (int k = 0; k < 3; k++) {
     check_unary("exp", ct_exp, dts[k], dts[k] == CT_FLOAT64);
@@ -237,11 +245,11 @@ static void check_binary(const char *name, bin_fn f, ct_dtype dt, bool grad) {
   ct_tensor *a = rnd(3, (int64_t[]){7, 1, 5}, dt, dt <= CT_BFLOAT16), *b0 = rnd(2, (int64_t[]){5, 4}, dt, false);
   ct_tensor *b = ct_t(b0);
   ct_tensor *ag = G(a), *bg = G(b);
-  double tol = tol_of(dt);
   char what[96];
   snprintf(what, sizeof what, "%s %s", name, ct_dtype_name(dt));
   ct_clear_error();
   ct_tensor *yc = f(a, b), *yg = f(ag, bg);
+  double tol = yc ? tol_of(ct_tensor_dtype(yc)) : 0;
   if (!yc && !yg) { /* both refuse (e.g. integer division by zero): the same message */
     CHECK(1);
   } else same(what, yc, yg, tol, tol * 1e-1);
@@ -257,7 +265,6 @@ static void check_binary(const char *name, bin_fn f, ct_dtype dt, bool grad) {
     snprintf(what, sizeof what, "grad of %s %s", name, ct_dtype_name(dt));
     same(what, g1, g2, tol, tol * 1e-1);
     same(what, g3, g4, tol, tol * 1e-1);
-    ct_release(g1), ct_release(g2), ct_release(g3), ct_release(g4);
   }
   ct_scope_end(s);
 }
@@ -346,7 +353,6 @@ CUDA_TEST(softmax_layer_norm) {
     CHECK_OK(ct_backward(ct_sum(ct_mul(ct_add(yg, lgg), wg)), NULL, false, false));
     ct_tensor *g1 = ct_grad(xr), *g2 = ct_grad(xg);
     same("softmax grads", g1, g2, 1e-5, 1e-6);
-    ct_release(g1), ct_release(g2);
   }
   int64_t ns[1] = {300};
   ct_tensor *w = rnd(1, ns, CT_FLOAT32, false), *b = rnd(1, ns, CT_FLOAT32, false);
@@ -362,7 +368,6 @@ CUDA_TEST(softmax_layer_norm) {
     ct_tensor *g1 = ct_grad(ps[k]), *g2 = ct_grad(ps[k + 3]);
     /* weight/bias gradients sum 36 rows: order differences at 1e-6 */
     same("layer_norm grads", g1, g2, 2e-5, 1e-5);
-    ct_release(g1), ct_release(g2);
   }
   ct_scope_end(s);
 }
@@ -399,7 +404,6 @@ CUDA_TEST(matmul) {
   for (int k = 0; k < 3; k++) {
     ct_tensor *g1 = ct_grad(p[k]), *g2 = ct_grad(p[k + 3]);
     same("linear grads", g1, g2, 5e-5, 5e-5);
-    ct_release(g1), ct_release(g2);
   }
   /* TF32: off by default (float32-exact within 2e-5); on, a long product drifts to ~1e-3 */
   CHECK(!ct_cuda_allow_tf32());
@@ -435,7 +439,6 @@ CUDA_TEST(embedding_cross_entropy) {
   CHECK_OK(ct_backward(ct_sum(ct_mul(eg, G(go))), NULL, false, false));
   ct_tensor *g1 = ct_grad(wr), *g2 = ct_grad(wg);
   same("embedding grad (repeated ids, padding_idx)", g1, g2, 1e-6, 1e-7);
-  ct_release(g1), ct_release(g2);
   int64_t bad[2] = {1, 10};
   ct_tensor *bx = G(ct_from_buffer(bad, CT_INT64, 1, (int64_t[]){2}, ct_opts_dtype(CT_INT64)));
   CHECK_ERR_PTR(ct_embedding(bx, wg, NULL), "index out of range in self");
@@ -453,7 +456,6 @@ CUDA_TEST(embedding_cross_entropy) {
   CHECK_OK(ct_backward(cg, NULL, false, false));
   g1 = ct_grad(lr), g2 = ct_grad(lg);
   same("cross_entropy grad", g1, g2, 1e-5, 1e-7);
-  ct_release(g1), ct_release(g2);
   ct_scope_end(s);
 }
 
@@ -482,7 +484,6 @@ CUDA_TEST(mlp_training_step) {
       for (int k = 0; k < 4; k++) {
         ct_tensor *g = ct_grad(P[d][k]);
         ct_tensor *np = ct_sub(P[d][k], ct_mul_scalar(g, ct_sf(0.5)));
-        ct_release(g);
         P[d][k] = np;
       }
       ct_set_grad_enabled(prev);
@@ -548,6 +549,7 @@ CUDA_TEST(errors_and_memory) {
   CHECK_OK(ct_cuda_synchronize(0));
 }
 
+/* ct_grad returns a borrowed pointer: the tests above never release it. */
 /* Runs everywhere: the answers without a device. */
 TEST(cuda_queries_without_device) {
   if (ct_cuda_is_available()) return;

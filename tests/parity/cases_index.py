@@ -214,6 +214,23 @@ err("masked_fill_value_dim", "masked_fill", [T((3,)), T((3,), "bool"), T((1,))],
     {}, "masked_fill_ only supports a 0-dimensional value tensor, but got tensor with 1 dimension(s).")
 err("masked_fill_inplace_shape", "masked_fill", [T((3,)), T((2, 3), "bool")], lambda x, m: x.clone().masked_fill_(m, 1.0),
     {"value": 1.0, "inplace": True}, "output with shape [3] doesn't match the broadcast shape [2, 3]")
+# out of place, PyTorch broadcasts (mask, self): the mask is "tensor a" in the size error; in place self is
+err("masked_fill_bcast_order", "masked_fill", [T((2, 3)), T((4, 3), "bool")], lambda x, m: x.masked_fill(m, 1.0),
+    {"value": 1.0}, "The size of tensor a (4) must match the size of tensor b (2) at non-singleton dimension 0")
+err("masked_fill_tensor_bcast_order", "masked_fill", [T((2, 3)), T((2, 1, 4), "bool"), T(())],
+    lambda x, m, v: x.masked_fill(m, v), {},
+    "The size of tensor a (4) must match the size of tensor b (3) at non-singleton dimension 2")
+err("masked_fill_inplace_bcast_order", "masked_fill", [T((3,)), T((2,), "bool")],
+    lambda x, m: x.clone().masked_fill_(m, 1.0), {"value": 1.0, "inplace": True},
+    "The size of tensor a (3) must match the size of tensor b (2) at non-singleton dimension 0")
+err("masked_select_bcast_order", "masked_select", [T((3,)), T((2,), "bool")], lambda x, m: x.masked_select(m), {},
+    "The size of tensor a (2) must match the size of tensor b (3) at non-singleton dimension 0")
+err("masked_scatter_bcast_order", "masked_scatter", [T((3,)), T((2,), "bool"), T((6,))],
+    lambda x, m, s: x.masked_scatter(m, s), {},
+    "The size of tensor a (2) must match the size of tensor b (3) at non-singleton dimension 0")
+err("masked_scatter_inplace_expand", "masked_scatter", [T((3,)), T((2,), "bool"), T((6,))],
+    lambda x, m, s: x.clone().masked_scatter_(m, s), {"inplace": True},
+    "The expanded size of the tensor (3) must match the existing size (2) at non-singleton dimension 0")
 
 add("masked_scatter_basic", "masked_scatter", [T((3, 4)), T((3, 4), "bool"), T((14,))],
     lambda x, m, s: x.masked_scatter(m, s), gradgrad=True)

@@ -99,7 +99,7 @@ function select(i) {
   document.querySelector(`.tok[data-i="${i}"]`).classList.add('sel');
   const order = Array.from(o.probs.keys()).sort((a, b) => o.probs[b] - o.probs[a]).slice(0, 10);
   $('tokInfo').textContent = `(step ${i}: drew ${JSON.stringify(showByte(o.token))})`;
-  $('topk').innerHTML = order.map((t) => `<div class="bar"><span style="width:3em">${escapeHtml(JSON.stringify(showByte(t)))}</span><span class="b" style="width:${Math.round(o.probs[t] * 300)}px"></span> ${(o.probs[t] * 100).toFixed(1)}%</div>`).join('');
+  $('topkList').innerHTML = order.map((t) => `<div class="bar"><span style="width:3em">${escapeHtml(JSON.stringify(showByte(t)))}</span><span class="b" style="width:${Math.round(o.probs[t] * 300)}px"></span> ${(o.probs[t] * 100).toFixed(1)}%</div>`).join('');
   const att = attention(o.context);
   state.selected = { index: i, top: order.map((t) => [t, o.probs[t]]), attentionShape: [att.length, att[0].length, att[0][0].length] };
   drawAttention(att, o.context);

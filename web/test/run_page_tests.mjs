@@ -99,8 +99,9 @@ test('mnist: loads the test set by URL, trains the CNN, loss falls, accuracy ris
   return `${steps} steps at ${s.ms.toFixed(0)} ms/step, loss ${first.toFixed(3)} -> ${last.toFixed(3)}, held-out accuracy ${(acc * 100).toFixed(1)}%, pad drew a 1, predicted ${pred.digit}`;
 });
 
-test('mnist: 1,000 training steps keep memory flat', async () => {
-  const { page, check } = await open(isolated.url + 'web/mnist.html?autoload=1&model=small&steps=1000&batch=16&evalEvery=250&evalCount=250');
+test('mnist: data from picked files; 1,000 training steps keep memory flat', async () => {
+  const { page, check } = await open(isolated.url + 'web/mnist.html?model=small&steps=1000&batch=16&evalEvery=250&evalCount=250');
+  await page.setInputFiles('#files', [path.join(DATA, 't10k-labels-idx1-ubyte.gz'), path.join(DATA, 't10k-images-idx3-ubyte.gz')]);
   await page.waitForFunction(() => window.__mnist.ready, null, { timeout: 60000 });
   await page.click('#trainBtn');
   await page.waitForFunction(() => window.__mnist.done, null, { timeout: 590000, polling: 1000 });

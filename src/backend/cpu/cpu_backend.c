@@ -148,20 +148,22 @@ const ct_backend ct_cpu_backend = {
 #ifdef CT_HAVE_CUDA /* set by src/backend/cuda/cuda.mk where nvcc exists */
 extern const ct_backend ct_cuda_backend;
 #endif
+extern const ct_backend ct_webgpu_backend; /* src/backend/webgpu: always compiled, Dawn loaded at run time */
 const ct_backend *ct_backend_for(ct_device_type type) {
   switch (type) {
     case CT_DEVICE_CPU: return &ct_cpu_backend;
 #ifdef CT_HAVE_CUDA
     case CT_DEVICE_CUDA: return &ct_cuda_backend;
 #endif
+    case CT_DEVICE_WEBGPU: return &ct_webgpu_backend;
     default: return NULL;
   }
 }
 
 #ifdef CT_HAVE_CUDA
-const char *ct_backends_compiled(void) { return "cpu,cuda"; }
+const char *ct_backends_compiled(void) { return "cpu,cuda,webgpu"; }
 #else
-const char *ct_backends_compiled(void) { return "cpu"; }
+const char *ct_backends_compiled(void) { return "cpu,webgpu"; }
 #endif
 
 const char *ct_device_type_name(ct_device_type t) {

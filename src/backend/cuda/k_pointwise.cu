@@ -1134,15 +1134,30 @@ static ct_status cu_eye(const ct_call *c) {
 static ct_status cu_host_random(const ct_call *c) {
   ct_tensor *o = c->out[0];
   const ct_op_info *info = ct_op_info_of(c->op);
-  ct_tensor *h = ct_tensor_new(o->ndim, o->shape, o->dtype, ct_cpu());
-  if (!h) return ct_last_status();
-  ct_call hc = *c;
-  hc.n_in = 0; /* these kernels read only attrs (bernoulli_tensor is not routed here) */
-  hc.out[0] = h;
-  ct_status st = info->cpu(&hc);
-  ct_tensor *dv = st == CT_OK ? ct_tensor_new(o->ndim, o->shape, o->dtype, o->storage->device) : NULL;
-  if (st == CT_OK && !dv) st = ct_last_status();
-  if (st == CT_OK) st = ct_cuda_backend.upload(dv->storage, 0, h->storage->data, (size_t)ct_numel(h) * ct_dtype_size(h->dtype));
+  /* a host tensor with the output's own strides (over a fresh span), so the CPU kernel
+   * draws in the order it uses for a CPU tensor of this layout */
+  int64_t span = 1;
+  for (int d = 0; d < o->ndim; d++) {
+    if (o->shape[d] == 0) {
+      span = 0;
+      break;
+    }
+    span += (o->shape[d] - 1) * o->stride[d];
+  }
+  size_t nb = (size_t)span * ct_dtype_size(o->dtype);
+  ct_storage *hs = ct_storage_new(ct_cpu(), nb), *ds = hs ? ct_storage_new(o->storage->device, nb) : NULL;
+  ct_tensor *h = ds ? ct_tensor_over(hs, o->ndim, o->shape, o->stride, 0, o->dtype) : NULL;
+  ct_tensor *dv = h ? ct_tensor_over(ds, o->ndim, o->shape, o->stride, 0, o->dtype) : NULL;
+  ct_storage_release(hs);
+  ct_storage_release(ds);
+  ct_status st = dv ? CT_OK : ct_last_status();
+  if (st == CT_OK) {
+    ct_call hc = *c;
+    hc.n_in = 0; /* these kernels read only attrs (bernoulli_tensor is not routed here) */
+    hc.out[0] = h;
+    st = info->cpu(&hc);
+  }
+  if (st == CT_OK && nb) st = ct_cuda_backend.upload(dv->storage, 0, h->storage->data, nb);
   if (st == CT_OK) st = ct_cuda_copy_tensor(o, dv);
   ct_release(dv);
   ct_release(h);

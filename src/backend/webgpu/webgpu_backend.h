@@ -1,0 +1,71 @@
+/* Internal interface of the WebGPU backend, shared by its two files:
+ * webgpu_device.c (loading Dawn, the device, buffers, batching, pipelines) and
+ * webgpu_kernels.c (WGSL generated per shape, the kernel table). */
+#ifndef CT_WEBGPU_BACKEND_H
+#define CT_WEBGPU_BACKEND_H
+#include "../backend.h"
+#include "wgpu_abi.h"
+
+extern const ct_backend ct_webgpu_backend;
+
+/* A device buffer from the pool: what a WebGPU storage's `data` points to. */
+typedef struct wg_buf {
+  WGPUBuffer b;
+  uint64_t size; /* bytes, a multiple of 4 */
+  int cls;       /* pool class, -1 if not pooled */
+  struct wg_buf *next;
+} wg_buf;
+
+/* A compute pipeline compiled from one WGSL source (cached by that text). */
+typedef struct wg_pipe {
+  char *src;
+  uint64_t hash;
+  WGPUComputePipeline pipe;
+  WGPUBindGroupLayout bgl;
+  struct wg_pipe *next;
+} wg_pipe;
+
+/* Everything below expects the backend lock held (wg_lock / wg_unlock). */
+void wg_lock(void);
+void wg_unlock(void);
+/* Ready for work (lazily loads Dawn and opens the device); an error says why not. */
+ct_status wg_ready(void);
+/* The pipeline of this WGSL source (entry point "main"), compiled once. */
+wg_pipe *wg_pipeline(const char *wgsl);
+/* Records one dispatch into the open batch; bindings 0..nb-1 are the buffers. */
+ct_status wg_dispatch(wg_pipe *p, int nb, wg_buf *const *bufs, uint32_t gx, uint32_t gy, uint32_t gz);
+/* Submits the open batch (kernels run; nothing waits). */
+void wg_flush(void);
+/* Arms the device error flag (a kernel that may find a bad index was recorded): the
+ * next synchronisation reads it. */
+void wg_arm_flag(void);
+wg_buf *wg_flag_buffer(void);
+/* The device's limits after the request. */
+uint64_t wg_max_binding(void);
+uint32_t wg_max_groups(void);
+
+/* Counters for tests and benchmarks. */
+typedef struct {
+  int64_t pipelines, dispatches, submits, uploads, downloads, buffers_created;
+} ct_webgpu_counters;
+ct_webgpu_counters ct_webgpu_get_counters(void);
+/* What the run-time ABI probe saw (tests/c/test_webgpu.c checks it): bytes of WGPULimits
+ * and WGPUAdapterInfo that Dawn wrote (sentinel-filled buffers), the backend type, the
+ * queue-work-done message callback, and the uncaptured-error callback having fired for a
+ * deliberate validation error. */
+typedef struct {
+  int limits_bytes_written, info_bytes_written;
+  uint32_t backend_type, adapter_type;
+  int work_done_status;
+  int work_done_message_ok;
+  int uncaptured_error_seen;
+  uint64_t max_storage_binding, max_buffer;
+  uint64_t adapter_max_storage_binding, adapter_max_buffer;
+  int procs_match_dlsym;
+} ct_webgpu_abi_report;
+ct_status ct_webgpu_abi_probe(ct_webgpu_abi_report *r);
+
+/* Kernel table (webgpu_kernels.c). */
+ct_kernel_fn ct_webgpu_kernel_for(int op);
+
+#endif

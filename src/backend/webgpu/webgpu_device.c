@@ -1,0 +1,857 @@
+/* The WebGPU backend's device side: Dawn loaded with dlopen (never linked), one Vulkan
+ * adapter and device, buffers from a pool, uploads and downloads through staging
+ * buffers recorded in the open command encoder, dispatches batched into few submits,
+ * and compute pipelines cached by their WGSL text. Reads back only when asked
+ * (download, synchronize). One lock serialises the backend: Dawn objects are not
+ * shared across threads here. */
+#include "webgpu_backend.h"
+#include "ctorch/webgpu.h"
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#ifndef __EMSCRIPTEN__
+#include <dlfcn.h>
+#include <sched.h>
+#endif
+
+#ifndef CT_WEBGPU_DEFAULT_LIB /* set by webgpu.mk to the npm-installed library */
+#define CT_WEBGPU_DEFAULT_LIB "libwebgpu_wrapper.so"
+#endif
+#define SWIFTSHADER_ICD "/usr/lib/chromium/vk_swiftshader_icd.json"
+#define N_CLASSES 96
+#define MAX_PENDING 256 /* dispatches per submit */
+
+/* the procedures, resolved through wgpuGetProcAddress */
+#define X(ret, name, args) static ret(*p_##name) args;
+CT_WGPU_PROCS(X)
+#undef X
+
+static struct {
+  pthread_mutex_t mu;
+  pthread_once_t once;
+  bool ok;
+  char reason[768];
+  char name[256];
+  void *lib;
+  WGPUInstance inst;
+  WGPUAdapter adapter;
+  WGPUDevice dev;
+  WGPUQueue queue;
+  WGPULimits limits, adapter_limits;
+  uint32_t backend_type, adapter_type;
+  int limits_bytes, info_bytes, procs_match;
+  /* batching */
+  WGPUCommandEncoder enc;
+  WGPUComputePassEncoder pass;
+  int pending;
+  /* pool */
+  wg_buf *free_list[N_CLASSES];
+  int64_t allocated, cached, peak, n_allocs;
+  int cache_enabled;
+  /* pipelines */
+  wg_pipe *pipes[256];
+  /* device error flag (bad indices) */
+  wg_buf *flag;
+  bool flag_armed;
+  ct_webgpu_counters cnt;
+} G = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_ONCE_INIT};
+
+/* Errors Dawn reports through the uncaptured-error callback land here (their own lock:
+ * Dawn may call back from inside a call made under G.mu). */
+static pthread_mutex_t err_mu = PTHREAD_MUTEX_INITIALIZER;
+static char err_msg[1024];
+static int err_count;
+static int lost;
+
+void wg_lock(void) { pthread_mutex_lock(&G.mu); }
+void wg_unlock(void) { pthread_mutex_unlock(&G.mu); }
+
+static void sv_copy(char *dst, size_t n, WGPUStringView v) {
+  size_t len = v.data ? (v.length == WGPU_STRLEN ? strlen(v.data) : v.length) : 0;
+  if (len >= n) len = n - 1;
+  if (len) memcpy(dst, v.data, len);
+  dst[len] = 0;
+}
+static WGPUStringView sv(const char *s) {
+  WGPUStringView v = {s, s ? strlen(s) : 0};
+  return v;
+}
+
+static void on_uncaptured(const WGPUDevice *d, WGPUErrorType type, WGPUStringView msg, void *u1, void *u2) {
+  (void)d;
+  (void)u1;
+  (void)u2;
+  pthread_mutex_lock(&err_mu);
+  if (!err_count) {
+    char m[900];
+    sv_copy(m, sizeof m, msg);
+    snprintf(err_msg, sizeof err_msg, "WebGPU %s error: %s",
+             type == WGPUErrorType_Validation    ? "validation"
+             : type == WGPUErrorType_OutOfMemory ? "out-of-memory"
+                                                 : "internal",
+             m);
+  }
+  err_count++;
+  pthread_mutex_unlock(&err_mu);
+}
+static void on_lost(const WGPUDevice *d, WGPUDeviceLostReason reason, WGPUStringView msg, void *u1, void *u2) {
+  (void)d;
+  (void)u1;
+  (void)u2;
+  if (reason == 2 || reason == 3) return; /* destroyed by us / at exit */
+  pthread_mutex_lock(&err_mu);
+  char m[900];
+  sv_copy(m, sizeof m, msg);
+  snprintf(err_msg, sizeof err_msg, "WebGPU device lost: %s", m);
+  err_count++;
+  lost = 1;
+  pthread_mutex_unlock(&err_mu);
+}
+
+/* Takes a pending device error as a ctorch error (CT_OK if none). */
+static ct_status take_error(void) {
+  pthread_mutex_lock(&err_mu);
+  int n = err_count;
+  char m[1024];
+  memcpy(m, err_msg, sizeof m);
+  err_count = 0;
+  err_msg[0] = 0;
+  pthread_mutex_unlock(&err_mu);
+  if (!n) return CT_OK;
+  return CT_ERR(strstr(m, "out-of-memory") ? CT_ERR_OOM : CT_ERR_RUNTIME, "%s", m);
+}
+
+/* ---- waiting for a callback: process events until *flag, with a generous limit ---- */
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+static bool wait_flag(volatile int *flag, double limit_s) {
+  double t0 = now_s();
+  for (long spins = 0; !*flag; spins++) {
+    p_wgpuInstanceProcessEvents(G.inst);
+    if (*flag) break;
+    if (spins > 64) {
+#ifndef __EMSCRIPTEN__
+      struct timespec ts = {0, spins > 4096 ? 200000 : 20000};
+      nanosleep(&ts, NULL);
+#endif
+      if (now_s() - t0 > limit_s) return false;
+    }
+  }
+  return true;
+}
+
+/* ---- opening the device ---- */
+typedef struct {
+  volatile int done;
+  uint32_t status;
+  void *obj;
+  char msg[512];
+} req_result;
+static void on_adapter(WGPURequestAdapterStatus st, WGPUAdapter a, WGPUStringView msg, void *u1, void *u2) {
+  (void)u2;
+  req_result *r = u1;
+  r->status = st;
+  r->obj = a;
+  sv_copy(r->msg, sizeof r->msg, msg);
+  r->done = 1;
+}
+static void on_device(WGPURequestDeviceStatus st, WGPUDevice d, WGPUStringView msg, void *u1, void *u2) {
+  (void)u2;
+  req_result *r = u1;
+  r->status = st;
+  r->obj = d;
+  sv_copy(r->msg, sizeof r->msg, msg);
+  r->done = 1;
+}
+
+static const char *backend_name(uint32_t b) {
+  static const char *names[] = {"undefined", "Null", "WebGPU", "D3D11", "D3D12", "Metal", "Vulkan", "OpenGL", "OpenGLES"};
+  return b < 9 ? names[b] : "unknown";
+}
+
+/* One adapter request for Vulkan; false with G.reason set if none. */
+static bool request_adapter(void) {
+  G.inst = p_wgpuCreateInstance(NULL);
+  if (!G.inst) {
+    snprintf(G.reason, sizeof G.reason, "WebGPU: Dawn could not create an instance");
+    return false;
+  }
+  WGPURequestAdapterOptions o;
+  memset(&o, 0, sizeof o);
+  o.featureLevel = WGPUFeatureLevel_Core;
+  o.powerPreference = WGPUPowerPreference_HighPerformance;
+  o.backendType = WGPUBackendType_Vulkan; /* never Dawn's Null backend, which computes zeros */
+  req_result r;
+  memset(&r, 0, sizeof r);
+  WGPURequestAdapterCallbackInfo cb = {NULL, WGPUCallbackMode_AllowProcessEvents, on_adapter, &r, NULL};
+  p_wgpuInstanceRequestAdapter(G.inst, &o, cb);
+  if (!wait_flag(&r.done, 60) || r.status != WGPU_SUCCESS || !r.obj) {
+    snprintf(G.reason, sizeof G.reason, "WebGPU: no Vulkan adapter (%s)",
+             r.done ? (r.msg[0] ? r.msg : "none offered") : "no answer within 60 s");
+    if (r.obj) p_wgpuAdapterRelease(r.obj);
+    p_wgpuInstanceRelease(G.inst);
+    G.inst = NULL;
+    return false;
+  }
+  G.adapter = r.obj;
+  return true;
+}
+
+static void open_device(void) {
+#ifdef __EMSCRIPTEN__
+  snprintf(G.reason, sizeof G.reason, "WebGPU: the browser build does not carry the native backend yet");
+  return;
+#else
+  const char *off = getenv("CT_WEBGPU");
+  if (off && !strcmp(off, "0")) {
+    snprintf(G.reason, sizeof G.reason, "WebGPU: turned off (CT_WEBGPU=0)");
+    return;
+  }
+  const char *path = getenv("CT_WEBGPU_LIB");
+  if (!path || !*path) path = CT_WEBGPU_DEFAULT_LIB;
+  G.lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (!G.lib) {
+    const char *e = dlerror();
+    snprintf(G.reason, sizeof G.reason,
+             "WebGPU: cannot load Dawn (%s): %s; `make webgpu-deps` installs it from npm (bun-webgpu-linux-x64), "
+             "CT_WEBGPU_LIB names another copy",
+             path, e ? e : "not found");
+    return;
+  }
+  PFN_wgpuGetProcAddress gpa = (PFN_wgpuGetProcAddress)dlsym(G.lib, "wgpuGetProcAddress");
+  if (!gpa) {
+    snprintf(G.reason, sizeof G.reason, "WebGPU: %s exports no wgpuGetProcAddress (not a webgpu.h library)", path);
+    return;
+  }
+  G.procs_match = 1;
+#define X(ret, name, args)                                                                              \
+  p_##name = (ret(*) args)gpa(sv(#name));                                                              \
+  if (!p_##name) {                                                                                     \
+    snprintf(G.reason, sizeof G.reason, "WebGPU: %s lacks %s (a different webgpu.h generation)", path, #name); \
+    return;                                                                                            \
+  }                                                                                                    \
+  if ((void *)p_##name != dlsym(G.lib, #name)) G.procs_match = 0;
+  CT_WGPU_PROCS(X)
+#undef X
+  bool env_icd = getenv("VK_ICD_FILENAMES") || getenv("VK_DRIVER_FILES");
+  if (!request_adapter()) {
+    /* no Vulkan driver: Chromium's SwiftShader (a CPU Vulkan) where it is installed */
+    FILE *f = env_icd ? NULL : fopen(SWIFTSHADER_ICD, "r");
+    const char *no_ss = getenv("CT_WEBGPU_NO_SWIFTSHADER");
+    if (!f || (no_ss && *no_ss && strcmp(no_ss, "0"))) {
+      if (f) fclose(f);
+      return;
+    }
+    fclose(f);
+    setenv("VK_ICD_FILENAMES", SWIFTSHADER_ICD, 0);
+    if (!request_adapter()) return;
+  }
+  /* the adapter info, with a sentinel after the struct to see how much Dawn writes */
+  union {
+    WGPUAdapterInfo info;
+    unsigned char raw[sizeof(WGPUAdapterInfo) + 64];
+  } ui;
+  memset(ui.raw, 0xA5, sizeof ui.raw);
+  ui.info.nextInChain = NULL;
+  if (p_wgpuAdapterGetInfo(G.adapter, &ui.info) != WGPU_SUCCESS) {
+    snprintf(G.reason, sizeof G.reason, "WebGPU: the adapter gives no info");
+    return;
+  }
+  for (int i = (int)sizeof ui.raw - 1; i >= 0; i--)
+    if (ui.raw[i] != 0xA5) {
+      G.info_bytes = i + 1;
+      break;
+    }
+  char dev[200], desc[200];
+  sv_copy(dev, sizeof dev, ui.info.device);
+  sv_copy(desc, sizeof desc, ui.info.description);
+  G.backend_type = ui.info.backendType;
+  G.adapter_type = ui.info.adapterType;
+  snprintf(G.name, sizeof G.name, "%s (%s, %s)", dev[0] ? dev : desc, backend_name(G.backend_type),
+           G.adapter_type == WGPUAdapterType_CPU ? "cpu" : G.adapter_type == WGPUAdapterType_DiscreteGPU ? "discrete gpu"
+           : G.adapter_type == WGPUAdapterType_IntegratedGPU ? "integrated gpu" : "unknown type");
+  p_wgpuAdapterInfoFreeMembers(ui.info);
+  if (G.backend_type != WGPUBackendType_Vulkan) {
+    snprintf(G.reason, sizeof G.reason, "WebGPU: Dawn offered its %s backend, not Vulkan (refused: %s)",
+             backend_name(G.backend_type),
+             G.backend_type == WGPUBackendType_Null ? "the Null backend computes nothing" : "untested here");
+    return;
+  }
+  union {
+    WGPULimits l;
+    unsigned char raw[sizeof(WGPULimits) + 64];
+  } ul;
+  memset(ul.raw, 0xA5, sizeof ul.raw);
+  ul.l.nextInChain = NULL;
+  if (p_wgpuAdapterGetLimits(G.adapter, &ul.l) != WGPU_SUCCESS) {
+    snprintf(G.reason, sizeof G.reason, "WebGPU: the adapter gives no limits");
+    return;
+  }
+  for (int i = (int)sizeof ul.raw - 1; i >= 0; i--)
+    if (ul.raw[i] != 0xA5) {
+      G.limits_bytes = i + 1;
+      break;
+    }
+  G.adapter_limits = ul.l;
+  /* ask for the adapter's sizes explicitly: the defaults are 128 MiB bindings, 256 MiB buffers */
+  WGPULimits req;
+  memset(&req, 0xFF, sizeof req); /* every field "undefined" */
+  req.nextInChain = NULL;
+  req.maxStorageBufferBindingSize = G.adapter_limits.maxStorageBufferBindingSize;
+  req.maxBufferSize = G.adapter_limits.maxBufferSize;
+  req.maxComputeWorkgroupStorageSize = G.adapter_limits.maxComputeWorkgroupStorageSize;
+  req.maxComputeInvocationsPerWorkgroup = G.adapter_limits.maxComputeInvocationsPerWorkgroup;
+  req.maxComputeWorkgroupSizeX = G.adapter_limits.maxComputeWorkgroupSizeX;
+  req.maxComputeWorkgroupSizeY = G.adapter_limits.maxComputeWorkgroupSizeY;
+  req.maxStorageBuffersPerShaderStage = G.adapter_limits.maxStorageBuffersPerShaderStage;
+  WGPUDeviceDescriptor dd;
+  memset(&dd, 0, sizeof dd);
+  dd.label = sv("ctorch");
+  dd.requiredLimits = &req;
+  dd.defaultQueue.label = sv("ctorch queue");
+  dd.deviceLostCallbackInfo.mode = WGPUCallbackMode_AllowSpontaneous;
+  dd.deviceLostCallbackInfo.callback = on_lost;
+  dd.uncapturedErrorCallbackInfo.callback = on_uncaptured; /* or validation errors pass silently */
+  req_result r;
+  memset(&r, 0, sizeof r);
+  WGPURequestDeviceCallbackInfo cb = {NULL, WGPUCallbackMode_AllowProcessEvents, on_device, &r, NULL};
+  p_wgpuAdapterRequestDevice(G.adapter, &dd, cb);
+  if (!wait_flag(&r.done, 60) || r.status != WGPU_SUCCESS || !r.obj) {
+    snprintf(G.reason, sizeof G.reason, "WebGPU: the %.200s adapter gave no device (%.400s)", G.name,
+             r.msg[0] ? r.msg : "no answer");
+    return;
+  }
+  G.dev = r.obj;
+  memset(&G.limits, 0, sizeof G.limits);
+  if (p_wgpuDeviceGetLimits(G.dev, &G.limits) != WGPU_SUCCESS) G.limits = G.adapter_limits;
+  G.queue = p_wgpuDeviceGetQueue(G.dev);
+  const char *nc = getenv("CT_NO_CACHE");
+  G.cache_enabled = !(nc && *nc && *nc != '0');
+  G.reason[0] = 0;
+  G.ok = true;
+#endif
+}
+
+static void init_once(void) { open_device(); }
+
+static bool wg_available(int dev) {
+  pthread_once(&G.once, init_once);
+  return G.ok && dev == 0 && !lost;
+}
+
+ct_status wg_ready(void) {
+  pthread_once(&G.once, init_once);
+  if (!G.ok) return CT_ERR(CT_ERR_RUNTIME, "%s", G.reason);
+  if (lost) return CT_ERR(CT_ERR_RUNTIME, "%s", err_msg[0] ? err_msg : "WebGPU device lost");
+  return CT_OK;
+}
+
+uint64_t wg_max_binding(void) { return G.limits.maxStorageBufferBindingSize; }
+uint32_t wg_max_groups(void) { return G.limits.maxComputeWorkgroupsPerDimension; }
+
+/* ---- batching ---- */
+static void end_pass(void) {
+  if (G.pass) {
+    p_wgpuComputePassEncoderEnd(G.pass);
+    p_wgpuComputePassEncoderRelease(G.pass);
+    G.pass = NULL;
+  }
+}
+static void ensure_encoder(void) {
+  if (!G.enc) G.enc = p_wgpuDeviceCreateCommandEncoder(G.dev, NULL);
+}
+void wg_flush(void) {
+  end_pass();
+  if (G.enc) {
+    WGPUCommandBuffer cb = p_wgpuCommandEncoderFinish(G.enc, NULL);
+    p_wgpuCommandEncoderRelease(G.enc);
+    G.enc = NULL;
+    if (cb) {
+      p_wgpuQueueSubmit(G.queue, 1, &cb);
+      p_wgpuCommandBufferRelease(cb);
+      G.cnt.submits++;
+    }
+  }
+  G.pending = 0;
+}
+
+ct_status wg_dispatch(wg_pipe *p, int nb, wg_buf *const *bufs, uint32_t gx, uint32_t gy, uint32_t gz) {
+  if (!gx || !gy || !gz) return CT_OK;
+  uint32_t mg = G.limits.maxComputeWorkgroupsPerDimension;
+  if (gx > mg || gy > mg || gz > mg)
+    return CT_ERR(CT_ERR_RUNTIME, "WebGPU: %u x %u x %u workgroups exceed the device's %u per dimension", gx, gy, gz, mg);
+  WGPUBindGroupEntry e[8];
+  if (nb > 8) return CT_ERR(CT_ERR_RUNTIME, "WebGPU: too many bindings (%d)", nb);
+  uint64_t maxb = G.limits.maxStorageBufferBindingSize & ~(uint64_t)3;
+  for (int i = 0; i < nb; i++) {
+    memset(&e[i], 0, sizeof e[i]);
+    e[i].binding = (uint32_t)i;
+    e[i].buffer = bufs[i]->b;
+    e[i].offset = 0;
+    e[i].size = bufs[i]->size < maxb ? bufs[i]->size : maxb;
+  }
+  WGPUBindGroupDescriptor bd;
+  memset(&bd, 0, sizeof bd);
+  bd.layout = p->bgl;
+  bd.entryCount = (size_t)nb;
+  bd.entries = e;
+  WGPUBindGroup bg = p_wgpuDeviceCreateBindGroup(G.dev, &bd);
+  if (!bg) return CT_ERR(CT_ERR_RUNTIME, "WebGPU: bind group creation failed");
+  ensure_encoder();
+  if (!G.pass) G.pass = p_wgpuCommandEncoderBeginComputePass(G.enc, NULL);
+  p_wgpuComputePassEncoderSetPipeline(G.pass, p->pipe);
+  p_wgpuComputePassEncoderSetBindGroup(G.pass, 0, bg, 0, NULL);
+  p_wgpuComputePassEncoderDispatchWorkgroups(G.pass, gx, gy, gz);
+  p_wgpuBindGroupRelease(bg); /* the pass keeps what it uses */
+  G.cnt.dispatches++;
+  if (++G.pending >= MAX_PENDING) wg_flush();
+  return CT_OK;
+}
+
+/* ---- waiting for the queue: the work-done callback (it carries a message in this
+ * generation of webgpu.h) ---- */
+typedef struct {
+  volatile int done;
+  uint32_t status;
+  int msg_ok;
+} done_result;
+static void on_done(WGPUQueueWorkDoneStatus st, WGPUStringView msg, void *u1, void *u2) {
+  (void)u2;
+  done_result *r = u1;
+  r->status = st;
+  /* a well-formed view: NULL data with length 0 or WGPU_STRLEN, or real text */
+  r->msg_ok = (msg.data == NULL && (msg.length == 0 || msg.length == WGPU_STRLEN)) ||
+              (msg.data != NULL && (msg.length == WGPU_STRLEN || msg.length < 4096));
+  r->done = 1;
+}
+static ct_status queue_idle(done_result *out) {
+  wg_flush();
+  done_result r;
+  memset(&r, 0, sizeof r);
+  WGPUQueueWorkDoneCallbackInfo cb = {NULL, WGPUCallbackMode_AllowProcessEvents, on_done, &r, NULL};
+  p_wgpuQueueOnSubmittedWorkDone(G.queue, cb);
+  if (!wait_flag(&r.done, 600)) return CT_ERR(CT_ERR_RUNTIME, "WebGPU: the queue did not finish within 600 s");
+  if (out) *out = r;
+  if (r.status != WGPU_SUCCESS) {
+    ct_status st = take_error();
+    return st != CT_OK ? st : CT_ERR(CT_ERR_RUNTIME, "WebGPU: queue work failed (status %u)", r.status);
+  }
+  return CT_OK;
+}
+
+/* ---- buffers ---- */
+static int size_class(uint64_t n, uint64_t *rounded) {
+  uint64_t s = 256;
+  int c = 0;
+  while (s < n) {
+    uint64_t mid = s + s / 2;
+    if (mid >= n) {
+      *rounded = mid;
+      return 2 * c + 1;
+    }
+    s *= 2;
+    c++;
+  }
+  *rounded = s;
+  return 2 * c < N_CLASSES ? 2 * c : -1;
+}
+
+static wg_buf *buf_create(uint64_t size, WGPUBufferUsage usage, bool mapped) {
+  WGPUBufferDescriptor d;
+  memset(&d, 0, sizeof d);
+  d.usage = usage;
+  d.size = size;
+  d.mappedAtCreation = mapped;
+  WGPUBuffer b = p_wgpuDeviceCreateBuffer(G.dev, &d);
+  if (!b) return NULL;
+  wg_buf *w = ct_xcalloc(1, sizeof *w);
+  if (!w) {
+    p_wgpuBufferRelease(b);
+    return NULL;
+  }
+  w->b = b;
+  w->size = size;
+  w->cls = -1;
+  G.cnt.buffers_created++;
+  return w;
+}
+static void buf_destroy(wg_buf *w) {
+  p_wgpuBufferRelease(w->b); /* queued work that uses it keeps it alive */
+  free(w);
+}
+
+static const int64_t CACHE_LIMIT = (int64_t)1 << 30;
+
+static void empty_cache_locked(void) {
+  for (int c = 0; c < N_CLASSES; c++)
+    while (G.free_list[c]) {
+      wg_buf *w = G.free_list[c];
+      G.free_list[c] = w->next;
+      buf_destroy(w);
+    }
+  G.cached = 0;
+}
+
+static void *wg_alloc(int dev, size_t nbytes) {
+  (void)dev;
+  if (wg_ready() != CT_OK) return NULL;
+  uint64_t rounded;
+  int c = size_class(nbytes ? nbytes : 4, &rounded);
+  if (rounded > G.limits.maxBufferSize) {
+    rounded = (nbytes + 3) & ~(uint64_t)3;
+    c = -1;
+  }
+  if (rounded > G.limits.maxBufferSize) {
+    ct_set_error(CT_ERR_OOM, "WebGPU out of memory: tried to allocate %zu bytes, above the device's maxBufferSize %llu",
+                 nbytes, (unsigned long long)G.limits.maxBufferSize);
+    return NULL;
+  }
+  wg_lock();
+  wg_buf *w = NULL;
+  if (c >= 0 && G.cache_enabled && G.free_list[c]) {
+    w = G.free_list[c];
+    G.free_list[c] = w->next;
+    G.cached -= (int64_t)w->size;
+  } else {
+    w = buf_create(rounded, WGPUBufferUsage_Storage | WGPUBufferUsage_CopySrc | WGPUBufferUsage_CopyDst, false);
+    if (!w && G.cached) { /* the pool may hold what the device needs */
+      wg_flush();
+      empty_cache_locked();
+      w = buf_create(rounded, WGPUBufferUsage_Storage | WGPUBufferUsage_CopySrc | WGPUBufferUsage_CopyDst, false);
+    }
+    if (w) {
+      w->cls = c;
+      G.n_allocs++;
+    }
+  }
+  if (w) {
+    G.allocated += (int64_t)w->size;
+    if (G.allocated > G.peak) G.peak = G.allocated;
+  }
+  wg_unlock();
+  if (!w) ct_set_error(CT_ERR_OOM, "WebGPU out of memory: tried to allocate %zu bytes", nbytes);
+  return w;
+}
+
+static void wg_free(int dev, void *ptr, size_t nbytes) {
+  (void)dev;
+  (void)nbytes;
+  wg_buf *w = ptr;
+  if (!w) return;
+  wg_lock();
+  G.allocated -= (int64_t)w->size;
+  /* pooled reuse is safe: every later use is queued after the work that used it */
+  if (G.cache_enabled && w->cls >= 0 && G.cached + (int64_t)w->size <= CACHE_LIMIT) {
+    w->next = G.free_list[w->cls];
+    G.free_list[w->cls] = w;
+    G.cached += (int64_t)w->size;
+  } else {
+    buf_destroy(w);
+  }
+  wg_unlock();
+}
+
+static ct_status download_locked(wg_buf *src, uint64_t off, void *dst, uint64_t n);
+
+/* host -> device: a mapped staging buffer copied in the open encoder, so the upload
+ * stays ordered with the kernels recorded before and after it */
+static ct_status upload_locked(wg_buf *dst, uint64_t off, const void *src, uint64_t n) {
+  if (!n) return CT_OK;
+  if (off + n > dst->size) return CT_ERR(CT_ERR_RUNTIME, "WebGPU: upload past the end of a buffer");
+  uint64_t a0 = off & ~(uint64_t)3, a1 = (off + n + 3) & ~(uint64_t)3;
+  unsigned char *tmp = NULL;
+  if (a0 != off || a1 != off + n) { /* copies move whole words: read the edges back first */
+    tmp = malloc((size_t)(a1 - a0));
+    if (!tmp) return CT_ERR(CT_ERR_OOM, "out of memory");
+    ct_status st = download_locked(dst, a0, tmp, a1 - a0);
+    if (st != CT_OK) {
+      free(tmp);
+      return st;
+    }
+    memcpy(tmp + (off - a0), src, (size_t)n);
+    src = tmp;
+    off = a0;
+    n = a1 - a0;
+  }
+  wg_buf *s = buf_create(n, WGPUBufferUsage_MapWrite | WGPUBufferUsage_CopySrc, true);
+  if (!s) {
+    free(tmp);
+    return CT_ERR(CT_ERR_OOM, "WebGPU out of memory (staging %llu bytes)", (unsigned long long)n);
+  }
+  void *p = p_wgpuBufferGetMappedRange(s->b, 0, (size_t)n);
+  if (!p) {
+    buf_destroy(s);
+    free(tmp);
+    return CT_ERR(CT_ERR_RUNTIME, "WebGPU: staging buffer not mapped");
+  }
+  memcpy(p, src, (size_t)n);
+  p_wgpuBufferUnmap(s->b);
+  free(tmp);
+  end_pass();
+  ensure_encoder();
+  p_wgpuCommandEncoderCopyBufferToBuffer(G.enc, s->b, 0, dst->b, off, n);
+  buf_destroy(s);
+  G.cnt.uploads++;
+  return CT_OK;
+}
+
+typedef struct {
+  volatile int done;
+  uint32_t status;
+  char msg[256];
+} map_result;
+static void on_map(WGPUMapAsyncStatus st, WGPUStringView msg, void *u1, void *u2) {
+  (void)u2;
+  map_result *r = u1;
+  r->status = st;
+  sv_copy(r->msg, sizeof r->msg, msg);
+  r->done = 1;
+}
+
+static ct_status check_flag_locked(void);
+
+/* device -> host: copy into a mappable buffer, submit, map and wait */
+static ct_status download_locked(wg_buf *src, uint64_t off, void *dst, uint64_t n) {
+  if (!n) return CT_OK;
+  if (off + n > src->size) return CT_ERR(CT_ERR_RUNTIME, "WebGPU: download past the end of a buffer");
+  uint64_t a0 = off & ~(uint64_t)3, a1 = (off + n + 3) & ~(uint64_t)3, len = a1 - a0;
+  wg_buf *s = buf_create(len, WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst, false);
+  if (!s) return CT_ERR(CT_ERR_OOM, "WebGPU out of memory (staging %llu bytes)", (unsigned long long)len);
+  end_pass();
+  ensure_encoder();
+  p_wgpuCommandEncoderCopyBufferToBuffer(G.enc, src->b, a0, s->b, 0, len);
+  wg_flush();
+  map_result r;
+  memset(&r, 0, sizeof r);
+  WGPUBufferMapCallbackInfo cb = {NULL, WGPUCallbackMode_AllowProcessEvents, on_map, &r, NULL};
+  p_wgpuBufferMapAsync(s->b, WGPUMapMode_Read, 0, (size_t)len, cb);
+  ct_status st = CT_OK;
+  if (!wait_flag(&r.done, 600)) st = CT_ERR(CT_ERR_RUNTIME, "WebGPU: a read-back did not finish within 600 s");
+  else if (r.status != WGPU_SUCCESS) st = CT_ERR(CT_ERR_RUNTIME, "WebGPU: mapping for read-back failed: %s", r.msg);
+  if (st == CT_OK) {
+    const void *p = p_wgpuBufferGetConstMappedRange(s->b, 0, (size_t)len);
+    if (p) memcpy(dst, (const char *)p + (off - a0), (size_t)n);
+    else st = CT_ERR(CT_ERR_RUNTIME, "WebGPU: mapped range unavailable");
+    p_wgpuBufferUnmap(s->b);
+  }
+  buf_destroy(s);
+  G.cnt.downloads++;
+  ct_status e = take_error(); /* a kernel's validation error surfaces at the next read */
+  if (st == CT_OK && e != CT_OK) st = e;
+  if (st == CT_OK) st = check_flag_locked();
+  return st;
+}
+
+static ct_status wg_upload(ct_storage *dst, size_t off, const void *src, size_t n) {
+  CT_TRY(wg_ready());
+  wg_lock();
+  ct_status st = upload_locked(dst->data, off, src, n);
+  wg_unlock();
+  return st;
+}
+static ct_status wg_download(const ct_storage *src, size_t off, void *dst, size_t n) {
+  CT_TRY(wg_ready());
+  wg_lock();
+  ct_status st = download_locked(src->data, off, dst, n);
+  wg_unlock();
+  return st;
+}
+
+/* ---- the device error flag: kernels that index (embedding) write 1 for a bad index ---- */
+wg_buf *wg_flag_buffer(void) {
+  if (!G.flag) {
+    G.flag = buf_create(256, WGPUBufferUsage_Storage | WGPUBufferUsage_CopySrc | WGPUBufferUsage_CopyDst, false);
+    if (G.flag) {
+      uint32_t z[4] = {0, 0, 0, 0};
+      upload_locked(G.flag, 0, z, sizeof z);
+    }
+  }
+  return G.flag;
+}
+void wg_arm_flag(void) { G.flag_armed = true; }
+static ct_status check_flag_locked(void) {
+  if (!G.flag_armed || !G.flag) return CT_OK;
+  G.flag_armed = false;
+  uint32_t v = 0;
+  CT_TRY(download_locked(G.flag, 0, &v, sizeof v));
+  if (!v) return CT_OK;
+  uint32_t z = 0;
+  upload_locked(G.flag, 0, &z, sizeof z);
+  return CT_ERR(CT_ERR_INDEX, "index out of range in self (reported by the WebGPU device at synchronisation)");
+}
+
+static ct_status wg_sync(int dev) {
+  (void)dev;
+  CT_TRY(wg_ready());
+  wg_lock();
+  ct_status st = queue_idle(NULL);
+  ct_status e = take_error();
+  if (st == CT_OK) st = e;
+  if (st == CT_OK) st = check_flag_locked();
+  wg_unlock();
+  return st;
+}
+
+/* ---- pipelines, cached by their WGSL text ---- */
+static uint64_t fnv(const char *s) {
+  uint64_t h = 1469598103934665603ull;
+  for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+  return h;
+}
+
+typedef struct {
+  volatile int done;
+  uint32_t status, type;
+  char msg[1024];
+} scope_result;
+static void on_scope(WGPUPopErrorScopeStatus st, WGPUErrorType type, WGPUStringView msg, void *u1, void *u2) {
+  (void)u2;
+  scope_result *r = u1;
+  r->status = st;
+  r->type = type;
+  sv_copy(r->msg, sizeof r->msg, msg);
+  r->done = 1;
+}
+
+wg_pipe *wg_pipeline(const char *wgsl) {
+  uint64_t h = fnv(wgsl);
+  wg_pipe **slot = &G.pipes[h & 255];
+  for (wg_pipe *p = *slot; p; p = p->next)
+    if (p->hash == h && !strcmp(p->src, wgsl)) return p;
+  p_wgpuDevicePushErrorScope(G.dev, WGPUErrorFilter_Validation);
+  WGPUShaderSourceWGSL code;
+  memset(&code, 0, sizeof code);
+  code.chain.sType = WGPUSType_ShaderSourceWGSL;
+  code.code = sv(wgsl);
+  WGPUShaderModuleDescriptor md;
+  memset(&md, 0, sizeof md);
+  md.nextInChain = &code.chain;
+  WGPUShaderModule mod = p_wgpuDeviceCreateShaderModule(G.dev, &md);
+  WGPUComputePipelineDescriptor pd;
+  memset(&pd, 0, sizeof pd);
+  pd.layout = NULL; /* auto layout: every binding the shader uses */
+  pd.compute.module = mod;
+  pd.compute.entryPoint = sv("main");
+  WGPUComputePipeline pipe = mod ? p_wgpuDeviceCreateComputePipeline(G.dev, &pd) : NULL;
+  if (mod) p_wgpuShaderModuleRelease(mod);
+  scope_result r;
+  memset(&r, 0, sizeof r);
+  WGPUPopErrorScopeCallbackInfo cb = {NULL, WGPUCallbackMode_AllowProcessEvents, on_scope, &r, NULL};
+  p_wgpuDevicePopErrorScope(G.dev, cb);
+  wait_flag(&r.done, 120);
+  if (!pipe || (r.done && r.status == WGPU_SUCCESS && r.type != WGPUErrorType_NoError)) {
+    const char *dbg = getenv("CT_WEBGPU_DEBUG");
+    if (dbg && *dbg && strcmp(dbg, "0")) fprintf(stderr, "---- WGSL that failed ----\n%s\n----\n", wgsl);
+    ct_set_error(CT_ERR_RUNTIME, "WebGPU: compute pipeline creation failed: %s", r.msg[0] ? r.msg : "no message");
+    if (pipe) p_wgpuComputePipelineRelease(pipe);
+    return NULL;
+  }
+  wg_pipe *p = ct_xcalloc(1, sizeof *p);
+  char *src = p ? malloc(strlen(wgsl) + 1) : NULL;
+  if (!src) {
+    free(p);
+    p_wgpuComputePipelineRelease(pipe);
+    ct_set_error(CT_ERR_OOM, "out of memory");
+    return NULL;
+  }
+  strcpy(src, wgsl);
+  p->src = src;
+  p->hash = h;
+  p->pipe = pipe;
+  p->bgl = p_wgpuComputePipelineGetBindGroupLayout(pipe, 0);
+  p->next = *slot;
+  *slot = p;
+  G.cnt.pipelines++;
+  return p;
+}
+
+/* ---- the vtable ---- */
+static ct_memory_stats wg_stats(int dev) {
+  (void)dev;
+  wg_lock();
+  ct_memory_stats s = {G.allocated, G.cached, G.peak, G.n_allocs};
+  wg_unlock();
+  return s;
+}
+static void wg_empty_cache(int dev) {
+  (void)dev;
+  if (!G.ok) return;
+  wg_lock();
+  wg_flush();
+  empty_cache_locked();
+  wg_unlock();
+}
+static ct_kernel_fn wg_kernel(int op) { return ct_webgpu_kernel_for(op); }
+
+const ct_backend ct_webgpu_backend = {
+    "webgpu", CT_DEVICE_WEBGPU, wg_available, wg_alloc, wg_free, wg_upload, wg_download, wg_sync,
+    wg_kernel, wg_stats, wg_empty_cache,
+};
+
+/* ---- public queries (include/ctorch/webgpu.h) ---- */
+bool ct_webgpu_is_available(void) { return wg_available(0); }
+const char *ct_webgpu_unavailable_reason(void) {
+  pthread_once(&G.once, init_once);
+  return G.ok ? (lost ? "WebGPU device lost" : "") : G.reason;
+}
+const char *ct_webgpu_adapter_name(void) {
+  pthread_once(&G.once, init_once);
+  return G.ok ? G.name : "";
+}
+ct_status ct_webgpu_synchronize(void) { return wg_sync(0); }
+
+ct_webgpu_counters ct_webgpu_get_counters(void) {
+  wg_lock();
+  ct_webgpu_counters c = G.cnt;
+  wg_unlock();
+  return c;
+}
+
+/* The run-time ABI check: what Dawn wrote into the sentinel-filled structs at start,
+ * the limits granted, the queue-work-done callback with its message argument, and the
+ * uncaptured-error callback firing for a deliberate validation error (a copy of a
+ * size that is not a multiple of 4). */
+ct_status ct_webgpu_abi_probe(ct_webgpu_abi_report *r) {
+  memset(r, 0, sizeof *r);
+  CT_TRY(wg_ready());
+  wg_lock();
+  r->limits_bytes_written = G.limits_bytes;
+  r->info_bytes_written = G.info_bytes;
+  r->backend_type = G.backend_type;
+  r->adapter_type = G.adapter_type;
+  r->max_storage_binding = G.limits.maxStorageBufferBindingSize;
+  r->max_buffer = G.limits.maxBufferSize;
+  r->adapter_max_storage_binding = G.adapter_limits.maxStorageBufferBindingSize;
+  r->adapter_max_buffer = G.adapter_limits.maxBufferSize;
+  r->procs_match_dlsym = G.procs_match;
+  done_result d;
+  ct_status st = queue_idle(&d);
+  if (st == CT_OK) {
+    r->work_done_status = (int)d.status;
+    r->work_done_message_ok = d.msg_ok;
+    (void)take_error();
+    wg_buf *a = buf_create(256, WGPUBufferUsage_CopySrc | WGPUBufferUsage_CopyDst, false);
+    wg_buf *b = buf_create(256, WGPUBufferUsage_CopySrc | WGPUBufferUsage_CopyDst, false);
+    if (a && b) {
+      end_pass();
+      ensure_encoder();
+      p_wgpuCommandEncoderCopyBufferToBuffer(G.enc, a->b, 0, b->b, 0, 6); /* invalid: not 4-aligned */
+      st = queue_idle(NULL);
+      (void)st;
+      st = CT_OK;
+      pthread_mutex_lock(&err_mu);
+      r->uncaptured_error_seen = err_count > 0 && strstr(err_msg, "validation") != NULL;
+      err_count = 0;
+      err_msg[0] = 0;
+      pthread_mutex_unlock(&err_mu);
+    }
+    if (a) buf_destroy(a);
+    if (b) buf_destroy(b);
+  }
+  wg_unlock();
+  return st;
+}

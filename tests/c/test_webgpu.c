@@ -1,0 +1,477 @@
+/* The WebGPU backend (native, through Dawn) against the CPU reference: the run-time ABI
+ * probe, device moves, fill/copy, elementwise, reductions, softmax/layer_norm, matrix
+ * products, gelu, embedding, an MLP's forward and backward, batching, and the errors.
+ * Every test is skipped, with one printed line giving the count and the reason, where
+ * Dawn or a Vulkan adapter is missing (CI without the npm package or SwiftShader).
+ * Sizes stay tiny: on SwiftShader every kernel is a CPU-emulated Vulkan dispatch.
+ * Tolerances: the GPU computes in float32 (the CPU in double, rounded once), so float32
+ * checks use rel 1e-5 with abs 1e-6 for one-op elementwise results, and looser ones
+ * (stated) where float32 accumulation order or transcendental approximations differ. */
+#include "test.h"
+#include "backend/webgpu/webgpu_backend.h"
+#include "ctorch/webgpu.h"
+#include <fcntl.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+static int n_wg_tests;
+static bool wgpu(void) {
+  static bool said;
+  if (getenv("CT_WEBGPU_EXPECT_ABSENT")) return false; /* the fallback child run */
+  if (ct_webgpu_is_available()) return true;
+  if (!said) {
+    printf("test_webgpu: skipping %d WebGPU test(s): %s\n", n_wg_tests, ct_webgpu_unavailable_reason());
+    said = true;
+  }
+  return false;
+}
+#define WG_TEST(name)                                                               \
+  static void wg_body_##name(void);                                                 \
+  __attribute__((constructor)) static void wg_count_##name(void) { n_wg_tests++; } \
+  TEST(webgpu_##name) {                                                             \
+    if (wgpu()) wg_body_##name();                                                   \
+  }                                                                                 \
+  static void wg_body_##name(void)
+
+static ct_tensor *W(const ct_tensor *t) { return ct_to_device(t, ct_webgpu()); }
+
+#define SAME(what, ref, got, rtol, atol) same_at(__LINE__, what, ref, got, rtol, atol)
+static void same_at(int line, const char *what, const ct_tensor *ref, const ct_tensor *got, double rtol, double atol) {
+  if (!ref || !got) {
+    ct_test_fail(__FILE__, line, "%s: cpu %s, webgpu %s (%s)", what, ref ? "ok" : "NULL", got ? "ok" : "NULL",
+                 ct_last_error());
+    return;
+  }
+  if (ct_tensor_dtype(ref) != ct_tensor_dtype(got)) {
+    ct_test_fail(__FILE__, line, "%s: dtype %s on webgpu, %s on cpu", what, ct_dtype_name(ct_tensor_dtype(got)),
+                 ct_dtype_name(ct_tensor_dtype(ref)));
+    return;
+  }
+  int64_t n = ct_numel(ref);
+  bool shp = ct_ndim(ref) == ct_ndim(got);
+  for (int d = 0; shp && d < ct_ndim(ref); d++) shp = ct_shape(ref)[d] == ct_shape(got)[d];
+  if (!shp) {
+    ct_test_fail(__FILE__, line, "%s: shapes differ", what);
+    return;
+  }
+  double *x = malloc((size_t)(n ? n : 1) * 8), *y = malloc((size_t)(n ? n : 1) * 8);
+  if (!x || !y || ct_copy_to_buffer(ref, x, CT_FLOAT64, n) || ct_copy_to_buffer(got, y, CT_FLOAT64, n)) {
+    ct_test_fail(__FILE__, line, "%s: reading values failed: %s", what, ct_last_error());
+  } else {
+    int64_t worst = -1;
+    double ws = 0;
+    for (int64_t i = 0; i < n; i++) {
+      if ((isnan(x[i]) && isnan(y[i])) || x[i] == y[i]) continue;
+      double sc = fabs(y[i] - x[i]) / (atol + rtol * fabs(x[i]));
+      if (!(sc <= 1) && (worst < 0 || !(sc <= ws))) worst = i, ws = sc;
+    }
+    if (worst >= 0)
+      ct_test_fail(__FILE__, line, "%s: element %lld: webgpu %.10g, cpu %.10g (rtol %g atol %g)", what,
+                   (long long)worst, y[worst], x[worst], rtol, atol);
+  }
+  free(x);
+  free(y);
+}
+
+static ct_generator *gen(void) {
+  static ct_generator *g;
+  if (!g) g = ct_generator_new(4321);
+  return g;
+}
+static ct_tensor *rnd(int nd, const int64_t *shape) { return ct_randn(nd, shape, ct_opts_dtype(CT_FLOAT32), gen()); }
+
+/* ---- the ABI, checked against the library itself ---- */
+WG_TEST(abi) {
+  ct_webgpu_abi_report r;
+  CHECK_OK(ct_webgpu_abi_probe(&r));
+  printf("test_webgpu: adapter %s; limits %d bytes, info %d bytes written; maxStorageBufferBindingSize %llu, "
+         "maxBufferSize %llu\n",
+         ct_webgpu_adapter_name(), r.limits_bytes_written, r.info_bytes_written,
+         (unsigned long long)r.max_storage_binding, (unsigned long long)r.max_buffer);
+  CHECK(r.limits_bytes_written == (int)sizeof(WGPULimits)); /* Dawn fills exactly our WGPULimits */
+  CHECK(r.info_bytes_written <= (int)sizeof(WGPUAdapterInfo) && r.info_bytes_written > (int)sizeof(WGPUAdapterInfo) - 8);
+  CHECK(r.backend_type == WGPUBackendType_Vulkan);
+  CHECK(r.work_done_status == 1);
+  CHECK(r.work_done_message_ok);
+  CHECK(r.uncaptured_error_seen);
+  /* wgpuGetProcAddress may hand out Dawn's internal entry points rather than the exported
+   * symbols: informational */
+  printf("test_webgpu: procs %s the exported symbols\n", r.procs_match_dlsym ? "equal" : "differ from");
+  /* the sizes were asked for explicitly and granted (not the 128/256 MiB defaults) */
+  CHECK(r.max_storage_binding == r.adapter_max_storage_binding);
+  CHECK(r.max_buffer == r.adapter_max_buffer);
+  CHECK(strstr(ct_backends_compiled(), "webgpu") != NULL);
+}
+
+/* ---- moves, fill, copy ---- */
+WG_TEST(roundtrip) {
+  int64_t sh[2] = {3, 5};
+  ct_tensor *a = rnd(2, sh), *g = W(a), *b = g ? ct_to_device(g, ct_cpu()) : NULL;
+  CHECK(g && ct_tensor_device(g).type == CT_DEVICE_WEBGPU);
+  SAME("roundtrip", a, b, 0, 0);
+  /* int64, int32 and odd byte counts (uint8: edges read back and patched) */
+  double v[5] = {-3, 7, 1LL << 40, 0, 9};
+  int64_t s5[1] = {5};
+  ct_dtype dts[3] = {CT_INT64, CT_INT32, CT_UINT8};
+  for (int k = 0; k < 3; k++) {
+    ct_tensor *i = tt_from(v, 1, s5, dts[k]), *gi = W(i), *bi = gi ? ct_to_device(gi, ct_cpu()) : NULL;
+    SAME("int roundtrip", i, bi, 0, 0);
+    ct_release(i);
+    ct_release(gi);
+    ct_release(bi);
+  }
+  /* empty and 0-dim */
+  int64_t s0[2] = {0, 3};
+  ct_tensor *e = ct_zeros(2, s0, ct_opts_dtype(CT_FLOAT32)), *ge = W(e), *be = ge ? ct_to_device(ge, ct_cpu()) : NULL;
+  SAME("empty", e, be, 0, 0);
+  ct_tensor *z = ct_scalar_tensor(ct_sf(2.5), ct_opts_dtype(CT_FLOAT32)), *gz = W(z);
+  double item = 0;
+  CHECK_OK(ct_item_double(gz, &item));
+  CHECK(item == 2.5);
+  ct_release(a), ct_release(g), ct_release(b), ct_release(e), ct_release(ge), ct_release(be), ct_release(z), ct_release(gz);
+}
+
+WG_TEST(fill_copy) {
+  int64_t sh[2] = {4, 6};
+  ct_options o = ct_opts_dtype(CT_FLOAT32);
+  o.device = ct_webgpu();
+  ct_tensor *z = ct_zeros(2, sh, o), *f = ct_full(2, sh, ct_sf(-1.25), o);
+  ct_options oc = ct_opts_dtype(CT_FLOAT32);
+  ct_tensor *zc = ct_zeros(2, sh, oc), *fc = ct_full(2, sh, ct_sf(-1.25), oc);
+  SAME("zeros", zc, z, 0, 0);
+  SAME("full", fc, f, 0, 0);
+  ct_options oi = ct_opts_dtype(CT_INT64);
+  oi.device = ct_webgpu();
+  ct_tensor *fi = ct_full(2, sh, ct_si(-5000000000LL), oi);
+  oi.device = ct_cpu();
+  ct_tensor *fic = ct_full(2, sh, ct_si(-5000000000LL), oi);
+  SAME("full int64", fic, fi, 0, 0);
+  /* fill_ of a strided view, clone of a transposed tensor, dtype conversions */
+  ct_tensor *a = rnd(2, sh), *ga = W(a);
+  ct_tensor *va = ct_slice(a, 1, 1, 6, 2), *vg = ct_slice(ga, 1, 1, 6, 2);
+  CHECK_OK(ct_fill_(va, ct_sf(3)));
+  CHECK_OK(ct_fill_(vg, ct_sf(3)));
+  SAME("fill_ strided", a, ga, 0, 0);
+  ct_tensor *ta = ct_t(a), *tg = ct_t(ga), *ca = ct_contiguous(ta), *cg = ct_contiguous(tg);
+  SAME("contiguous(t)", ca, cg, 0, 0);
+  ct_tensor *ia = ct_to_dtype(ta, CT_INT64), *ig = ct_to_dtype(tg, CT_INT64);
+  SAME("to int64", ia, ig, 0, 0);
+  ct_tensor *i32a = ct_to_dtype(ia, CT_INT32), *i32g = ct_to_dtype(ig, CT_INT32);
+  SAME("int64 -> int32", i32a, i32g, 0, 0);
+  ct_tensor *ba = ct_to_dtype(i32a, CT_FLOAT32), *bg = ct_to_dtype(i32g, CT_FLOAT32);
+  SAME("int32 -> float", ba, bg, 0, 0);
+  ct_tensor *ka = ct_to_dtype(ia, CT_FLOAT32), *kg = ct_to_dtype(ig, CT_FLOAT32);
+  SAME("int64 -> float", ka, kg, 0, 0);
+  ct_release(z), ct_release(f), ct_release(zc), ct_release(fc), ct_release(fi), ct_release(fic);
+  ct_release(a), ct_release(ga), ct_release(va), ct_release(vg), ct_release(ta), ct_release(tg), ct_release(ca);
+  ct_release(cg), ct_release(ia), ct_release(ig), ct_release(i32a), ct_release(i32g), ct_release(ba), ct_release(bg);
+  ct_release(ka), ct_release(kg);
+}
+
+/* ---- elementwise ---- */
+typedef ct_tensor *(*un_fn)(const ct_tensor *);
+WG_TEST(unary) {
+  int64_t sh[2] = {5, 7};
+  ct_tensor *a = rnd(2, sh), *ga = W(a);
+  ct_tensor *pa = ct_abs(a), *pg = ct_abs(ga); /* positive inputs for log/sqrt */
+  ct_tensor *ta = ct_t(a), *tg = ct_t(ga);     /* and a non-contiguous one */
+  struct {
+    const char *name;
+    un_fn f;
+    int pos;
+    double rtol;
+  } ops[] = {
+      {"neg", ct_neg, 0, 0},        {"abs", ct_abs, 0, 0},          {"exp", ct_exp, 0, 1e-5},
+      {"log", ct_log, 1, 1e-5},     {"sqrt", ct_sqrt, 1, 1e-6},     {"rsqrt", ct_rsqrt, 1, 1e-5},
+      {"sin", ct_sin, 0, 1e-5},     {"cos", ct_cos, 0, 1e-5},       {"tanh", ct_tanh, 0, 1e-5},
+      {"sigmoid", ct_sigmoid, 0, 1e-5}, {"relu", ct_relu, 0, 0},    {"silu", ct_silu, 0, 1e-5},
+      {"erf", ct_erf, 0, 2e-6},     {"expm1", ct_expm1, 0, 2e-5},   {"log1p", ct_log1p, 1, 2e-5},
+      {"square", ct_square, 0, 1e-6}, {"reciprocal", ct_reciprocal, 0, 1e-6}, {"floor", ct_floor, 0, 0},
+  };
+  for (size_t k = 0; k < sizeof ops / sizeof ops[0]; k++) {
+    const ct_tensor *xa = ops[k].pos ? pa : a, *xg = ops[k].pos ? pg : ga;
+    ct_tensor *r = ops[k].f(xa), *g = ops[k].f(xg);
+    SAME(ops[k].name, r, g, ops[k].rtol, 1e-6);
+    ct_release(r), ct_release(g);
+    r = ops[k].f(ta), g = ops[k].f(tg);
+    if (!ops[k].pos) SAME(ops[k].name, r, g, ops[k].rtol, 1e-6);
+    ct_release(r), ct_release(g);
+  }
+  /* gelu both forms, leaky_relu, hardtanh (attributes baked into the kernel) */
+  ct_tensor *r = ct_gelu(a, "none"), *g = ct_gelu(ga, "none");
+  SAME("gelu", r, g, 2e-6, 1e-6);
+  ct_release(r), ct_release(g);
+  r = ct_gelu(a, "tanh"), g = ct_gelu(ga, "tanh");
+  SAME("gelu tanh", r, g, 2e-6, 1e-6);
+  ct_release(r), ct_release(g);
+  ct_release(a), ct_release(ga), ct_release(pa), ct_release(pg), ct_release(ta), ct_release(tg);
+}
+
+WG_TEST(binary) {
+  int64_t sa[2] = {4, 6}, sb[1] = {6}, sc[2] = {4, 1};
+  ct_tensor *a = rnd(2, sa), *b = rnd(1, sb), *c = rnd(2, sc);
+  ct_tensor *ga = W(a), *gb = W(b), *gc = W(c);
+  ct_tensor *(*fs[])(const ct_tensor *, const ct_tensor *) = {ct_add, ct_sub, ct_mul, ct_div, ct_maximum, ct_minimum};
+  const char *names[] = {"add", "sub", "mul", "div", "maximum", "minimum"};
+  for (int k = 0; k < 6; k++) {
+    ct_tensor *r = fs[k](a, b), *g = fs[k](ga, gb); /* broadcast a row */
+    SAME(names[k], r, g, 1e-6, 1e-6);
+    ct_release(r), ct_release(g);
+    r = fs[k](c, b), g = fs[k](gc, gb); /* broadcast both ways */
+    SAME(names[k], r, g, 1e-6, 1e-6);
+    ct_release(r), ct_release(g);
+  }
+  /* scalars (wrapped numbers move to the device), pow, in place */
+  ct_tensor *r = ct_mul_scalar(a, ct_sf(0.5)), *g = ct_mul_scalar(ga, ct_sf(0.5));
+  SAME("mul scalar", r, g, 0, 0);
+  ct_release(r), ct_release(g);
+  r = ct_pow_scalar(a, ct_si(2)), g = ct_pow_scalar(ga, ct_si(2));
+  SAME("pow 2", r, g, 1e-6, 1e-7);
+  ct_release(r), ct_release(g);
+  ct_tensor *pa = ct_abs(a), *pg = ct_abs(ga);
+  r = ct_pow_scalar(pa, ct_sf(1.5)), g = ct_pow_scalar(pg, ct_sf(1.5));
+  SAME("pow 1.5", r, g, 1e-5, 1e-6);
+  ct_release(r), ct_release(g), ct_release(pa), ct_release(pg);
+  ct_tensor *a2 = ct_clone(a), *g2 = ct_clone(ga);
+  CHECK_OK(ct_add_(a2, b));
+  CHECK_OK(ct_add_(g2, gb));
+  SAME("add_", a2, g2, 1e-6, 1e-6);
+  CHECK_OK(ct_mul_(a2, a2)); /* the output aliases both inputs */
+  CHECK_OK(ct_mul_(g2, g2));
+  SAME("mul_ aliased", a2, g2, 1e-6, 1e-6);
+  ct_release(a2), ct_release(g2);
+  ct_release(a), ct_release(b), ct_release(c), ct_release(ga), ct_release(gb), ct_release(gc);
+}
+
+/* ---- reductions, softmax, layer_norm ---- */
+WG_TEST(reduce) {
+  int64_t sh[3] = {3, 40, 5}; /* 40: the workgroup-per-output path; 3 and 5: thread per output */
+  ct_tensor *a = rnd(3, sh), *ga = W(a);
+  ct_tensor *r = ct_sum(a), *g = ct_sum(ga);
+  SAME("sum", r, g, 1e-5, 1e-5); /* float32 tree vs double accumulation */
+  ct_release(r), ct_release(g);
+  int64_t dims[4][2] = {{0, 0}, {1, 1}, {2, 2}, {0, 2}};
+  for (int k = 0; k < 4; k++) {
+    int nd = dims[k][0] == dims[k][1] ? 1 : 2;
+    for (int keep = 0; keep < 2; keep++) {
+      r = ct_sum_dims(a, nd, dims[k], keep), g = ct_sum_dims(ga, nd, dims[k], keep);
+      SAME("sum dims", r, g, 1e-5, 1e-5);
+      ct_release(r), ct_release(g);
+      r = ct_mean_dims(a, nd, dims[k], keep), g = ct_mean_dims(ga, nd, dims[k], keep);
+      SAME("mean dims", r, g, 1e-5, 1e-6);
+      ct_release(r), ct_release(g);
+      r = ct_amax(a, nd, dims[k], keep), g = ct_amax(ga, nd, dims[k], keep);
+      SAME("amax", r, g, 0, 0);
+      ct_release(r), ct_release(g);
+    }
+  }
+  r = ct_max(a), g = ct_max(ga);
+  SAME("max", r, g, 0, 0);
+  ct_release(r), ct_release(g);
+  /* a permuted (non-contiguous) input */
+  int64_t perm[3] = {2, 0, 1}, d1[1] = {2};
+  ct_tensor *pa = ct_permute(a, 3, perm), *pg = ct_permute(ga, 3, perm);
+  r = ct_sum_dims(pa, 1, d1, false), g = ct_sum_dims(pg, 1, d1, false);
+  SAME("sum permuted", r, g, 1e-5, 1e-5);
+  ct_release(r), ct_release(g), ct_release(pa), ct_release(pg);
+  ct_release(a), ct_release(ga);
+}
+
+WG_TEST(softmax_layer_norm) {
+  int64_t sh[3] = {2, 3, 300};
+  ct_tensor *a = rnd(3, sh), *ga = W(a);
+  for (int d = 0; d < 3; d++) {
+    ct_tensor *r = ct_softmax(a, d, -1), *g = ct_softmax(ga, d, -1);
+    SAME("softmax", r, g, 1e-5, 1e-7);
+    ct_release(r), ct_release(g);
+    r = ct_log_softmax(a, d, -1), g = ct_log_softmax(ga, d, -1);
+    SAME("log_softmax", r, g, 1e-5, 1e-6);
+    ct_release(r), ct_release(g);
+  }
+  int64_t ns[1] = {300};
+  ct_tensor *w = rnd(1, ns), *b = rnd(1, ns), *gw = W(w), *gb = W(b);
+  ct_tensor *r = ct_layer_norm(a, 1, ns, w, b, 1e-5), *g = ct_layer_norm(ga, 1, ns, gw, gb, 1e-5);
+  SAME("layer_norm", r, g, 1e-4, 1e-5); /* float32 mean and variance over 300 terms */
+  ct_release(r), ct_release(g), ct_release(w), ct_release(b), ct_release(gw), ct_release(gb);
+  ct_release(a), ct_release(ga);
+}
+
+/* ---- matrix products ---- */
+WG_TEST(matmul) {
+  int64_t sa[2] = {37, 70}, sb[2] = {70, 65}, sbt[2] = {65, 70};
+  ct_tensor *a = rnd(2, sa), *b = rnd(2, sb), *bt = rnd(2, sbt);
+  ct_tensor *ga = W(a), *gb = W(b), *gbt = W(bt);
+  ct_tensor *r = ct_mm(a, b), *g = ct_mm(ga, gb);
+  SAME("mm", r, g, 1e-4, 1e-4); /* 70-term float32 sums */
+  ct_release(r), ct_release(g);
+  ct_tensor *t = ct_t(bt), *gt = ct_t(gbt);
+  r = ct_mm(a, t), g = ct_mm(ga, gt);
+  SAME("mm transposed", r, g, 1e-4, 1e-4);
+  ct_release(r), ct_release(g);
+  int64_t sbias[1] = {65};
+  ct_tensor *bias = rnd(1, sbias), *gbias = W(bias);
+  r = ct_linear(a, bt, bias), g = ct_linear(ga, gbt, gbias);
+  SAME("linear", r, g, 1e-4, 1e-4);
+  ct_release(r), ct_release(g);
+  int64_t s3a[3] = {3, 5, 9}, s3b[3] = {3, 9, 4}, sv[1] = {70};
+  ct_tensor *x = rnd(3, s3a), *y = rnd(3, s3b), *gx = W(x), *gy = W(y), *v = rnd(1, sv), *gv = W(v);
+  r = ct_bmm(x, y), g = ct_bmm(gx, gy);
+  SAME("bmm", r, g, 1e-5, 1e-5);
+  ct_release(r), ct_release(g);
+  r = ct_mv(a, v), g = ct_mv(ga, gv);
+  SAME("mv", r, g, 1e-4, 1e-4);
+  ct_release(r), ct_release(g);
+  r = ct_dot(v, v), g = ct_dot(gv, gv);
+  SAME("dot", r, g, 1e-5, 1e-5);
+  ct_release(r), ct_release(g);
+  ct_release(a), ct_release(b), ct_release(bt), ct_release(ga), ct_release(gb), ct_release(gbt), ct_release(t);
+  ct_release(gt), ct_release(bias), ct_release(gbias), ct_release(x), ct_release(y), ct_release(gx), ct_release(gy);
+  ct_release(v), ct_release(gv);
+}
+
+/* ---- embedding ---- */
+WG_TEST(embedding) {
+  ct_scope *sc = ct_scope_begin();
+  int64_t sw[2] = {10, 6}, si[2] = {3, 4};
+  double iv[12] = {0, 9, 3, 3, 1, 2, 9, 0, 5, 5, 5, 7};
+  ct_tensor *w = rnd(2, sw), *ix = tt_from(iv, 2, si, CT_INT64);
+  CHECK_OK(ct_requires_grad_(w, true));
+  ct_tensor *gw = W(w), *gix = W(ix);
+  ct_tensor *gwl = gw ? ct_detach(gw) : NULL;
+  CHECK_OK(ct_requires_grad_(gwl, true));
+  int64_t pad = 5;
+  ct_tensor *r = ct_embedding(ix, w, &pad), *g = ct_embedding(gix, gwl, &pad);
+  SAME("embedding", r, g, 0, 0);
+  ct_tensor *sr = ct_sum(ct_mul(r, r)), *sg = ct_sum(ct_mul(g, g));
+  CHECK_OK(ct_backward(sr, NULL, false, false));
+  CHECK_OK(ct_backward(sg, NULL, false, false));
+  ct_tensor *gr = ct_grad(w), *gg = ct_grad(gwl);
+  SAME("embedding grad", gr, gg, 1e-6, 1e-6);
+  /* a bad index: reported as IndexError at the next synchronisation */
+  double bad[2] = {1, 10};
+  int64_t s2[1] = {2};
+  ct_tensor *bi = tt_from(bad, 1, s2, CT_INT64), *gbi = W(bi);
+  ct_tensor *e = ct_embedding(gbi, gwl, NULL);
+  ct_status st = e ? ct_webgpu_synchronize() : ct_last_status();
+  CHECK(st == CT_ERR_INDEX);
+  CHECK(strstr(ct_last_error(), "index out of range") != NULL);
+  CHECK_OK(ct_webgpu_synchronize()); /* reported once */
+  ct_scope_end(sc);
+}
+
+/* ---- an MLP: forward, loss, backward, one SGD step, against the CPU ---- */
+WG_TEST(mlp_train_step) {
+  ct_scope *sc = ct_scope_begin();
+  int64_t sx[2] = {8, 12}, s1[2] = {16, 12}, sb1[1] = {16}, s2[2] = {3, 16}, sb2[1] = {3};
+  ct_tensor *p[4] = {rnd(2, s1), rnd(1, sb1), rnd(2, s2), rnd(1, sb2)}, *q[4];
+  for (int k = 0; k < 4; k++) {
+    q[k] = ct_detach(W(p[k]));
+    CHECK_OK(ct_requires_grad_(p[k], true));
+    CHECK_OK(ct_requires_grad_(q[k], true));
+  }
+  ct_tensor *x = rnd(2, sx), *gx = W(x);
+  double tv[8] = {0, 2, 1, 1, 0, 2, 2, 0};
+  int64_t st[1] = {8};
+  ct_tensor *tgt = tt_from(tv, 1, st, CT_INT64);
+  for (int step = 0; step < 2; step++) {
+    ct_tensor *h = ct_gelu(ct_linear(x, p[0], p[1]), "none"), *out = ct_linear(h, p[2], p[3]);
+    ct_tensor *gh = ct_gelu(ct_linear(gx, q[0], q[1]), "none"), *gout = ct_linear(gh, q[2], q[3]);
+    ct_tensor *l = ct_add(ct_mse_loss(out, ct_softmax(out, 1, -1), CT_REDUCTION_MEAN), ct_mean(ct_relu(out)));
+    ct_tensor *gl = ct_add(ct_mse_loss(gout, ct_softmax(gout, 1, -1), CT_REDUCTION_MEAN), ct_mean(ct_relu(gout)));
+    SAME("mlp loss", l, gl, 1e-5, 1e-6);
+    CHECK_OK(ct_backward(l, NULL, false, false));
+    CHECK_OK(ct_backward(gl, NULL, false, false));
+    for (int k = 0; k < 4; k++) {
+      ct_tensor *a = ct_grad(p[k]), *b = ct_grad(q[k]);
+      SAME("mlp grad", a, b, 1e-4, 1e-6); /* float32 chains of products and sums */
+      bool prev = ct_set_grad_enabled(false);
+      CHECK_OK(ct_sub_(p[k], ct_mul_scalar(a, ct_sf(0.1))));
+      CHECK_OK(ct_sub_(q[k], ct_mul_scalar(b, ct_sf(0.1))));
+      ct_set_grad_enabled(prev);
+      CHECK_OK(ct_set_grad(p[k], NULL)); /* ct_grad is borrowed */
+      CHECK_OK(ct_set_grad(q[k], NULL));
+    }
+  }
+  (void)tgt;
+  for (int k = 0; k < 4; k++) SAME("mlp params after steps", p[k], q[k], 1e-4, 1e-6);
+  ct_scope_end(sc);
+}
+
+/* ---- batching: a chain of kernels is one submit, read back once ---- */
+WG_TEST(batching) {
+  int64_t sh[1] = {64};
+  ct_tensor *a = rnd(1, sh), *ga = W(a);
+  CHECK_OK(ct_webgpu_synchronize());
+  ct_webgpu_counters c0 = ct_webgpu_get_counters();
+  ct_tensor *x = ct_clone(a), *gx = ct_clone(ga);
+  for (int i = 0; i < 40; i++) {
+    ct_tensor *y = ct_tanh(ct_add(x, a)), *gy = ct_tanh(ct_add(gx, ga));
+    ct_release(x), ct_release(gx);
+    x = y, gx = gy;
+  }
+  ct_webgpu_counters c1 = ct_webgpu_get_counters();
+  SAME("chain", x, gx, 1e-5, 1e-6);
+  ct_webgpu_counters c2 = ct_webgpu_get_counters();
+  CHECK(c1.dispatches - c0.dispatches >= 80);
+  CHECK(c1.submits == c0.submits); /* nothing submitted before the read */
+  CHECK(c2.submits - c1.submits <= 2);
+  CHECK(c2.downloads - c1.downloads == 1);
+  CHECK(c2.pipelines - c0.pipelines <= 3); /* add, tanh and clone's copy: compiled once each */
+  ct_release(a), ct_release(ga), ct_release(x), ct_release(gx);
+}
+
+/* ---- errors ---- */
+WG_TEST(errors) {
+  int64_t sh[1] = {4};
+  ct_tensor *d = ct_randn(1, sh, ct_opts_dtype(CT_FLOAT64), gen()), *gd = W(d);
+  CHECK(gd != NULL); /* float64 storage moves, but no kernel computes in it */
+  CHECK_ERR_PTR(ct_exp(gd), "WGSL has no float64");
+  ct_tensor *a = rnd(1, sh), *ga = W(a);
+  CHECK_ERR_PTR(ct_cumsum(ga, 0, -1), "Could not run 'aten::cumsum' with arguments from the 'WebGPU' backend");
+  CHECK_ERR_PTR(ct_add(ga, a), "Expected all tensors to be on the same device");
+  ct_release(d), ct_release(gd), ct_release(a), ct_release(ga);
+}
+
+/* ---- the fallback: without the library, a clear reason and the CPU keeps working ---- */
+TEST(webgpu_absent_child) {
+  if (!getenv("CT_WEBGPU_EXPECT_ABSENT")) return; /* only in the child run below */
+  CHECK(!ct_device_available(ct_webgpu()));
+  CHECK(strstr(ct_webgpu_unavailable_reason(), "cannot load Dawn") != NULL);
+  int64_t sh[1] = {3};
+  ct_tensor *a = ct_ones(1, sh, ct_opts_dtype(CT_FLOAT32));
+  CHECK_ERR_PTR(ct_to_device(a, ct_webgpu()), "webgpu device 0 is not available");
+  ct_tensor *b = ct_add(a, a);
+  CHECK(b && tt_at(b, 2) == 2.0);
+  ct_release(a), ct_release(b);
+}
+TEST(webgpu_fallback_without_library) {
+  if (getenv("CT_WEBGPU_EXPECT_ABSENT")) return;
+  char exe[4096];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n <= 0) return;
+  exe[n] = 0;
+  char *argv[] = {exe, "webgpu_absent_child", NULL};
+  /* the same environment plus the two variables */
+  int ne = 0;
+  while (environ[ne]) ne++;
+  char **env = calloc((size_t)ne + 3, sizeof *env);
+  if (!env) return;
+  for (int i = 0; i < ne; i++) env[i] = environ[i];
+  env[ne] = "CT_WEBGPU_LIB=/nonexistent/libwebgpu_wrapper.so";
+  env[ne + 1] = "CT_WEBGPU_EXPECT_ABSENT=1";
+  pid_t pid;
+  posix_spawn_file_actions_t fa; /* its output would read like this run's */
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+  int rc = posix_spawn(&pid, exe, &fa, NULL, argv, env);
+  posix_spawn_file_actions_destroy(&fa);
+  free(env);
+  CHECK(rc == 0);
+  int status = 0;
+  if (rc == 0) waitpid(pid, &status, 0);
+  CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
