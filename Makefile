@@ -94,7 +94,7 @@ coverage-table: all
 clean:
 	rm -rf $(BUILD)
 
-# libFuzzer targets for the safetensors reader (tests/fuzz/fuzz_*.c), FUZZ_TIME seconds each;
+# libFuzzer targets for the safetensors and IDX/gzip readers (tests/fuzz/fuzz_*.c), FUZZ_TIME seconds each;
 # not part of `make test` (the damaged-file corpus is replayed there by the C tests).
 # New inputs go to build/fuzz/corpus_*; crashes to build/fuzz/crash-* (add them to the corpus).
 FUZZ_TIME ?= 60
@@ -103,11 +103,12 @@ fuzz:
 	$(MAKE) --no-print-directory BUILD=build/fuzz CC=clang-14 OPT=-O1 \
 	  CFLAGS="-O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer" \
 	  build/fuzz/libctorch.a
-	@set -e; for t in safetensors header; do \
+	@set -e; for t in safetensors header idx; do \
 	  clang-14 $(CFLAGS_BASE) -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	    -o build/fuzz/fuzz_$$t tests/fuzz/fuzz_$$t.c build/fuzz/libctorch.a $(LDLIBS); \
 	  mkdir -p build/fuzz/corpus_$$t; \
 	  seeds=tests/fuzz/seeds/$$t; [ $$t = safetensors ] && seeds="$$seeds tests/fuzz/damaged"; \
+	  [ $$t = idx ] && seeds="$$seeds tests/fuzz/damaged_idx"; \
 	  echo "== fuzz_$$t for $(FUZZ_TIME) s"; \
 	  build/fuzz/fuzz_$$t -max_total_time=$(FUZZ_TIME) -timeout=10 -rss_limit_mb=4096 -max_len=65536 \
 	    -dict=tests/fuzz/safetensors.dict -artifact_prefix=build/fuzz/ -print_final_stats=1 \

@@ -289,8 +289,9 @@ def run_case(name, out_dir):
     torch.manual_seed(seed)
     model = build()
     if check_init:
-        save_safetensors(os.path.join(out_dir, name + "_init.safetensors"), model.state_dict(),
-                         {"seed": str(seed)})
+        sd = model.state_dict()
+        save_safetensors(os.path.join(out_dir, name + "_init.safetensors"), sd,
+                         {"seed": str(seed), "keys": ",".join(sd.keys())})
     g = torch.Generator().manual_seed(1000 + seed)
     randomize(model, g)
     save_safetensors(os.path.join(out_dir, name + "_weights.safetensors"), model.state_dict())

@@ -7,4 +7,5 @@ int ct_cmd_demo(int argc, char **argv);
 int ct_cmd_inspect(int argc, char **argv);
 int ct_cmd_train_gpt(int argc, char **argv);
 int ct_cmd_sample(int argc, char **argv);
+int ct_cmd_train_cnn(int argc, char **argv);
 #endif

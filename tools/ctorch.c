@@ -13,6 +13,7 @@ static const struct {
     {"demo", "fit a small MLP on generated data and print the loss falling", ct_cmd_demo},
     {"inspect", "a safetensors file's or checkpoint's metadata and tensors", ct_cmd_inspect},
     {"train-gpt", "train a GPT on a text file (or the built-in text) and print a sample", ct_cmd_train_gpt},
+    {"train-cnn", "train a CNN on MNIST IDX files (--data DIR) and report held-out accuracy", ct_cmd_train_cnn},
     {"sample", "generate text from a trained GPT or a Hugging Face GPT-2 checkpoint", ct_cmd_sample},
 };
 

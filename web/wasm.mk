@@ -8,10 +8,12 @@
 #   make wasm-pack  npm pack of build/wasm/pkg
 # Needs Debian's emscripten 3.1.6 (apt-get install emscripten); it needs NODE_PATH with Node 20.
 WASM_DIR ?= build/wasm
-EMCC ?= emcc
-EMAR ?= emar
+# emscripten 3.1.6 runs its JS compiler with Node 20 only with Debian's node modules on NODE_PATH
+# (set for emcc/emar only, not exported to the rest of the build)
+WASM_NODE_PATH ?= /usr/share/nodejs
+EMCC ?= NODE_PATH=$(WASM_NODE_PATH) emcc
+EMAR ?= NODE_PATH=$(WASM_NODE_PATH) emar
 WASM_OPT ?= -O3
-export NODE_PATH ?= /usr/share/nodejs
 WASM_CFLAGS := -std=c11 -D_GNU_SOURCE -Iinclude -Isrc $(WASM_OPT) -msimd128 -Wall -Wextra \
   -Wno-unused-parameter -Wno-missing-field-initializers -Wno-unused-command-line-argument
 # The same sources as the native library (the CUDA backend's C part compiles to stubs there).
@@ -122,3 +124,9 @@ wasm-native-bench:
 	$(MAKE) --no-print-directory BUILD=$(WASM_DIR)-native $(WASM_DIR)-native/libctorch.a
 	$(CC) $(CFLAGS_BASE) -O2 -o $(WASM_DIR)-native/bench_native web/native/bench_native.c $(WASM_DIR)-native/libctorch.a $(LDLIBS)
 	$(WASM_DIR)-native/bench_native
+
+# Debian packages of the wasm build and the page tests (emscripten 3.1.6, chromium).
+.PHONY: wasm-deps
+wasm-deps:
+	@command -v emcc >/dev/null 2>&1 || apt-get install -y emscripten
+	@command -v chromium >/dev/null 2>&1 || apt-get install -y chromium

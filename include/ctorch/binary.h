@@ -2,7 +2,8 @@
  * Python numbers take part by category only); *_scalar forms take a Python-like number
  * as the second operand; *_ forms work in place on the first operand (the result
  * dtype must be castable to it); *_out forms write into an existing tensor (resized
- * when it has no elements). Integer arithmetic wraps like C++. */
+ * like PyTorch's out= when its shape differs, warning if it had elements). Integer
+ * arithmetic wraps like C++. */
 #ifndef CTORCH_BINARY_H
 #define CTORCH_BINARY_H
 #include "core.h"

@@ -39,6 +39,12 @@ const char *ct_last_error(void);
 ct_status ct_last_status(void);
 void ct_clear_error(void);
 
+/* Warnings (PyTorch's UserWarning, e.g. resizing an out= tensor that has elements): each
+ * message goes to the handler; with none set (fn NULL, the default) each distinct message is
+ * printed once to stderr. Returns the previous handler. */
+typedef void (*ct_warn_fn)(const char *msg, void *user);
+ct_warn_fn ct_set_warn_handler(ct_warn_fn fn, void *user);
+
 /* ---- dtypes ------------------------------------------------------------------ */
 typedef enum {
   CT_FLOAT32 = 0,

@@ -26,7 +26,7 @@ ct_tensor *ct_addmv(const ct_tensor *self, const ct_tensor *mat, const ct_tensor
 /* beta * self + alpha * bmm(b1, b2) */
 ct_tensor *ct_baddbmm(const ct_tensor *self, const ct_tensor *b1, const ct_tensor *b2, ct_scalar beta,
                       ct_scalar alpha);
-/* out = a @ b written into an existing tensor (resized from zero elements like PyTorch's out=). */
+/* out = a @ b written into an existing tensor (resized like PyTorch's out= when its shape differs). */
 ct_status ct_matmul_out(ct_tensor *out, const ct_tensor *a, const ct_tensor *b);
 /* In place: self = beta * self + alpha * (m1 @ m2). */
 ct_status ct_addmm_(ct_tensor *self, const ct_tensor *m1, const ct_tensor *m2, ct_scalar beta, ct_scalar alpha);

@@ -15,6 +15,13 @@
  * ops round. Parameters the fused loops cannot take (other dtypes, non-contiguous
  * data or state) go through the reference path.
  *
+ * Where C differs from PyTorch 1.13 on purpose: a parameter listed twice is refused
+ * (PyTorch warns, then keeps one state for both); Adagrad makes the state of a group
+ * added later when it arrives (PyTorch raises KeyError 'sum' at the next step); a
+ * state switched on after the state was made (amsgrad, RMSprop momentum/centered)
+ * starts at zeros (PyTorch raises KeyError); hyper-parameters of every group are
+ * validated, not only the constructor's. CUDA parameters take the reference path.
+ *
  * Optimizer state_dict, flattened into a ct_dict (PyTorch's nested dict, keys joined
  * with '.'; <g> is a group index, <i> the parameter's index over all groups in order):
  *   state.<i>.step             0-dim: float32 (Adam, AdamW, Adagrad) or int64 (RMSprop)

@@ -26,7 +26,7 @@ extern "C" {
 
 /* torch.cat: PyTorch 1.13 rules (1-D empty [0] inputs are skipped), dtypes promote. */
 ct_tensor *ct_cat(int n, const ct_tensor *const *ts, int64_t dim);
-/* cat into an existing tensor (resized if it has zero elements; no autograd). */
+/* cat into an existing tensor (resized like PyTorch's out= when its shape differs; no autograd). */
 ct_status ct_cat_out(ct_tensor *out, int n, const ct_tensor *const *ts, int64_t dim);
 /* torch.stack: equal shapes joined along a new dim. */
 ct_tensor *ct_stack(int n, const ct_tensor *const *ts, int64_t dim);

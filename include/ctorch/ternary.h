@@ -1,6 +1,6 @@
 /* Ternary elementwise ops: where, lerp, addcmul, addcdiv, clamp with tensor bounds.
  * Inputs broadcast together; *_ forms work in place on the first tensor; *_out forms
- * write into out (resized only if it has no elements). */
+ * write into out (resized like PyTorch's out= when its shape differs). */
 #ifndef CTORCH_TERNARY_H
 #define CTORCH_TERNARY_H
 #include "core.h"

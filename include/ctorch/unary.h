@@ -1,7 +1,7 @@
 /* Unary elementwise ops. Each op `x` has three forms:
  *   ct_tensor *ct_x(const ct_tensor *a, ...)          out of place (new tensor)
  *   ct_status  ct_x_(ct_tensor *a, ...)               in place (PyTorch's x_)
- *   ct_status  ct_x_out(ct_tensor *out, const ct_tensor *a, ...)   out= (out resized only if empty)
+ *   ct_status  ct_x_out(ct_tensor *out, const ct_tensor *a, ...)   out= (resized like PyTorch's when its shape differs)
  * Dtypes follow PyTorch 1.13 on CPU: floating functions (exp, sin, sqrt, ...) promote
  * integer and bool inputs to the default dtype; abs/neg/sign/floor/ceil/round/trunc/
  * relu/clamp/square/nan_to_num keep integer dtypes; isnan/isinf/isfinite/logical_not

@@ -9,6 +9,8 @@
 /* ---- errors ------------------------------------------------------------------ */
 /* Sets the thread's error (printf-style) and returns `st`. */
 ct_status ct_set_error(ct_status st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Emits a warning through the handler of ct_set_warn_handler (printf-style). */
+void ct_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Prefix the current message (for adding context). */
 #define CT_ERR(st, ...) ct_set_error((st), __VA_ARGS__)
 /* Evaluate a ct_status expression; return it on failure. */
@@ -50,6 +52,9 @@ ct_storage *ct_storage_new(ct_device dev, size_t nbytes);
 ct_storage *ct_storage_from_external(void *data, size_t nbytes, void (*deleter)(void *, void *), void *ctx);
 void ct_storage_retain(ct_storage *s);
 void ct_storage_release(ct_storage *s);
+/* Grows s in place to nbytes (kept bytes copied; every tensor over s sees the new memory), as
+ * PyTorch's resize_ does; external memory cannot grow. */
+ct_status ct_storage_grow(ct_storage *s, size_t nbytes);
 
 /* ---- tensor handle ------------------------------------------------------------ */
 struct ct_node;

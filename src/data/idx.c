@@ -98,7 +98,16 @@ ct_tensor *ct_idx_load_buffer_named(const void *buf, size_t len, const char *wha
   size_t hl, dl;
   ct_status st = idx_header(head, hn, what, &dt, &nd, shape, &hl, &dl);
   free(head);
-  if (st != CT_OK) return NULL;
+  if (st != CT_OK) {
+    /* a bad header may be damaged compressed data: check the whole stream (checksums) and report
+     * that instead, within a memory bound */
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", ct_last_error());
+    if (ct_gunzip(p, len, (size_t)1 << 26, what, &all, &an) == CT_OK || strstr(ct_last_error(), "larger than the limit"))
+      ct_set_error(CT_ERR_RUNTIME, "%s", msg);
+    free(all);
+    return NULL;
+  }
   /* one byte over the size so that trailing data is reported as such, not as a size limit */
   if (ct_gunzip(p, len, hl + dl + 1, what, &all, &an) != CT_OK) {
     if (strstr(ct_last_error(), "larger than the limit"))

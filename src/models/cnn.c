@@ -35,7 +35,7 @@ static ct_tensor *cnn_forward(ct_module *m, const ct_tensor *x) {
   h = h ? ct_max_pool2d(ct_relu(h), k2, NULL, NULL, NULL, false, NULL) : NULL;
   h = h ? ct_flatten(h, 1, -1) : NULL;
   h = h ? ct_relu(ct_module_forward(ct_module_child(m, "fc1"), h)) : NULL;
-  if (h && c->dropout > 0) h = ct_dropout(h, c->dropout, ct_module_is_training(m), NULL);
+  if (h && c->dropout > 0 && ct_module_is_training(m)) h = ct_dropout(h, c->dropout, true, NULL);
   h = h ? ct_module_forward(ct_module_child(m, "fc2"), h) : NULL;
   if (h) ct_keep(h);
   ct_scope_end(s);

@@ -31,11 +31,11 @@ static ct_tensor *attn_forward(ct_module *m, const ct_tensor *x) {
     ct_tensor *k = ct_select(qkv, 0, 1), *v = ct_select(qkv, 0, 2);
     ct_tensor *a = q && k ? ct_matmul(q, ct_transpose(k, -2, -1)) : NULL;
     a = a ? ct_softmax(a, -1, -1) : NULL;
-    if (a && c->attn_drop > 0) a = ct_dropout(a, c->attn_drop, train, NULL);
+    if (a && c->attn_drop > 0 && train) a = ct_dropout(a, c->attn_drop, true, NULL);
     out = a && v ? ct_matmul(a, v) : NULL; /* [B, H, N, hd] */
     out = out ? ct_reshape(ct_transpose(out, 1, 2), 3, back) : NULL;
     out = out ? ct_module_forward(ct_module_child(m, "proj"), out) : NULL;
-    if (out && c->proj_drop > 0) out = ct_dropout(out, c->proj_drop, train, NULL);
+    if (out && c->proj_drop > 0 && train) out = ct_dropout(out, c->proj_drop, true, NULL);
   }
   if (out) ct_keep(out);
   ct_scope_end(s);
@@ -53,9 +53,9 @@ static ct_tensor *mlp_forward(ct_module *m, const ct_tensor *x) {
   ct_scope *s = ct_scope_begin();
   ct_tensor *h = ct_module_forward(ct_module_child(m, "fc1"), x);
   h = h ? ct_gelu(h, "none") : NULL;
-  if (h && c->drop > 0) h = ct_dropout(h, c->drop, train, NULL);
+  if (h && c->drop > 0 && train) h = ct_dropout(h, c->drop, true, NULL);
   h = h ? ct_module_forward(ct_module_child(m, "fc2"), h) : NULL;
-  if (h && c->drop > 0) h = ct_dropout(h, c->drop, train, NULL);
+  if (h && c->drop > 0 && train) h = ct_dropout(h, c->drop, true, NULL);
   if (h) ct_keep(h);
   ct_scope_end(s);
   return h;
@@ -114,7 +114,7 @@ static ct_tensor *vit_forward(ct_module *m, const ct_tensor *x) {
     h = ct_cat(2, parts, 1);
   } else h = NULL;
   h = h ? ct_add(h, ct_module_param(m, "pos_embed")) : NULL;
-  if (h && c->drop_rate > 0) h = ct_dropout(h, c->drop_rate, ct_module_is_training(m), NULL);
+  if (h && c->drop_rate > 0 && ct_module_is_training(m)) h = ct_dropout(h, c->drop_rate, true, NULL);
   h = h ? ct_module_forward(ct_module_child(m, "blocks"), h) : NULL;
   h = h ? ct_module_forward(ct_module_child(m, "norm"), h) : NULL;
   h = h ? ct_select(h, 1, 0) : NULL; /* the class token */

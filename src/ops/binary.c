@@ -367,7 +367,12 @@ ct_status ct_bw_fmod(ct_node *n, ct_tensor *const *g, ct_tensor **gin) { return 
 /* ---- pow ------------------------------------------------------------------------------ */
 static double scalar_to_double(ct_scalar s) { return s.kind == CT_SCALAR_FLOAT ? s.f : (double)s.i; }
 
-ct_tensor *ct_pow(const ct_tensor *a, const ct_tensor *b) { return bin(CT_OP_pow, a, b, NULL, CT_OUT_SAME); }
+ct_tensor *ct_pow(const ct_tensor *a, const ct_tensor *b) {
+  ct_tensor *r = bin(CT_OP_pow, a, b, NULL, CT_OUT_SAME);
+  /* PyTorch's pow.Tensor_Tensor node; a wrapped number exponent is pow.Tensor_Scalar's */
+  if (r && r->grad_fn && !b->is_wrapped_number) r->grad_fn->name = "PowBackward1";
+  return r;
+}
 ct_status ct_pow_(ct_tensor *a, const ct_tensor *b) { return bin_(CT_OP_pow, a, b, NULL, CT_OUT_SAME); }
 ct_status ct_pow_out(ct_tensor *out, const ct_tensor *a, const ct_tensor *b) {
   return bin_out(CT_OP_pow, out, a, b, NULL, CT_OUT_SAME);

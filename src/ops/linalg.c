@@ -373,6 +373,7 @@ ct_tensor *ct_matmul(const ct_tensor *a, const ct_tensor *b) {
     if (!p) return NULL;
     ct_tensor *r = ct_squeeze_dim(p, 0);
     ct_release(p);
+    if (r && r->grad_fn) r->grad_fn->name = "SqueezeBackward3"; /* 1.13 squeezes in place (squeeze_) */
     return r;
   }
   if (d1 == 2 && d2 == 2) return ct_mm(a, b);
@@ -408,26 +409,7 @@ ct_status ct_matmul_out(ct_tensor *out, const ct_tensor *a, const ct_tensor *b) 
   if (r->dtype != out->dtype)
     st = CT_ERR(CT_ERR_RUNTIME, "Expected out tensor to have dtype %s, but got %s instead", cpp_type_name(r->dtype),
                 cpp_type_name(out->dtype));
-  bool same = r->ndim == out->ndim;
-  for (int d = 0; same && d < r->ndim; d++) same = r->shape[d] == out->shape[d];
-  if (st == CT_OK && !same) {
-    if (ct_numel(out) != 0 || out->base) {
-      char s1[160], s2[160];
-      st = CT_ERR(CT_ERR_RUNTIME, "output with shape %s doesn't match the result shape %s (resizing an out= tensor "
-                  "with elements is deprecated in PyTorch and refused here)", CT_SHAPE_STR(out, s1), CT_SHAPE_STR(r, s2));
-    } else {
-      ct_storage *s = ct_storage_new(out->storage->device, (size_t)ct_numel(r) * ct_dtype_size(out->dtype));
-      if (!s) st = ct_last_status();
-      else {
-        ct_storage_release(out->storage);
-        out->storage = s;
-        out->ndim = r->ndim;
-        memcpy(out->shape, r->shape, sizeof out->shape);
-        ct_contiguous_strides(out->ndim, out->shape, out->stride);
-        out->offset = 0;
-      }
-    }
-  }
+  if (st == CT_OK) st = ct_resize_out(out, r->ndim, r->shape);
   if (st == CT_OK) st = ct_copy_(out, r);
   ct_release(r);
   return st;
@@ -441,6 +423,14 @@ ct_tensor *ct_linear(const ct_tensor *x, const ct_tensor *w, const ct_tensor *bi
   ct_tensor *r;
   if (x->ndim == 2 && bias) {
     r = ct_addmm(bias, x, wt, ct_si(1), ct_si(1));
+  } else if (x->ndim == 3 && bias && ct_is_contiguous(x)) {
+    /* 1.13 folds a contiguous 3-D input into one addmm and views the result back */
+    int64_t fs[2] = {x->shape[0] * x->shape[1], x->shape[2]};
+    ct_tensor *f = ct_view(x, 2, fs);
+    ct_tensor *m = f ? ct_addmm(bias, f, wt, ct_si(1), ct_si(1)) : NULL;
+    r = m ? ct_view(m, 3, (const int64_t[]){x->shape[0], x->shape[1], m->shape[1]}) : NULL;
+    ct_release(f);
+    ct_release(m);
   } else {
     r = ct_matmul(x, wt);
     if (r && bias) {

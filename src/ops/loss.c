@@ -58,6 +58,13 @@ static ct_tensor *reduce(ct_tensor *loss, ct_reduction r) {
   return loss;
 }
 
+/* PyTorch 1.13 computes these losses with one op of its own: the result's grad_fn carries
+ * that op's name (users print it), so the last node of the composition takes it. */
+static ct_tensor *loss_name(ct_tensor *r, const char *name) {
+  if (r && r->grad_fn) r->grad_fn->name = name;
+  return r;
+}
+
 static ct_status check_two(const ct_tensor *a, const ct_tensor *b, const char *what) {
   CT_TRY(ct_check_tensor(a, what));
   return ct_check_tensor(b, what);
@@ -92,7 +99,7 @@ ct_tensor *ct_mse_loss(const ct_tensor *x, const ct_tensor *y, ct_reduction r) {
   ct_scope *s = ct_scope_begin();
   ct_tensor *d = TRY_T(ct_sub(x, y));
   ct_tensor *l = TRY_T(ct_mul(d, d));
-  return finish(s, TRY_T(reduce(l, r)));
+  return finish(s, loss_name(TRY_T(reduce(l, r)), "MseLossBackward0"));
 fail:
   return fail_scope(s);
 }
@@ -122,7 +129,7 @@ ct_tensor *ct_smooth_l1_loss(const ct_tensor *x, const ct_tensor *y, ct_reductio
     ct_set_error(CT_ERR_RUNTIME, "smooth_l1_loss does not support negative values for beta.");
     return NULL;
   }
-  if (beta == 0) return ct_l1_loss(x, y, r);
+  if (beta == 0) return loss_name(ct_l1_loss(x, y, r), "SmoothL1LossBackward0");
   if (check_float_kernel(x, y, "smooth_l1_cpu", true)) return NULL;
   ct_scope *s = ct_scope_begin();
   ct_tensor *z = TRY_T(ct_abs(TRY_T(ct_sub(x, y))));
@@ -130,7 +137,7 @@ ct_tensor *ct_smooth_l1_loss(const ct_tensor *x, const ct_tensor *y, ct_reductio
   ct_tensor *q = TRY_T(ct_div_scalar(TRY_T(ct_mul(TRY_T(ct_mul_scalar(z, ct_sf(0.5))), z)), ct_sf(beta)));
   ct_tensor *lin = TRY_T(ct_sub_scalar(z, ct_sf(0.5 * beta)));
   ct_tensor *l = TRY_T(piecewise(z, beta, q, lin));
-  return finish(s, TRY_T(reduce(l, r)));
+  return finish(s, loss_name(TRY_T(reduce(l, r)), "SmoothL1LossBackward0"));
 fail:
   return fail_scope(s);
 }
@@ -148,7 +155,7 @@ ct_tensor *ct_huber_loss(const ct_tensor *x, const ct_tensor *y, ct_reduction r,
   ct_tensor *q = TRY_T(ct_mul(TRY_T(ct_mul_scalar(z, ct_sf(0.5))), z));
   ct_tensor *lin = TRY_T(ct_mul_scalar(TRY_T(ct_sub_scalar(z, ct_sf(0.5 * delta))), ct_sf(delta)));
   ct_tensor *l = TRY_T(piecewise(z, delta, q, lin));
-  return finish(s, TRY_T(reduce(l, r)));
+  return finish(s, loss_name(TRY_T(reduce(l, r)), "HuberLossBackward0"));
 fail:
   return fail_scope(s);
 }
@@ -193,7 +200,7 @@ ct_tensor *ct_binary_cross_entropy(const ct_tensor *x, const ct_tensor *t, const
   ct_tensor *l = TRY_T(ct_pointwise(CT_OP_binary_cross_entropy, 2, in, NULL, CT_OUT_SAME));
   if (l->grad_fn) l->grad_fn->name = "BinaryCrossEntropyBackward0";
   ct_tensor *lw = TRY_T(apply_weight(l, w));
-  return finish(s, TRY_T(reduce(lw, r)));
+  return finish(s, loss_name(TRY_T(reduce(lw, r)), "BinaryCrossEntropyBackward0"));
 fail:
   return fail_scope(s);
 }
@@ -243,7 +250,7 @@ ct_tensor *ct_binary_cross_entropy_with_logits(const ct_tensor *x, const ct_tens
   ct_tensor *l = TRY_T(ct_pointwise(CT_OP_binary_cross_entropy_with_logits, nin, in, &a, CT_OUT_SAME));
   if (l->grad_fn) l->grad_fn->name = "BinaryCrossEntropyWithLogitsBackward0";
   ct_tensor *lw = TRY_T(apply_weight(l, w));
-  return finish(s, TRY_T(reduce(lw, r)));
+  return finish(s, loss_name(TRY_T(reduce(lw, r)), "BinaryCrossEntropyWithLogitsBackward0"));
 fail:
   return fail_scope(s);
 }
@@ -423,7 +430,10 @@ static ct_tensor *nll_impl(const ct_tensor *x, const ct_tensor *t, const ct_tens
   }
   ct_release(loss);
   ct_release(wt);
-  return res;
+  /* 1.13: nll_loss for 1-D/2-D input, nll_loss2d beyond (other than 4-D, reshaped to 4-D and, unreduced,
+   * viewed back) */
+  return loss_name(res, x->ndim <= 2 ? "NllLossBackward0"
+                        : (x->ndim != 4 && r == CT_REDUCTION_NONE) ? "ViewBackward0" : "NllLoss2DBackward0");
 }
 
 ct_tensor *ct_nll_loss(const ct_tensor *x, const ct_tensor *t, const ct_tensor *w, ct_reduction r, int64_t ignore_index) {
@@ -485,7 +495,7 @@ ct_tensor *ct_cross_entropy(const ct_tensor *x, const ct_tensor *t, const ct_ten
       if (r == CT_REDUCTION_MEAN) {
         int64_t n = ct_numel(lsm);
         if (n == 0) res = TRY_T(ct_mul_scalar(res, ct_sf(NAN)));
-        else res = TRY_T(ct_div_scalar(res, ct_si(n / C)));
+        else res = loss_name(TRY_T(ct_div_scalar(res, ct_si(n / C))), "DivBackward1"); /* 1.13 divides by a Scalar */
       }
     }
     return finish(s, res);
@@ -582,7 +592,7 @@ ct_tensor *ct_pairwise_distance(const ct_tensor *x1, const ct_tensor *x2, double
     ct_tensor *sp = TRY_T(ct_sum_dims(TRY_T(ct_pow_scalar(TRY_T(ct_abs(d)), ct_sf(p))), n_dims, dims, keepdim));
     res = TRY_T(ct_pow_scalar(sp, ct_sf(1.0 / p)));
   }
-  return finish(s, res);
+  return finish(s, loss_name(res, "NormBackward1")); /* 1.13 calls norm */
 fail:
   return fail_scope(s);
 }

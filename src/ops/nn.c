@@ -238,6 +238,8 @@ ct_tensor *ct_layer_norm(const ct_tensor *x, int n, const int64_t *nshape, const
     ct_release(y);
     y = t;
   }
+  /* PyTorch 1.13 runs one native op: its name on the result's node (users print it) */
+  if (y && y->grad_fn) y->grad_fn->name = "NativeLayerNormBackward0";
   return y;
 }
 
@@ -298,6 +300,8 @@ ct_tensor *ct_group_norm(const ct_tensor *x, int64_t G, const ct_tensor *weight,
     ct_release(y);
     y = t;
   }
+  /* PyTorch 1.13 runs one native op: its name on the result's node (users print it) */
+  if (y && y->grad_fn) y->grad_fn->name = "NativeGroupNormBackward0";
   return y;
 }
 
@@ -374,6 +378,8 @@ done:
     ct_release(y);
     y = t;
   }
+  /* PyTorch 1.13 runs one native op: its name on the result's node (users print it) */
+  if (y && y->grad_fn) y->grad_fn->name = "NativeBatchNormBackward0";
   return y;
 }
 

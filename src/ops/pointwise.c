@@ -144,6 +144,27 @@ ct_status ct_pointwise_(int op, int n, ct_tensor *const *in, const ct_attrs *a, 
   return st;
 }
 
+ct_status ct_resize_out(ct_tensor *out, int nd, const int64_t *shape) {
+  bool same = nd == out->ndim;
+  for (int d = 0; same && d < nd; d++) same = shape[d] == out->shape[d];
+  if (same) return CT_OK;
+  char s1[160], s2[160];
+  if (ct_numel(out) != 0)
+    ct_warn("An output with one or more elements was resized since it had shape %s, which does not match the required "
+            "output shape %s. This behavior is deprecated, and in a future PyTorch release outputs will not be resized "
+            "unless they have zero elements. You can explicitly reuse an out tensor t by resizing it, inplace, to zero "
+            "elements with t.resize_(0).", CT_SHAPE_STR(out, s1), ct_shape_str(nd, shape, s2, sizeof s2));
+  int64_t numel = ct_shape_numel(nd, shape), need = 0;
+  if (numel < 0) return ct_last_status();
+  if (numel > 0 && (!ct_mul_ok(out->offset + numel, (int64_t)ct_dtype_size(out->dtype), &need) || need < 0))
+    return CT_ERR(CT_ERR_RUNTIME, "Storage size calculation overflowed with sizes=%s", ct_shape_str(nd, shape, s2, sizeof s2));
+  CT_TRY(ct_storage_grow(out->storage, (size_t)need));
+  out->ndim = nd;
+  for (int d = 0; d < nd; d++) out->shape[d] = shape[d];
+  ct_contiguous_strides(nd, out->shape, out->stride);
+  return CT_OK;
+}
+
 ct_status ct_pointwise_out(int op, ct_tensor *out, int n, const ct_tensor *const *in, const ct_attrs *a, ct_out_kind kind) {
   CT_TRY(ct_check_tensor(out, "out"));
   if (ct_grad_mode_recording()) {
@@ -156,30 +177,7 @@ ct_status ct_pointwise_out(int op, ct_tensor *out, int n, const ct_tensor *const
   ct_tensor *r = ct_pointwise(op, n, in, a, kind);
   if (!r) return ct_last_status();
   ct_status st = check_cast(r->dtype, out->dtype);
-  if (st == CT_OK) {
-    bool same = r->ndim == out->ndim;
-    for (int d = 0; same && d < r->ndim; d++) same = r->shape[d] == out->shape[d];
-    if (!same) {
-      if (ct_numel(out) != 0 || out->base) {
-        char s1[160], s2[160];
-        st = CT_ERR(CT_ERR_RUNTIME, "output with shape %s doesn't match the broadcast shape %s (resizing an out= "
-                    "tensor with elements is deprecated in PyTorch and refused here)", CT_SHAPE_STR(out, s1),
-                    CT_SHAPE_STR(r, s2));
-      } else {
-        /* resize an empty out tensor: new storage, contiguous */
-        ct_storage *s = ct_storage_new(out->storage->device, (size_t)ct_numel(r) * ct_dtype_size(out->dtype));
-        if (!s) st = ct_last_status();
-        else {
-          ct_storage_release(out->storage);
-          out->storage = s;
-          out->ndim = r->ndim;
-          memcpy(out->shape, r->shape, sizeof out->shape);
-          ct_contiguous_strides(out->ndim, out->shape, out->stride);
-          out->offset = 0;
-        }
-      }
-    }
-  }
+  if (st == CT_OK) st = ct_resize_out(out, r->ndim, r->shape);
   if (st == CT_OK) st = ct_copy_(out, r);
   ct_release(r);
   return st;

@@ -16,8 +16,12 @@ typedef enum {
 ct_tensor *ct_pointwise(int op, int n, const ct_tensor *const *in, const ct_attrs *a, ct_out_kind kind);
 /* In place: self = op(self, others...), with PyTorch's casting and shape checks. */
 ct_status ct_pointwise_(int op, int n, ct_tensor *const *in, const ct_attrs *a, ct_out_kind kind);
-/* out= form: writes into out (resized if it has zero elements). */
+/* out= form: writes into out (resized by ct_resize_out when its shape differs). */
 ct_status ct_pointwise_out(int op, ct_tensor *out, int n, const ct_tensor *const *in, const ct_attrs *a, ct_out_kind kind);
+/* PyTorch's resize_output for out= tensors: a different shape resizes out in place (contiguous
+ * strides from its storage offset; the storage grows if too small, shared with out's base and
+ * other views), warning as PyTorch does when out had elements. */
+ct_status ct_resize_out(ct_tensor *out, int ndim, const int64_t *shape);
 /* The computation dtype and result dtype for inputs. */
 ct_dtype ct_pointwise_compute_dtype(int n, const ct_tensor *const *in, ct_out_kind kind);
 

@@ -224,6 +224,13 @@ static ct_tensor *adaptive(const ct_tensor *x, const int64_t *output_size, int o
 }
 
 ct_tensor *ct_adaptive_avg_pool2d(const ct_tensor *x, const int64_t *output_size) {
+  if (x && output_size && x->ndim >= 2) {
+    /* PyTorch 1.13 computes a 1x1 output as x.mean((-1, -2), keepdim=True) before any other check:
+     * the same here, so values, dtypes, errors and the node (MeanBackward1) agree */
+    int64_t oh = output_size[0] == -1 ? x->shape[x->ndim - 2] : output_size[0];
+    int64_t ow = output_size[1] == -1 ? x->shape[x->ndim - 1] : output_size[1];
+    if (oh == 1 && ow == 1) return ct_mean_dims(x, 2, (const int64_t[]){-1, -2}, true);
+  }
   return adaptive(x, output_size, CT_OP_adaptive_avg_pool2d, "adaptive_avg_pool2d", NULL);
 }
 

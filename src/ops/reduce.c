@@ -184,7 +184,7 @@ ct_tensor *ct_sum_to_size(const ct_tensor *t, int ndim, const int64_t *shape) {
   if (nd == 0) return ct_same(t);
   {
     ct_tensor *s = ct_sum_dims(t, nd, dims, true);
-    if (!s) return NULL;
+    if (!s || lead == 0) return s; /* kept dims are the shape already: no view, as in PyTorch */
     ct_tensor *r = ct_view(s, ndim, shape);
     ct_release(s);
     return r;

@@ -36,23 +36,7 @@ static ct_status no_dims_error(int64_t dim) {
 
 /* Writes r into out (out= semantics shared with the other families). */
 static ct_status write_out(ct_tensor *out, ct_tensor *r) {
-  bool same = r->ndim == out->ndim;
-  for (int d = 0; same && d < r->ndim; d++) same = r->shape[d] == out->shape[d];
-  if (!same) {
-    if (ct_numel(out) != 0 || out->base) {
-      char s1[160], s2[160];
-      return CT_ERR(CT_ERR_RUNTIME, "output with shape %s doesn't match the result shape %s (resizing an out= tensor "
-                    "with elements is deprecated in PyTorch and refused here)", CT_SHAPE_STR(out, s1), CT_SHAPE_STR(r, s2));
-    }
-    ct_storage *s = ct_storage_new(out->storage->device, (size_t)ct_numel(r) * ct_dtype_size(out->dtype));
-    if (!s) return ct_last_status();
-    ct_storage_release(out->storage);
-    out->storage = s;
-    out->ndim = r->ndim;
-    memcpy(out->shape, r->shape, sizeof out->shape);
-    ct_contiguous_strides(out->ndim, out->shape, out->stride);
-    out->offset = 0;
-  }
+  CT_TRY(ct_resize_out(out, r->ndim, r->shape));
   return ct_copy_(out, r);
 }
 
@@ -452,6 +436,7 @@ ct_tensor *ct_roll(const ct_tensor *t, int ns, const int64_t *shifts, int nd, co
     if (!r) return NULL;
     ct_tensor *v = ct_view(r, t->ndim, t->shape);
     ct_release(r);
+    if (v && v->grad_fn) v->grad_fn->name = "RollBackward0"; /* one op in PyTorch */
     return v;
   }
   if (ns != nd) {
@@ -510,14 +495,15 @@ ct_tensor *ct_rot90(const ct_tensor *t, int64_t k, int nd, const int64_t *dims) 
   }
   int64_t d0 = dims[0] < 0 ? dims[0] + total : dims[0], d1 = dims[1] < 0 ? dims[1] + total : dims[1];
   k = ((k % 4) + 4) % 4;
-  if (k == 0) return ct_clone(t);
-  if (k == 2) {
-    int64_t both[2] = {d0, d1};
-    return ct_flip(t, 2, both);
+  ct_tensor *r;
+  if (k == 0) r = ct_clone(t);
+  else if (k == 2) r = ct_flip(t, 2, (const int64_t[]){d0, d1});
+  else {
+    ct_tensor *f = ct_flip(t, 1, k == 1 ? &d1 : &d0);
+    r = f ? ct_transpose(f, d0, d1) : NULL;
+    ct_release(f);
   }
-  ct_tensor *f = ct_flip(t, 1, k == 1 ? &d1 : &d0);
-  ct_tensor *r = f ? ct_transpose(f, d0, d1) : NULL;
-  ct_release(f);
+  if (r && r->grad_fn) r->grad_fn->name = "Rot90Backward0"; /* one op with its own derivative in PyTorch */
   return r;
 }
 
@@ -844,7 +830,7 @@ ct_tensor *ct_pad(const ct_tensor *t, int npad, const int64_t *pad, const char *
         ct_set_error(CT_ERR_RUNTIME, "Padding value causes wrapping around more than once.");
         return NULL;
       }
-    node = "CircularPadBackward0";
+    node = "CopySlices"; /* PyTorch 1.13 pads circularly by in-place copies into slices */
   } else {
     if (k < 1 || k > 3 || (t->ndim != k + 1 && t->ndim != k + 2)) {
       ct_set_error(CT_ERR_NOT_IMPLEMENTED, "Only 2D, 3D, 4D, 5D padding with non-constant padding are supported for now");

@@ -32,6 +32,15 @@ static ct_attrs geom_attrs(int nd, const int64_t *shape, const int64_t *stride, 
   return a;
 }
 
+/* A view of t with the given geometry whose backward views the gradient back to t's shape (view,
+ * reshape, squeeze, unsqueeze, alias); its node takes the name PyTorch gives that op. */
+static ct_tensor *shape_view(const ct_tensor *t, int nd, const int64_t *ns, const int64_t *st, const char *name) {
+  ct_attrs a = geom_attrs(t->ndim, t->shape, t->stride, 0);
+  ct_tensor *r = make_view_rec(t, CT_OP_view, nd, ns, st, t->offset, &a);
+  if (r && r->grad_fn && name) r->grad_fn->name = name;
+  return r;
+}
+
 /* ---- view / reshape ---- */
 /* Infers one -1 and checks the element count. */
 static ct_status infer_size(const ct_tensor *t, int nd, const int64_t *in, int64_t *out) {
@@ -121,8 +130,8 @@ static ct_tensor *view_impl(const ct_tensor *t, int nd, const int64_t *shape, bo
     if (r && r->grad_fn) r->grad_fn->name = "UnsafeViewBackward0";
     return r;
   }
-  ct_attrs a = geom_attrs(t->ndim, t->shape, t->stride, 0); /* backward views back to the input's shape */
-  return make_view_rec(t, CT_OP_view, nd, ns, st, t->offset, &a);
+  /* PyTorch 1.13's reshape of a viewable tensor is _reshape_alias */
+  return shape_view(t, nd, ns, st, allow_copy ? "ReshapeAliasBackward0" : NULL);
 }
 
 ct_tensor *ct_view(const ct_tensor *t, int nd, const int64_t *shape) { return view_impl(t, nd, shape, false); }
@@ -158,6 +167,7 @@ ct_tensor *ct_flatten(const ct_tensor *t, int64_t start, int64_t end) {
     ct_set_error(CT_ERR_RUNTIME, "flatten() has invalid args: start_dim cannot come after end_dim");
     return NULL;
   }
+  if (start == end) return ct_same(t); /* nothing to merge: PyTorch returns self */
   int64_t ns[CT_MAX_DIMS];
   int nd = 0;
   for (int d = 0; d < start; d++) ns[nd++] = t->shape[d];
@@ -212,33 +222,32 @@ ct_tensor *ct_unflatten(const ct_tensor *t, int64_t dim, int nsizes, const int64
   return ct_view(t, nd, ns);
 }
 
-ct_tensor *ct_squeeze(const ct_tensor *t) {
-  if (ct_check_tensor(t, "squeeze")) return NULL;
+/* t without the dims whose bit is set in drop (each of size 1) */
+static ct_tensor *squeeze_dims(const ct_tensor *t, uint32_t drop, const char *name) {
   int64_t ns[CT_MAX_DIMS], st[CT_MAX_DIMS];
   int nd = 0;
   for (int d = 0; d < t->ndim; d++)
-    if (t->shape[d] != 1) {
+    if (!(drop >> d & 1u)) {
       ns[nd] = t->shape[d];
       st[nd++] = t->stride[d];
     }
-  ct_attrs a = geom_attrs(t->ndim, t->shape, t->stride, 0);
-  return make_view_rec(t, CT_OP_view, nd, ns, st, t->offset, &a);
+  return shape_view(t, nd, ns, st, name);
+}
+
+ct_tensor *ct_squeeze(const ct_tensor *t) {
+  if (ct_check_tensor(t, "squeeze")) return NULL;
+  uint32_t drop = 0;
+  for (int d = 0; d < t->ndim; d++)
+    if (t->shape[d] == 1) drop |= 1u << d;
+  return squeeze_dims(t, drop, "SqueezeBackward0");
 }
 
 ct_tensor *ct_squeeze_dim(const ct_tensor *t, int64_t dim) {
   if (ct_check_tensor(t, "squeeze")) return NULL;
   dim = ct_wrap_dim(dim, t->ndim);
   if (dim < 0) return NULL;
-  if (t->ndim == 0 || t->shape[dim] != 1) return ct_alias(t);
-  int64_t ns[CT_MAX_DIMS], st[CT_MAX_DIMS];
-  int nd = 0;
-  for (int d = 0; d < t->ndim; d++)
-    if (d != dim) {
-      ns[nd] = t->shape[d];
-      st[nd++] = t->stride[d];
-    }
-  ct_attrs a = geom_attrs(t->ndim, t->shape, t->stride, 0);
-  return make_view_rec(t, CT_OP_view, nd, ns, st, t->offset, &a);
+  /* a dim that is not of size 1 stays: still a view (an alias), with squeeze.dim's node */
+  return squeeze_dims(t, t->ndim > 0 && t->shape[dim] == 1 ? 1u << dim : 0, "SqueezeBackward1");
 }
 
 ct_tensor *ct_unsqueeze(const ct_tensor *t, int64_t dim) {
@@ -261,8 +270,7 @@ ct_tensor *ct_unsqueeze(const ct_tensor *t, int64_t dim) {
       st[nd++] = t->stride[d];
     }
   }
-  ct_attrs a = geom_attrs(t->ndim, t->shape, t->stride, 0);
-  return make_view_rec(t, CT_OP_view, nd, ns, st, t->offset, &a);
+  return shape_view(t, nd, ns, st, "UnsqueezeBackward0");
 }
 
 /* ---- permute ---- */
@@ -322,8 +330,9 @@ ct_tensor *ct_t(const ct_tensor *t) {
     ct_set_error(CT_ERR_RUNTIME, "t() expects a tensor with <= 2 dimensions, but self is %dD", t->ndim);
     return NULL;
   }
-  if (t->ndim < 2) return ct_alias(t);
-  return ct_transpose(t, 0, 1);
+  ct_tensor *r = t->ndim < 2 ? ct_alias(t) : ct_transpose(t, 0, 1);
+  if (r && r->grad_fn) r->grad_fn->name = "TBackward0";
+  return r;
 }
 
 ct_tensor *ct_mT(const ct_tensor *t) {
@@ -486,10 +495,7 @@ ct_tensor *ct_same(const ct_tensor *t) {
 
 ct_tensor *ct_alias(const ct_tensor *t) {
   if (ct_check_tensor(t, "alias")) return NULL;
-  ct_attrs a = geom_attrs(t->ndim, t->shape, t->stride, 0);
-  ct_tensor *r = make_view_rec(t, CT_OP_view, t->ndim, t->shape, t->stride, t->offset, &a);
-  if (r && r->grad_fn) r->grad_fn->name = "AliasBackward0";
-  return r;
+  return shape_view(t, t->ndim, t->shape, t->stride, "AliasBackward0");
 }
 
 ct_tensor *ct_narrow(const ct_tensor *t, int64_t dim, int64_t start, int64_t length) {

@@ -111,3 +111,18 @@ void ct_progress_done(FILE *f) {
   fprintf(f, "\r\033[K");
   fflush(f);
 }
+
+void ct_progress_unit(FILE *f, int64_t step, int64_t total, double loss, double rate, const char *unit,
+                      double seconds_left) {
+  const int width = 24;
+  int fill = total > 0 ? (int)((double)width * (double)step / (double)total) : width;
+  if (fill > width) fill = width;
+  if (fill < 0) fill = 0;
+  char bar[64], left[32];
+  for (int i = 0; i < width; i++) bar[i] = i < fill ? '#' : '.';
+  bar[width] = 0;
+  ct_format_duration(seconds_left, left, sizeof left);
+  fprintf(f, "\r[%s] %lld/%lld loss %.4f | %.1f%s %s/s | %s left\033[K", bar, (long long)step, (long long)total, loss,
+          rate >= 1e4 ? rate / 1e3 : rate, rate >= 1e4 ? "k" : "", unit ? unit : "it", left);
+  fflush(f);
+}

@@ -22,6 +22,9 @@ bool ct_plot_svg(const char *path, const char *title, const char *xlabel, const 
  * rewritten in place; call ct_progress_done to end the line. */
 void ct_progress(FILE *f, int64_t step, int64_t total, double loss, double tokens_per_s, double seconds_left);
 void ct_progress_done(FILE *f);
+/* The same bar with the rate's unit named ("img" prints "123.4 img/s"). */
+void ct_progress_unit(FILE *f, int64_t step, int64_t total, double loss, double rate, const char *unit,
+                      double seconds_left);
 /* Formats seconds as "1:02:03" / "2:03". */
 void ct_format_duration(double s, char *buf, size_t cap);
 

@@ -141,3 +141,71 @@ TEST(polish_hooks_follow_inplace) {
   CHECK_OK(ct_remove_hook(y, h1));
   CHECK_ERR(ct_remove_hook(y, h1), "no hook");
 }
+
+typedef struct {
+  int n;
+  char last[512];
+} warn_rec;
+
+static void catch_warn(const char *msg, void *user) {
+  warn_rec *w = user;
+  w->n++;
+  snprintf(w->last, sizeof w->last, "%s", msg);
+}
+
+static bool shape_is(const ct_tensor *t, int nd, const int64_t *s) {
+  if (ct_ndim(t) != nd) return false;
+  for (int d = 0; d < nd; d++)
+    if (ct_shape(t)[d] != s[d]) return false;
+  return true;
+}
+
+/* PyTorch resizes an out= tensor of another shape in place (resize_output): it keeps its storage
+ * when big enough (and so its base), grows it otherwise, and warns when out had elements. */
+TEST(polish_out_resize_like_pytorch) {
+  warn_rec w = {0, ""};
+  ct_warn_fn prev = ct_set_warn_handler(catch_warn, &w);
+  int64_t s22[2] = {2, 2}, s32[2] = {3, 2}, s3 = 3, s20 = 20, s30 = 30, s5 = 5, s0 = 0;
+  ct_tensor *a = ct_ones(2, s22, ct_opts());
+  /* a non-empty out keeps its storage when it is big enough */
+  ct_tensor *out = ct_zeros(1, &s20, ct_opts());
+  void *p0 = ct_data_ptr(out);
+  CHECK_OK(ct_add_out(out, a, a));
+  CHECK(shape_is(out, 2, s22) && ct_stride(out, 0) == 2 && ct_stride(out, 1) == 1);
+  CHECK(ct_data_ptr(out) == p0 && tt_at(out, 3) == 2);
+  CHECK(w.n == 1);
+  CHECK(strstr(w.last, "An output with one or more elements was resized since it had shape [20], which does not match "
+                       "the required output shape [2, 2]. This behavior is deprecated"));
+  /* an empty out is resized without a warning */
+  ct_tensor *e = ct_zeros(1, &s0, ct_opts());
+  CHECK_OK(ct_mul_out(e, a, a));
+  CHECK(shape_is(e, 2, s22) && tt_at(e, 0) == 1 && w.n == 1);
+  /* a view: resized over its base's memory from its own offset */
+  ct_tensor *base = ct_zeros(1, &s30, ct_opts());
+  ct_tensor *v = ct_slice(base, 0, 2, 5, 1);
+  CHECK_OK(ct_add_out(v, a, a));
+  CHECK(shape_is(v, 2, s22) && ct_storage_offset(v) == 2);
+  CHECK(tt_at(base, 1) == 0 && tt_at(base, 2) == 2 && tt_at(base, 5) == 2 && tt_at(base, 6) == 0);
+  /* too small: the shared storage grows (the base keeps its shape and values) */
+  ct_tensor *b5 = ct_full(1, &s5, ct_sf(7), ct_opts());
+  ct_tensor *v2 = ct_slice(b5, 0, 2, 5, 1);
+  ct_tensor *a32 = ct_ones(2, s32, ct_opts());
+  CHECK_OK(ct_add_out(v2, a32, a32));
+  CHECK(shape_is(v2, 2, s32) && ct_storage_offset(v2) == 2 && tt_at(v2, 5) == 2);
+  CHECK(shape_is(b5, 1, &s5) && tt_at(b5, 0) == 7 && tt_at(b5, 1) == 7 && tt_at(b5, 2) == 2);
+  /* unary, matmul and cat out= take the same path */
+  ct_tensor *o1 = ct_zeros(1, &s3, ct_opts());
+  CHECK_OK(ct_exp_out(o1, a));
+  CHECK(shape_is(o1, 2, s22) && fabs(tt_at(o1, 0) - exp(1.0)) < 1e-6);
+  ct_tensor *o2 = ct_zeros(1, &s3, ct_opts());
+  CHECK_OK(ct_matmul_out(o2, a, a));
+  CHECK(shape_is(o2, 2, s22) && tt_at(o2, 3) == 2);
+  ct_tensor *o3 = ct_zeros(1, &s3, ct_opts());
+  CHECK_OK(ct_cat_out(o3, 2, (const ct_tensor *[]){a, a32}, 0));
+  CHECK(shape_is(o3, 2, (int64_t[]){5, 2}) && tt_at(o3, 9) == 1);
+  /* still refused: an out dtype the result cannot be cast to */
+  ct_tensor *oi = ct_zeros(1, &s3, (ct_options){CT_INT64, ct_cpu(), false});
+  CHECK_ERR(ct_exp_out(oi, a), "result type Float can't be cast to the desired output type Long");
+  CHECK(shape_is(oi, 1, &s3));
+  ct_set_warn_handler(prev, NULL);
+}

@@ -460,9 +460,11 @@ TEST(webgpu_fallback_without_library) {
   while (environ[ne]) ne++;
   char **env = calloc((size_t)ne + 3, sizeof *env);
   if (!env) return;
-  for (int i = 0; i < ne; i++) env[i] = environ[i];
-  env[ne] = "CT_WEBGPU_LIB=/nonexistent/libwebgpu_wrapper.so";
-  env[ne + 1] = "CT_WEBGPU_EXPECT_ABSENT=1";
+  int k = 0;
+  for (int i = 0; i < ne; i++)
+    if (strncmp(environ[i], "CT_WEBGPU_LIB=", 14)) env[k++] = environ[i]; /* ours must be the one seen */
+  env[k] = "CT_WEBGPU_LIB=/nonexistent/libwebgpu_wrapper.so";
+  env[k + 1] = "CT_WEBGPU_EXPECT_ABSENT=1";
   pid_t pid;
   posix_spawn_file_actions_t fa; /* its output would read like this run's */
   posix_spawn_file_actions_init(&fa);

@@ -329,7 +329,7 @@ static bool note_nokernel(const char *fmt, va_list ap) {
   char msg[1024];
   vsnprintf(msg, sizeof msg, fmt, ap);
   const char *p = run_dev.type == CT_DEVICE_CPU ? NULL : strstr(msg, "Could not run 'aten::");
-  if (!p || !strstr(p, "from the 'CUDA' backend")) return false;
+  if (!p || (!strstr(p, "from the 'CUDA' backend") && !strstr(p, "from the 'WebGPU' backend"))) return false;
   char op[48];
   sscanf(p + 21, "%47[^']", op);
   int k = 0;
@@ -897,12 +897,16 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[a], "-v")) verbose = true;
     else if (!strcmp(argv[a], "--device") && a + 1 < argc) {
       const char *d = argv[++a];
-      if (strncmp(d, "cuda", 4)) {
-        fprintf(stderr, "parity: --device takes cpu or cuda[:N], not %s\n", d);
+      if (!strcmp(d, "webgpu")) { /* the WebGPU backend (src/backend/webgpu), device 0 */
+        run_dev.type = CT_DEVICE_WEBGPU;
+        run_dev.index = 0;
+      } else if (strncmp(d, "cuda", 4)) {
+        fprintf(stderr, "parity: --device takes cpu, cuda[:N] or webgpu, not %s\n", d);
         return 2;
-      }
+      } else {
       run_dev.type = CT_DEVICE_CUDA;
       run_dev.index = d[4] == ':' ? atoi(d + 5) : 0;
+      }
       if (!ct_device_available(run_dev)) {
         printf("parity --device %s: skipped, no such device (backends compiled in: %s)\n", d, ct_backends_compiled());
         return 0;

@@ -34,6 +34,10 @@ ct_status wg_ready(void);
 wg_pipe *wg_pipeline(const char *wgsl);
 /* Records one dispatch into the open batch; bindings 0..nb-1 are the buffers. */
 ct_status wg_dispatch(wg_pipe *p, int nb, wg_buf *const *bufs, uint32_t gx, uint32_t gy, uint32_t gz);
+/* The same with np u32 parameter words bound last (binding nb) as array<u32>: kernels
+ * whose compilation is costly take their sizes from there, one pipeline for all shapes. */
+ct_status wg_dispatch_p(wg_pipe *p, int nb, wg_buf *const *bufs, const uint32_t *params, int np, uint32_t gx,
+                        uint32_t gy, uint32_t gz);
 /* Submits the open batch (kernels run; nothing waits). */
 void wg_flush(void);
 /* Arms the device error flag (a kernel that may find a bad index was recorded): the

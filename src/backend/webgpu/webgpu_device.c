@@ -13,6 +13,8 @@
 #ifndef __EMSCRIPTEN__
 #include <dlfcn.h>
 #include <sched.h>
+#else /* the browser build compiles the backend but does not open Dawn yet (issue 9, part 3) */
+#pragma clang diagnostic ignored "-Wunused-function"
 #endif
 
 #ifndef CT_WEBGPU_DEFAULT_LIB /* set by webgpu.mk to the npm-installed library */
@@ -23,7 +25,7 @@
 #define MAX_PENDING 256 /* dispatches per submit */
 
 /* the procedures, resolved through wgpuGetProcAddress */
-#define X(ret, name, args) static ret(*p_##name) args;
+#define X(ret, name, args) static ret(*p_##name) args __attribute__((unused)); /* some are for the tests or later */
 CT_WGPU_PROCS(X)
 #undef X
 
@@ -51,11 +53,19 @@ static struct {
   int cache_enabled;
   /* pipelines */
   wg_pipe *pipes[256];
+  /* per-dispatch parameters: slot `pending` of a ring the size of one batch */
+  wg_buf *params;
   /* device error flag (bad indices) */
   wg_buf *flag;
   bool flag_armed;
   ct_webgpu_counters cnt;
-} G = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_ONCE_INIT};
+} G = {
+#ifdef PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP /* kernels may allocate a temporary under the lock */
+    PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP,
+#else
+    PTHREAD_MUTEX_INITIALIZER,
+#endif
+    PTHREAD_ONCE_INIT};
 
 /* Errors Dawn reports through the uncaptured-error callback land here (their own lock:
  * Dawn may call back from inside a call made under G.mu). */
@@ -379,12 +389,27 @@ void wg_flush(void) {
   G.pending = 0;
 }
 
+static wg_buf *buf_create(uint64_t size, WGPUBufferUsage usage, bool mapped);
+#define PARAM_SLOT 256 /* bytes: minStorageBufferOffsetAlignment is at most 256 */
 ct_status wg_dispatch(wg_pipe *p, int nb, wg_buf *const *bufs, uint32_t gx, uint32_t gy, uint32_t gz) {
+  return wg_dispatch_p(p, nb, bufs, NULL, 0, gx, gy, gz);
+}
+
+/* With np parameter words, bound last (binding nb) from a ring slot written through the
+ * queue: a queue write lands before the batch that reads it is submitted, and the ring
+ * has a slot for every dispatch of a batch, so no slot is rewritten before it is read. */
+ct_status wg_dispatch_p(wg_pipe *p, int nb, wg_buf *const *bufs, const uint32_t *params, int np, uint32_t gx,
+                        uint32_t gy, uint32_t gz) {
   if (!gx || !gy || !gz) return CT_OK;
+  if (np * 4 > PARAM_SLOT) return CT_ERR(CT_ERR_RUNTIME, "WebGPU: too many kernel parameters");
+  if (np && !G.params) {
+    G.params = buf_create((uint64_t)PARAM_SLOT * MAX_PENDING, WGPUBufferUsage_Storage | WGPUBufferUsage_CopyDst, false);
+    if (!G.params) return CT_ERR(CT_ERR_OOM, "WebGPU: no parameter buffer");
+  }
   uint32_t mg = G.limits.maxComputeWorkgroupsPerDimension;
   if (gx > mg || gy > mg || gz > mg)
     return CT_ERR(CT_ERR_RUNTIME, "WebGPU: %u x %u x %u workgroups exceed the device's %u per dimension", gx, gy, gz, mg);
-  WGPUBindGroupEntry e[8];
+  WGPUBindGroupEntry e[9];
   if (nb > 8) return CT_ERR(CT_ERR_RUNTIME, "WebGPU: too many bindings (%d)", nb);
   uint64_t maxb = G.limits.maxStorageBufferBindingSize & ~(uint64_t)3;
   for (int i = 0; i < nb; i++) {
@@ -394,10 +419,19 @@ ct_status wg_dispatch(wg_pipe *p, int nb, wg_buf *const *bufs, uint32_t gx, uint
     e[i].offset = 0;
     e[i].size = bufs[i]->size < maxb ? bufs[i]->size : maxb;
   }
+  if (np) {
+    uint64_t off = (uint64_t)G.pending * PARAM_SLOT;
+    p_wgpuQueueWriteBuffer(G.queue, G.params->b, off, params, (size_t)np * 4);
+    memset(&e[nb], 0, sizeof e[nb]);
+    e[nb].binding = (uint32_t)nb;
+    e[nb].buffer = G.params->b;
+    e[nb].offset = off;
+    e[nb].size = PARAM_SLOT;
+  }
   WGPUBindGroupDescriptor bd;
   memset(&bd, 0, sizeof bd);
   bd.layout = p->bgl;
-  bd.entryCount = (size_t)nb;
+  bd.entryCount = (size_t)nb + (np ? 1 : 0);
   bd.entries = e;
   WGPUBindGroup bg = p_wgpuDeviceCreateBindGroup(G.dev, &bd);
   if (!bg) return CT_ERR(CT_ERR_RUNTIME, "WebGPU: bind group creation failed");

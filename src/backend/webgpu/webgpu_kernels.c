@@ -91,6 +91,10 @@ static void emit_bindings(sb *s, const bindset *bs) {
   /* inf and NaN constants are refused in WGSL constant expressions: or-ing a private
    * zero makes them run-time values */
   sbf(s, "var<private> wzero: u32 = 0u;\n");
+  /* int64 as f32: exact through i32 when the high word only extends the sign */
+  sbf(s, "fn wi64(lo: u32, hi: u32) -> f32 {\n"
+         "  if (hi == select(0u, 0xffffffffu, bitcast<i32>(lo) < 0)) { return f32(bitcast<i32>(lo)); }\n"
+         "  return f32(bitcast<i32>(hi)) * 4294967296.0 + f32(lo);\n}\n");
   for (int i = 0; i < bs->n; i++) {
     if (i == bs->atomic_idx) sbf(s, "@group(0) @binding(%d) var<storage, read_write> b%d: array<atomic<u32>>;\n", i, i);
     else sbf(s, "@group(0) @binding(%d) var<storage, read_write> b%d: array<u32>;\n", i, i);
@@ -134,6 +138,8 @@ typedef struct {
 static void geom_make(geom *g, int nd, const int64_t *sh, int nt, int64_t st[][CT_MAX_DIMS]) {
   g->nt = nt;
   g->nd = 0;
+  for (int d = 0; d < nd; d++)
+    if (sh[d] == 0) return; /* an empty index space: the offsets are never used */
   for (int d = 0; d < nd; d++) {
     if (sh[d] == 1) continue;
     if (g->nd > 0) {
@@ -171,7 +177,7 @@ static void emit_offsets(sb *s, const char *idx, const geom *g, const int64_t *b
 static void load_f32(char *out, size_t n, int bi, ct_dtype dt, const char *o) {
   if (dt == CT_FLOAT32) snprintf(out, n, "bitcast<f32>(b%d[%s])", bi, o);
   else if (dt == CT_INT32) snprintf(out, n, "f32(bitcast<i32>(b%d[%s]))", bi, o);
-  else snprintf(out, n, "(f32(bitcast<i32>(b%d[2u * (%s) + 1u])) * 4294967296.0 + f32(b%d[2u * (%s)]))", bi, o, bi, o);
+  else snprintf(out, n, "wi64(b%d[2u * (%s)], b%d[2u * (%s) + 1u])", bi, o, bi, o);
 }
 /* Stores f32 expression v into the element at o. */
 static void emit_store_f32(sb *s, int bi, ct_dtype dt, const char *o, const char *v) {
@@ -184,6 +190,7 @@ static void emit_store_f32(sb *s, int bi, ct_dtype dt, const char *o, const char
 
 /* helpers every pointwise shader carries (unused functions cost nothing) */
 static const char *WGSL_MATH =
+    "fn wisnan(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }\n"
     "fn werfc(x: f32) -> f32 {\n"
     "  let z = abs(x);\n"
     "  let t = 1.0 / (1.0 + 0.5 * z);\n"
@@ -199,13 +206,43 @@ static const char *WGSL_MATH =
     "  }\n"
     "  return select(werfc(-x) - 1.0, 1.0 - werfc(x), x > 0.0);\n"
     "}\n"
-    "fn wlog1p(x: f32) -> f32 { let u = 1.0 + x; if (u == 1.0) { return x; } return log(u) * x / (u - 1.0); }\n"
+    "fn wlog1p(x: f32) -> f32 { let u = 1.0 + x; if (u == 1.0 || wisnan(x)) { return x; } if (u == 0.0 || u > 3.4028234663852886e38) { return wlog(u); } return log(u) * x / (u - 1.0); }\n"
     "fn wexpm1(x: f32) -> f32 {\n"
-    "  if (abs(x) > 0.5) { return exp(x) - 1.0; }\n"
+    "  if (wisnan(x) || abs(x) > 0.5) { return wexp(x) - 1.0; }\n"
     "  let u = exp(x); if (u == 1.0) { return x; } return (u - 1.0) * x / log(u);\n"
     "}\n"
-    "fn wtanh(x: f32) -> f32 { return tanh(clamp(x, -15.0, 15.0)); }\n"
-    "fn wisnan(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }\n"
+    /* sin and cos of our own: Vulkan lets the built-ins err by 2^-11 (SwiftShader does);
+     * Cody-Waite reduction by pi/2 in three parts, then Cephes' polynomials on [-pi/4, pi/4] */
+    "fn wsincos(x: f32) -> vec2<f32> {\n"
+    "  let q = round(x * 0.6366197723675814);\n"
+    "  let r = ((x - q * 1.5703125) - q * 4.8375129699707031e-4) - q * 7.5497899548918822e-8;\n"
+    "  let z = r * r;\n"
+    "  let s = r + r * z * (-1.6666654611e-1 + z * (8.3321608736e-3 + z * (-1.9515295891e-4)));\n"
+    "  let c = 1.0 - 0.5 * z + z * z * (4.166664568298827e-2 + z * (-1.388731625493765e-3 + z * 2.443315711809948e-5));\n"
+    "  let k = u32(i32(q) & 3);\n"
+    "  var v = vec2<f32>(s, c);\n"
+    "  if (k == 1u) { v = vec2<f32>(c, -s); } else if (k == 2u) { v = vec2<f32>(-s, -c); } else if (k == 3u) { v = vec2<f32>(-c, s); }\n"
+    "  return v;\n"
+    "}\n"
+    /* IEEE special values, which Vulkan's built-ins need not honour (SwiftShader does not) */
+    "fn wnan() -> f32 { return bitcast<f32>(wzero | 0x7fc00000u); }\n"
+    "fn wexp(x: f32) -> f32 { if (wisnan(x)) { return x; } return exp(x); }\n"
+    "fn wlog(x: f32) -> f32 {\n"
+    "  if (wisnan(x) || x < 0.0) { return wnan(); }\n"
+    "  if (x == 0.0) { return bitcast<f32>(wzero | 0xff800000u); }\n"
+    "  if (x > 3.4028234663852886e38) { return x; }\n"
+    "  return log(x);\n"
+    "}\n"
+    "fn wsqrt(x: f32) -> f32 { if (wisnan(x) || x < 0.0) { return wnan(); } return sqrt(x); }\n"
+    "fn watan2(y: f32, x: f32) -> f32 {\n"
+    "  if (wisnan(x) || wisnan(y)) { return x + y; }\n"
+    "  if (y == 0.0) {\n"
+    "    let neg = (bitcast<u32>(x) >> 31u) == 1u;\n"
+    "    return select(y, select(3.14159274, -3.14159274, (bitcast<u32>(y) >> 31u) == 1u), neg);\n"
+    "  }\n"
+    "  return atan2(y, x);\n"
+    "}\n"
+    "fn wtanh(x: f32) -> f32 { if (wisnan(x)) { return x; } return tanh(clamp(x, -15.0, 15.0)); }\n"
     "fn wpow(a: f32, b: f32) -> f32 {\n"
     "  if (b == 0.0) { return 1.0; }\n"
     "  if (b == 1.0) { return a; }\n"
@@ -251,11 +288,57 @@ static ct_status launch(sb *s, bindset *bs, uint32_t gx, uint32_t gy, uint32_t g
 
 /* Elementwise over out = ts[0] and inputs ts[1..nt): `mode` 0: f32 expression `expr`
  * over x1..x{nt-1}; 1: raw word copy of ts[1]; 2: constant words w0/w1. */
+static bool same_geom(const ct_tensor *a, const ct_tensor *b) {
+  if (a->offset != b->offset || a->ndim != b->ndim || ct_dtype_size(a->dtype) != ct_dtype_size(b->dtype)) return false;
+  for (int d = 0; d < a->ndim; d++)
+    if (a->shape[d] != b->shape[d] || (a->shape[d] > 1 && a->stride[d] != b->stride[d])) return false;
+  return true;
+}
+
+/* Whether distinct indices of t reach distinct elements (sufficient test: with dims sorted
+ * by stride, each stride exceeds the span of the smaller ones). */
+static bool injective(const ct_tensor *t) {
+  int64_t st[CT_MAX_DIMS], sh[CT_MAX_DIMS];
+  int n = 0;
+  for (int d = 0; d < t->ndim; d++) {
+    if (t->shape[d] == 0) return true;
+    if (t->shape[d] == 1) continue;
+    st[n] = t->stride[d];
+    sh[n++] = t->shape[d];
+  }
+  for (int a = 1; a < n; a++)
+    for (int b = a; b > 0 && st[b] < st[b - 1]; b--) {
+      int64_t x = st[b]; st[b] = st[b - 1]; st[b - 1] = x;
+      x = sh[b]; sh[b] = sh[b - 1]; sh[b - 1] = x;
+    }
+  int64_t span = 0; /* largest offset reachable with the smaller dims */
+  for (int d = 0; d < n; d++) {
+    if (st[d] <= span) return false;
+    span += st[d] * (sh[d] - 1);
+  }
+  return true;
+}
+
 static ct_status ew_run(int nt, ct_tensor *const *ts, int mode, const char *expr, uint32_t w0, uint32_t w1,
                         const char *pre) {
   ct_tensor *o = ts[0];
   int64_t n = ct_numel(o);
   if (n == 0) return CT_OK;
+  /* an input that shares the output's storage with another layout: threads would read
+   * what others already wrote, so compute into a temporary and copy (the CPU's order) */
+  for (int k = 1; k < nt; k++)
+    if (ts[k]->storage == o->storage && !same_geom(ts[k], o)) {
+      ct_tensor *tmp = ct_tensor_new(o->ndim, o->shape, o->dtype, o->storage->device);
+      if (!tmp) return ct_last_status();
+      ct_tensor *t2[6];
+      for (int j = 0; j < nt; j++) t2[j] = ts[j];
+      t2[0] = tmp;
+      ct_status st = ew_run(nt, t2, mode, expr, w0, w1, pre);
+      ct_tensor *cp[2] = {o, tmp};
+      if (st == CT_OK) st = ew_run(2, cp, 1, NULL, 0, 0, NULL);
+      ct_release(tmp);
+      return st;
+    }
   if (n >= ((int64_t)1 << 32)) return CT_ERR(CT_ERR_RUNTIME, "WebGPU: %lld elements exceed u32 indexing", (long long)n);
   for (int k = 0; k < nt; k++) CT_TRY(check_extent(ts[k]));
   bindset bs = {{0}, 0, -1};
@@ -268,15 +351,24 @@ static ct_status ew_run(int nt, ct_tensor *const *ts, int mode, const char *expr
   }
   geom g;
   geom_make(&g, o->ndim, o->shape, nt, st);
-  int64_t groups = (n + 255) / 256;
+  /* an output whose elements repeat (a gradient accumulated through an overlapping
+   * view): one invocation walks the elements in order, as the CPU does */
+  bool serial = !injective(o);
+  int64_t groups = serial ? 1 : (n + 255) / 256;
   uint32_t gx, gy;
   grid(groups, &gx, &gy);
   sb s = {0};
   emit_bindings(&s, &bs);
   if (mode == 0) sbf(&s, "%s", WGSL_MATH);
   if (pre) sbf(&s, "%s", pre);
-  sbf(&s, "@compute @workgroup_size(256)\nfn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32) {\n");
-  sbf(&s, "  let i = (wid.y * %uu + wid.x) * 256u + li;\n  if (i >= %lldu) { return; }\n", gx, (long long)n);
+  if (serial) {
+    sbf(&s, "@compute @workgroup_size(1)\nfn main() {\n  for (var i: u32 = 0u; i < %lldu; i = i + 1u) { body(i); }\n}\n",
+        (long long)n);
+    sbf(&s, "fn body(i: u32) {\n");
+  } else {
+    sbf(&s, "@compute @workgroup_size(256)\nfn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32) {\n");
+    sbf(&s, "  let i = (wid.y * %uu + wid.x) * 256u + li;\n  if (i >= %lldu) { return; }\n", gx, (long long)n);
+  }
   emit_offsets(&s, "i", &g, base, "o");
   if (mode == 0) {
     char buf[256];
@@ -350,20 +442,20 @@ static bool unary_expr(const ct_call *c, char *e, size_t n) {
   switch (c->op) {
     case CT_OP_abs: snprintf(e, n, "abs(x1)"); break;
     case CT_OP_neg: snprintf(e, n, "-x1"); break;
-    case CT_OP_sign: snprintf(e, n, "select(sign(x1), x1, wisnan(x1))"); break;
-    case CT_OP_exp: snprintf(e, n, "exp(x1)"); break;
+    case CT_OP_sign: snprintf(e, n, "select(select(0.0, -1.0, x1 < 0.0), 1.0, x1 > 0.0)"); /* sign(nan) = 0 */ break;
+    case CT_OP_exp: snprintf(e, n, "wexp(x1)"); break;
     case CT_OP_exp2: snprintf(e, n, "exp2(x1)"); break;
     case CT_OP_expm1: snprintf(e, n, "wexpm1(x1)"); break;
-    case CT_OP_log: snprintf(e, n, "log(x1)"); break;
-    case CT_OP_log2: snprintf(e, n, "log2(x1)"); break;
-    case CT_OP_log10: snprintf(e, n, "log(x1) * 0.4342944819032518"); break;
+    case CT_OP_log: snprintf(e, n, "wlog(x1)"); break;
+    case CT_OP_log2: snprintf(e, n, "wlog(x1) * 1.4426950408889634"); break;
+    case CT_OP_log10: snprintf(e, n, "wlog(x1) * 0.4342944819032518"); break;
     case CT_OP_log1p: snprintf(e, n, "wlog1p(x1)"); break;
-    case CT_OP_sqrt: snprintf(e, n, "sqrt(x1)"); break;
-    case CT_OP_rsqrt: snprintf(e, n, "1.0 / sqrt(x1)"); break;
-    case CT_OP_sin: snprintf(e, n, "sin(x1)"); break;
-    case CT_OP_cos: snprintf(e, n, "cos(x1)"); break;
+    case CT_OP_sqrt: snprintf(e, n, "wsqrt(x1)"); break;
+    case CT_OP_rsqrt: snprintf(e, n, "1.0 / wsqrt(x1)"); break;
+    case CT_OP_sin: snprintf(e, n, "wsincos(x1).x"); break;
+    case CT_OP_cos: snprintf(e, n, "wsincos(x1).y"); break;
     case CT_OP_tanh: snprintf(e, n, "wtanh(x1)"); break;
-    case CT_OP_sigmoid: snprintf(e, n, "1.0 / (1.0 + exp(-x1))"); break;
+    case CT_OP_sigmoid: snprintf(e, n, "1.0 / (1.0 + wexp(-x1))"); break;
     case CT_OP_erf: snprintf(e, n, "werf(x1)"); break;
     case CT_OP_erfc: snprintf(e, n, "werfc(x1)"); break;
     case CT_OP_floor: snprintf(e, n, "floor(x1)"); break;
@@ -377,7 +469,7 @@ static bool unary_expr(const ct_call *c, char *e, size_t n) {
     case CT_OP_reciprocal: snprintf(e, n, "1.0 / x1"); break;
     case CT_OP_square: snprintf(e, n, "x1 * x1"); break;
     case CT_OP_relu: snprintf(e, n, "select(x1, 0.0, x1 <= 0.0)"); break;
-    case CT_OP_silu: snprintf(e, n, "x1 / (1.0 + exp(-x1))"); break;
+    case CT_OP_silu: snprintf(e, n, "x1 / (1.0 + wexp(-x1))"); break;
     case CT_OP_gelu:
       if (at->k[0]) /* tanh form, written as x / (1 + exp(-2u)) = x (1 + tanh u) / 2 without cancellation */
         snprintf(e, n, "x1 / (1.0 + exp(-2.0 * 0.7978845608028654 * (x1 + 0.044715 * x1 * x1 * x1)))");
@@ -388,7 +480,7 @@ static bool unary_expr(const ct_call *c, char *e, size_t n) {
       snprintf(e, n, "select(select(x1, %s, x1 < %s), %s, select(x1, %s, x1 < %s) > %s)", flit(at->f[0], a),
                flit(at->f[0], a), flit(at->f[1], b), flit(at->f[0], a), flit(at->f[0], a), flit(at->f[1], b));
       break;
-    case CT_OP_rsqrt_eps: snprintf(e, n, "1.0 / sqrt(x1 + %s)", flit(at->f[0], a)); break;
+    case CT_OP_rsqrt_eps: snprintf(e, n, "1.0 / wsqrt(x1 + %s)", flit(at->f[0], a)); break;
     default: return false;
   }
   return true;
@@ -474,7 +566,7 @@ static ct_status k_binary(const ct_call *c) {
     case CT_OP_fmax: snprintf(e, sizeof e, "select(select(max(x1, x2), x1, wisnan(x2)), x2, wisnan(x1))"); break;
     case CT_OP_fmin: snprintf(e, sizeof e, "select(select(min(x1, x2), x1, wisnan(x2)), x2, wisnan(x1))"); break;
     case CT_OP_pow: snprintf(e, sizeof e, "wpow(x1, x2)"); break;
-    case CT_OP_atan2: snprintf(e, sizeof e, "atan2(x1, x2)"); break;
+    case CT_OP_atan2: snprintf(e, sizeof e, "watan2(x1, x2)"); break;
     case CT_OP_masked_zero: snprintf(e, sizeof e, "select(x1, 0.0, x2 != 0.0)"); break;
     default: return unsupported(c, "This op has no WGSL kernel yet.");
   }
@@ -655,8 +747,27 @@ static ct_status k_softmax(const ct_call *c) {
   bool logsm = c->op == CT_OP_log_softmax;
   sb s = {0};
   emit_bindings(&s, &bs);
-  sbf(&s, "var<workgroup> sh: array<f32, 256>;\n");
   sbf(&s, "fn wisnan(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }\n");
+  if (L < 32) { /* short rows: a thread per row (a workgroup would idle, and emulators pay for barriers) */
+    grid((rows + 255) / 256, &gx, &gy);
+    sbf(&s, "@compute @workgroup_size(256)\nfn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32) {\n");
+    sbf(&s, "  let o = (wid.y * %uu + wid.x) * 256u + li;\n  if (o >= %lldu) { return; }\n", gx, (long long)rows);
+    emit_offsets(&s, "o", &g, base, "k");
+    sbf(&s, "  var mx: f32 = bitcast<f32>(wzero | 0xff800000u);\n"
+            "  for (var r: u32 = 0u; r < %lldu; r = r + 1u) { let v = bitcast<f32>(b%d[k0 + r * %lldu]); mx = select(mx, v, v > mx || wisnan(v)); }\n"
+            "  var tot: f32 = 0.0;\n"
+            "  for (var r: u32 = 0u; r < %lldu; r = r + 1u) { tot = tot + exp(bitcast<f32>(b%d[k0 + r * %lldu]) - mx); }\n",
+        (long long)L, bx, (long long)sx, (long long)L, bx, (long long)sx);
+    if (logsm) sbf(&s, "  let lt = log(tot);\n");
+    sbf(&s, "  for (var r: u32 = 0u; r < %lldu; r = r + 1u) {\n    let v = bitcast<f32>(b%d[k0 + r * %lldu]) - mx;\n",
+        (long long)L, bx, (long long)sx);
+    if (logsm) sbf(&s, "    b%d[k1 + r * %lldu] = bitcast<u32>(v - lt);\n  }\n}\n", by, (long long)sy);
+    else sbf(&s, "    b%d[k1 + r * %lldu] = bitcast<u32>(exp(v) / tot);\n  }\n}\n", by, (long long)sy);
+    st = launch(&s, &bs, gx, gy, 1);
+    wg_unlock();
+    return st;
+  }
+  sbf(&s, "var<workgroup> sh: array<f32, 256>;\n");
   sbf(&s, "@compute @workgroup_size(256)\nfn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32) {\n");
   sbf(&s, "  let o = wid.y * %uu + wid.x;\n  let valid = o < %lldu;\n", gx, (long long)rows);
   emit_offsets(&s, "o", &g, base, "k");
@@ -694,6 +805,8 @@ typedef struct {
   bool has_c0;
 } gemm;
 
+/* One pipeline per (self term or not): sizes, strides, offsets, alpha and beta come
+ * in the parameter words, since this kernel is the costliest to compile. */
 static ct_status gemm_run(const ct_tensor *A, const ct_tensor *Bt, ct_tensor *C, const ct_tensor *C0, const gemm *g) {
   if (g->M == 0 || g->N == 0 || g->B == 0) return CT_OK;
   CT_TRY(check_extent(A));
@@ -703,51 +816,66 @@ static ct_status gemm_run(const ct_tensor *A, const ct_tensor *Bt, ct_tensor *C,
   bindset bs = {{0}, 0, -1};
   int ba = bind_of(&bs, A), bb = bind_of(&bs, Bt), bc = bind_of(&bs, C), b0 = C0 ? bind_of(&bs, C0) : 0;
   uint32_t gx = (uint32_t)((g->N + 63) / 64), gy = (uint32_t)((g->M + 63) / 64), gz = (uint32_t)g->B;
-  char al[40], be[40];
+  float alpha = (float)g->alpha, beta = (float)g->beta;
+  uint32_t pr[21] = {(uint32_t)g->M,   (uint32_t)g->N,   (uint32_t)g->K,    (uint32_t)g->a_off, (uint32_t)g->a_b,
+                     (uint32_t)g->a_m, (uint32_t)g->a_k, (uint32_t)g->b_off, (uint32_t)g->b_b, (uint32_t)g->b_k,
+                     (uint32_t)g->b_n, (uint32_t)g->c_off, (uint32_t)g->c_b, (uint32_t)g->c_m, (uint32_t)g->c_n,
+                     (uint32_t)g->c0_off, (uint32_t)g->c0_b, (uint32_t)g->c0_m, (uint32_t)g->c0_n, 0, 0};
+  memcpy(&pr[19], &alpha, 4);
+  memcpy(&pr[20], &beta, 4);
   sb s = {0};
   emit_bindings(&s, &bs);
+  sbf(&s, "@group(0) @binding(%d) var<storage, read> pr: array<u32>; /* read-only: uniform for the barriers */\n", bs.n);
   sbf(&s, "var<workgroup> As: array<f32, 1024>;\nvar<workgroup> Bs: array<f32, 1024>;\n");
   sbf(&s, "@compute @workgroup_size(16, 16, 1)\n"
           "fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {\n");
-  sbf(&s, "  let bz = wid.z; let row0 = wid.y * 64u; let col0 = wid.x * 64u;\n");
-  sbf(&s, "  let ab = %lldu + bz * %lldu; let bb = %lldu + bz * %lldu;\n", (long long)g->a_off, (long long)g->a_b,
-      (long long)g->b_off, (long long)g->b_b);
-  sbf(&s, "  let t = lid.y * 16u + lid.x;\n");
-  sbf(&s, "  var acc: array<f32, 16>;\n  for (var i = 0u; i < 16u; i = i + 1u) { acc[i] = 0.0; }\n");
-  sbf(&s, "  for (var k0: u32 = 0u; k0 < %lldu; k0 = k0 + 16u) {\n", (long long)g->K);
+  sbf(&s, "  let M = pr[0]; let N = pr[1]; let K = pr[2];\n"
+          "  let bz = wid.z; let row0 = wid.y * 64u; let col0 = wid.x * 64u;\n"
+          "  let ab = pr[3] + bz * pr[4]; let am_s = pr[5]; let ak_s = pr[6];\n"
+          "  let bb = pr[7] + bz * pr[8]; let bk_s = pr[9]; let bn_s = pr[10];\n"
+          "  let t = lid.y * 16u + lid.x;\n");
+  /* 16 scalar accumulators written out: private arrays with dynamic indices compile
+   * slowly (SwiftShader) and may spill */
+  for (int i = 0; i < 4; i++)
+    for (int j = 0; j < 4; j++) sbf(&s, "  var c%d%d: f32 = 0.0;\n", i, j);
   /* A tile 64 (m) x 16 (k) stored k-major; B tile 16 (k) x 64 (n) */
-  sbf(&s, "    for (var l = 0u; l < 4u; l = l + 1u) {\n"
+  sbf(&s, "  for (var k0: u32 = 0u; k0 < K; k0 = k0 + 16u) {\n"
+          "    for (var l = 0u; l < 4u; l = l + 1u) {\n"
           "      let e = t + l * 256u;\n"
           "      let am = e / 16u; let ak = e %% 16u; let gm = row0 + am; let gk = k0 + ak;\n"
           "      var av: f32 = 0.0;\n"
-          "      if (gm < %lldu && gk < %lldu) { av = bitcast<f32>(b%d[ab + gm * %lldu + gk * %lldu]); }\n"
+          "      if (gm < M && gk < K) { av = bitcast<f32>(b%d[ab + gm * am_s + gk * ak_s]); }\n"
           "      As[ak * 64u + am] = av;\n"
           "      let bk = e / 64u; let bn = e %% 64u; let gk2 = k0 + bk; let gn = col0 + bn;\n"
           "      var bv: f32 = 0.0;\n"
-          "      if (gk2 < %lldu && gn < %lldu) { bv = bitcast<f32>(b%d[bb + gk2 * %lldu + gn * %lldu]); }\n"
+          "      if (gk2 < K && gn < N) { bv = bitcast<f32>(b%d[bb + gk2 * bk_s + gn * bn_s]); }\n"
           "      Bs[bk * 64u + bn] = bv;\n"
           "    }\n",
-      (long long)g->M, (long long)g->K, ba, (long long)g->a_m, (long long)g->a_k, (long long)g->K, (long long)g->N, bb,
-      (long long)g->b_k, (long long)g->b_n);
-  sbf(&s, "    workgroupBarrier();\n"
-          "    for (var kk = 0u; kk < 16u; kk = kk + 1u) {\n"
-          "      var a: array<f32, 4>; var b: array<f32, 4>;\n"
-          "      for (var i = 0u; i < 4u; i = i + 1u) { a[i] = As[kk * 64u + lid.y + 16u * i]; b[i] = Bs[kk * 64u + lid.x + 16u * i]; }\n"
-          "      for (var i = 0u; i < 4u; i = i + 1u) { for (var j = 0u; j < 4u; j = j + 1u) { acc[i * 4u + j] = acc[i * 4u + j] + a[i] * b[j]; } }\n"
-          "    }\n"
-          "    workgroupBarrier();\n"
-          "  }\n");
-  sbf(&s, "  for (var i = 0u; i < 4u; i = i + 1u) { for (var j = 0u; j < 4u; j = j + 1u) {\n"
-          "    let m = row0 + lid.y + 16u * i; let n = col0 + lid.x + 16u * j;\n"
-          "    if (m < %lldu && n < %lldu) {\n"
-          "      var v = %s * acc[i * 4u + j];\n",
-      (long long)g->M, (long long)g->N, flit(g->alpha, al));
-  if (g->has_c0)
-    sbf(&s, "      v = v + %s * bitcast<f32>(b%d[%lldu + bz * %lldu + m * %lldu + n * %lldu]);\n", flit(g->beta, be), b0,
-        (long long)g->c0_off, (long long)g->c0_b, (long long)g->c0_m, (long long)g->c0_n);
-  sbf(&s, "      b%d[%lldu + bz * %lldu + m * %lldu + n * %lldu] = bitcast<u32>(v);\n    }\n  } }\n}\n", bc,
-      (long long)g->c_off, (long long)g->c_b, (long long)g->c_m, (long long)g->c_n);
-  return launch(&s, &bs, gx, gy, gz);
+      ba, bb);
+  sbf(&s, "    workgroupBarrier();\n    for (var kk = 0u; kk < 16u; kk = kk + 1u) {\n");
+  for (int i = 0; i < 4; i++) sbf(&s, "      let a%d = As[kk * 64u + lid.y + %du];\n", i, 16 * i);
+  for (int j = 0; j < 4; j++) sbf(&s, "      let b%d = Bs[kk * 64u + lid.x + %du];\n", j, 16 * j);
+  for (int i = 0; i < 4; i++)
+    for (int j = 0; j < 4; j++) sbf(&s, "      c%d%d = c%d%d + a%d * b%d;\n", i, j, i, j, i, j);
+  sbf(&s, "    }\n    workgroupBarrier();\n  }\n");
+  sbf(&s, "  let alpha = bitcast<f32>(pr[19]); let beta = bitcast<f32>(pr[20]);\n"
+          "  let cb = pr[11] + bz * pr[12]; let c0b = pr[15] + bz * pr[16];\n");
+  char beta_term[160] = "";
+  if (g->has_c0) snprintf(beta_term, sizeof beta_term, " + beta * bitcast<f32>(b%d[c0b + m * pr[17] + n * pr[18]])", b0);
+  for (int i = 0; i < 4; i++)
+    for (int j = 0; j < 4; j++)
+      sbf(&s, "  { let m = row0 + lid.y + %du; let n = col0 + lid.x + %du;\n"
+              "    if (m < M && n < N) { b%d[cb + m * pr[13] + n * pr[14]] = bitcast<u32>(alpha * c%d%d%s); } }\n",
+          16 * i, 16 * j, bc, i, j, beta_term);
+  sbf(&s, "}\n");
+  if (s.oom) {
+    free(s.p);
+    return CT_ERR(CT_ERR_OOM, "out of memory generating WGSL");
+  }
+  wg_pipe *p = wg_pipeline(s.p);
+  free(s.p);
+  if (!p) return ct_last_status();
+  return wg_dispatch_p(p, bs.n, bs.b, pr, 21, gx, gy, gz);
 }
 
 static ct_status k_linalg(const ct_call *c) {
