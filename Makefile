@@ -53,6 +53,7 @@ deps:
 test: deps all
 	$(BUILD)/test_ctorch
 	tests/test_io.sh $(BUILD)
+	tests/test_train_cnn.sh $(BUILD)
 	tools/readme_ops.sh $(BUILD) --check
 	$(MAKE) --no-print-directory test-parity
 	$(MAKE) --no-print-directory test-python

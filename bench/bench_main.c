@@ -110,6 +110,8 @@ static double torch_time(const char *name) {
   return -1;
 }
 
+#include "bench_models.inc.c" /* issue 5's model benchmarks (ResNet-18, ViT-Tiny) */
+
 /* ---- FMA peak of one core: independent FMA chains, no memory ---- */
 #if defined(__x86_64__)
 /* 12 independent accumulators in named variables (an array may be spilled) */
@@ -415,6 +417,7 @@ int main(int argc, char **argv) {
          getenv("OPENBLAS_CORETYPE") ? getenv("OPENBLAS_CORETYPE") : "auto");
 #endif
   run_torch("bench/bench_torch.py", use_torch);
+  run_torch("bench/bench_models_torch.py", use_torch); /* prints only what --only selects */
   if (use_torch) printf("PyTorch peer: %d timings\n", n_torch);
   double peak = fma_peak_core();
   printf("FMA peak (float32, one core, measured): %.1f GFLOP/s\n", peak);
@@ -435,6 +438,7 @@ int main(int argc, char **argv) {
     bench_gemm_one(1024, 1024, 1024, true, false, tlist[ti], peak);
   }
   for (int ti = 0; ti < nt; ti++) bench_elementwise(tlist[ti]);
+  bench_models(nthreads);
 
   if (R.json) {
     fprintf(R.json, "\n]\n");

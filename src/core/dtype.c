@@ -25,6 +25,11 @@ bool ct_dtype_valid(int dt) { return dt >= 0 && dt < CT_NUM_DTYPES; }
 const char *ct_dtype_name(ct_dtype dt) { return ct_dtype_valid(dt) ? DT[dt].name : "invalid"; }
 const char *ct_dtype_torch_name(ct_dtype dt) { return ct_dtype_valid(dt) ? DT[dt].torch_name : "invalid"; }
 const char *ct_dtype_legacy_name(ct_dtype dt) { return ct_dtype_valid(dt) ? DT[dt].legacy : "invalid"; }
+const char *ct_dtype_cpp_name(ct_dtype dt) {
+  static const char *names[CT_NUM_DTYPES] = {"float", "double", "c10::Half", "c10::BFloat16", "signed char",
+                                             "unsigned char", "short int", "int", "long int", "bool"};
+  return ct_dtype_valid(dt) ? names[dt] : "?";
+}
 size_t ct_dtype_size(ct_dtype dt) { return ct_dtype_valid(dt) ? DT[dt].size : 0; }
 ct_category ct_dtype_category(ct_dtype dt) { return DT[dt].cat; }
 bool ct_dtype_is_floating(ct_dtype dt) { return ct_dtype_valid(dt) && DT[dt].cat == CT_CAT_FLOAT; }

@@ -27,6 +27,8 @@ ct_category ct_dtype_category(ct_dtype dt);
 const char *ct_dtype_torch_name(ct_dtype dt);
 /* Legacy type string "torch.FloatTensor" used in autograd messages. */
 const char *ct_dtype_legacy_name(ct_dtype dt);
+/* The C++ type name PyTorch prints in some dtype checks ("float", "long int", "c10::Half"). */
+const char *ct_dtype_cpp_name(ct_dtype dt);
 bool ct_dtype_valid(int dt);
 /* Load element of dtype dt at p as double / int64, and store. */
 double ct_load_f64(const void *p, ct_dtype dt);

@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 
 /* The largest decompressed file accepted (bounds memory on a hostile .gz). */
-#define IDX_MAX_BYTES ((size_t)1 << 34 < SIZE_MAX / 2 ? (size_t)1 << 34 : SIZE_MAX / 2)
+#define IDX_MAX_BYTES ((uint64_t)1 << 34 < (uint64_t)(SIZE_MAX / 2) ? (size_t)((uint64_t)1 << 34) : SIZE_MAX / 2)
 
 static ct_status idx_type(uint8_t code, ct_dtype *dt) {
   switch (code) {

@@ -195,7 +195,7 @@ static ct_status stored(inf_state *s) {
     len--;
   }
   if (len > s->n - s->pos) return fail(s, "unexpected end of data");
-  memcpy(s->out + s->len, s->in + s->pos, len);
+  if (len) memcpy(s->out + s->len, s->in + s->pos, len); /* an empty block may come before any output */
   s->len += len;
   s->pos += len;
   return CT_OK;

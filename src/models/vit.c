@@ -77,9 +77,28 @@ static ct_tensor *block_forward(ct_module *m, const ct_tensor *x) {
 }
 static const ct_module_vtable block_vt = {block_forward, NULL, NULL, NULL};
 
-/* PatchEmbed: proj, then [B, D, h, w] -> [B, h*w, D] */
+/* PatchEmbed: proj, then [B, D, h, w] -> [B, h*w, D]. The convolution's kernel equals its stride and
+ * it has no padding, so it is exactly a matrix product over non-overlapping patches:
+ * [B*h*w, C*P*P] @ W[D, C*P*P]^T + b, computed that way (the packed GEMM) with the same weights. */
 static ct_tensor *patch_forward(ct_module *m, const ct_tensor *x) {
-  ct_tensor *p = ct_module_forward(ct_module_child(m, "proj"), x);
+  ct_module *proj = ct_module_child(m, "proj");
+  ct_tensor *w = ct_module_param(proj, "weight"), *b = ct_module_param(proj, "bias");
+  if (w && ct_ndim(x) == 4 && ct_size(x, 1) == ct_size(w, 1)) {
+    int64_t B = ct_size(x, 0), C = ct_size(x, 1), P = ct_size(w, 2), D = ct_size(w, 0);
+    int64_t gh = ct_size(x, 2) / P, gw = ct_size(x, 3) / P;
+    if (ct_size(w, 3) == P && gh * P == ct_size(x, 2) && gw * P == ct_size(x, 3)) {
+      int64_t s6[6] = {B, C, gh, P, gw, P}, perm[6] = {0, 2, 4, 1, 3, 5}, s2[2] = {B * gh * gw, C * P * P};
+      int64_t ws[2] = {D, C * P * P}, out[3] = {B, gh * gw, D};
+      ct_scope *s = ct_scope_begin();
+      ct_tensor *patches = ct_reshape(ct_permute(ct_reshape(x, 6, s6), 6, perm), 2, s2);
+      ct_tensor *y = patches ? ct_linear(patches, ct_reshape(w, 2, ws), b) : NULL;
+      y = y ? ct_reshape(y, 3, out) : NULL;
+      if (y) ct_keep(y);
+      ct_scope_end(s);
+      return y;
+    }
+  }
+  ct_tensor *p = ct_module_forward(proj, x); /* anything else: the convolution (and its errors) */
   if (!p) return NULL;
   ct_tensor *f = ct_flatten(p, 2, -1);
   ct_release(p);

@@ -190,7 +190,8 @@ ct_tensor *ct_arange(ct_scalar start, ct_scalar end, ct_scalar step, const ct_op
   return finish(range_tensor((int64_t)nf, o, a), &o);
 }
 
-ct_tensor *ct_linspace(double start, double end, int64_t steps, ct_options o) {
+/* steps points from start to end (kind 1: linspace; kind 2: logspace, base ** each point) */
+static ct_tensor *spaced(int kind, double start, double end, int64_t steps, double base, ct_options o) {
   if (steps < 0) {
     ct_set_error(CT_ERR_RUNTIME, "number of steps must be non-negative");
     return NULL;
@@ -198,25 +199,19 @@ ct_tensor *ct_linspace(double start, double end, int64_t steps, ct_options o) {
   if (check_opts(&o)) return NULL;
   ct_attrs a;
   memset(&a, 0, sizeof a);
-  a.k[0] = 1;
-  a.f[0] = start;
-  a.f[1] = end;
-  return finish(range_tensor(steps, o, a), &o);
-}
-
-ct_tensor *ct_logspace(double start, double end, int64_t steps, double base, ct_options o) {
-  if (steps < 0) {
-    ct_set_error(CT_ERR_RUNTIME, "number of steps must be non-negative");
-    return NULL;
-  }
-  if (check_opts(&o)) return NULL;
-  ct_attrs a;
-  memset(&a, 0, sizeof a);
-  a.k[0] = 2;
+  a.k[0] = kind;
   a.f[0] = start;
   a.f[1] = end;
   a.f[2] = base;
   return finish(range_tensor(steps, o, a), &o);
+}
+
+ct_tensor *ct_linspace(double start, double end, int64_t steps, ct_options o) {
+  return spaced(1, start, end, steps, 0.0, o);
+}
+
+ct_tensor *ct_logspace(double start, double end, int64_t steps, double base, ct_options o) {
+  return spaced(2, start, end, steps, base, o);
 }
 
 ct_tensor *ct_eye(int64_t n, int64_t m, ct_options o) {

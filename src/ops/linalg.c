@@ -389,13 +389,6 @@ ct_tensor *ct_matmul(const ct_tensor *a, const ct_tensor *b) {
   return matmul_batched(a, b);
 }
 
-/* The C++ type names PyTorch prints in out= dtype errors ("float", "double"). */
-static const char *cpp_type_name(ct_dtype dt) {
-  static const char *names[CT_NUM_DTYPES] = {"float", "double", "c10::Half", "c10::BFloat16", "signed char",
-                                             "unsigned char", "short int", "int", "long int", "bool"};
-  return dt >= 0 && dt < CT_NUM_DTYPES ? names[dt] : "?";
-}
-
 /* out= form; out keeps its own history rules (no autograd through out=). */
 ct_status ct_matmul_out(ct_tensor *out, const ct_tensor *a, const ct_tensor *b) {
   CT_TRY(ct_check_tensor(out, "matmul"));
@@ -407,8 +400,8 @@ ct_status ct_matmul_out(ct_tensor *out, const ct_tensor *a, const ct_tensor *b) 
   if (!r) return ct_last_status();
   ct_status st = CT_OK;
   if (r->dtype != out->dtype)
-    st = CT_ERR(CT_ERR_RUNTIME, "Expected out tensor to have dtype %s, but got %s instead", cpp_type_name(r->dtype),
-                cpp_type_name(out->dtype));
+    st = CT_ERR(CT_ERR_RUNTIME, "Expected out tensor to have dtype %s, but got %s instead", ct_dtype_cpp_name(r->dtype),
+                ct_dtype_cpp_name(out->dtype));
   if (st == CT_OK) st = ct_resize_out(out, r->ndim, r->shape);
   if (st == CT_OK) st = ct_copy_(out, r);
   ct_release(r);
@@ -788,7 +781,7 @@ ct_tensor *ct_einsum(const char *eq, int n, const ct_tensor *const *ops) {
   if (res) {
     ct_tensor *r = ct_reshape(res, n_out, res->shape);
     ct_release(res);
-    res = r;
+    res = ct_name_node(r, "ViewBackward0"); /* 1.13's einsum ends with a view of its bmm */
   }
 done:
   if (al)

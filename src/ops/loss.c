@@ -58,13 +58,6 @@ static ct_tensor *reduce(ct_tensor *loss, ct_reduction r) {
   return loss;
 }
 
-/* PyTorch 1.13 computes these losses with one op of its own: the result's grad_fn carries
- * that op's name (users print it), so the last node of the composition takes it. */
-static ct_tensor *loss_name(ct_tensor *r, const char *name) {
-  if (r && r->grad_fn) r->grad_fn->name = name;
-  return r;
-}
-
 static ct_status check_two(const ct_tensor *a, const ct_tensor *b, const char *what) {
   CT_TRY(ct_check_tensor(a, what));
   return ct_check_tensor(b, what);
@@ -93,13 +86,15 @@ static ct_status check_float_kernel(const ct_tensor *a, const ct_tensor *b, cons
   return CT_OK;
 }
 
-/* ---- mse / l1 / smooth_l1 / huber ---- */
+/* ---- mse / l1 / smooth_l1 / huber ----
+ * PyTorch 1.13 computes these (and nll, the binary cross entropies) with one op of its own: the
+ * result's node takes that op's name (users print it), through ct_name_node. */
 ct_tensor *ct_mse_loss(const ct_tensor *x, const ct_tensor *y, ct_reduction r) {
   if (check_two(x, y, "mse_loss") || check_reduction(r, false) || check_float_kernel(x, y, "mse_cpu", false)) return NULL;
   ct_scope *s = ct_scope_begin();
   ct_tensor *d = TRY_T(ct_sub(x, y));
   ct_tensor *l = TRY_T(ct_mul(d, d));
-  return finish(s, loss_name(TRY_T(reduce(l, r)), "MseLossBackward0"));
+  return finish(s, ct_name_node(TRY_T(reduce(l, r)), "MseLossBackward0"));
 fail:
   return fail_scope(s);
 }
@@ -129,7 +124,7 @@ ct_tensor *ct_smooth_l1_loss(const ct_tensor *x, const ct_tensor *y, ct_reductio
     ct_set_error(CT_ERR_RUNTIME, "smooth_l1_loss does not support negative values for beta.");
     return NULL;
   }
-  if (beta == 0) return loss_name(ct_l1_loss(x, y, r), "SmoothL1LossBackward0");
+  if (beta == 0) return ct_name_node(ct_l1_loss(x, y, r), "SmoothL1LossBackward0");
   if (check_float_kernel(x, y, "smooth_l1_cpu", true)) return NULL;
   ct_scope *s = ct_scope_begin();
   ct_tensor *z = TRY_T(ct_abs(TRY_T(ct_sub(x, y))));
@@ -137,7 +132,7 @@ ct_tensor *ct_smooth_l1_loss(const ct_tensor *x, const ct_tensor *y, ct_reductio
   ct_tensor *q = TRY_T(ct_div_scalar(TRY_T(ct_mul(TRY_T(ct_mul_scalar(z, ct_sf(0.5))), z)), ct_sf(beta)));
   ct_tensor *lin = TRY_T(ct_sub_scalar(z, ct_sf(0.5 * beta)));
   ct_tensor *l = TRY_T(piecewise(z, beta, q, lin));
-  return finish(s, loss_name(TRY_T(reduce(l, r)), "SmoothL1LossBackward0"));
+  return finish(s, ct_name_node(TRY_T(reduce(l, r)), "SmoothL1LossBackward0"));
 fail:
   return fail_scope(s);
 }
@@ -155,7 +150,7 @@ ct_tensor *ct_huber_loss(const ct_tensor *x, const ct_tensor *y, ct_reduction r,
   ct_tensor *q = TRY_T(ct_mul(TRY_T(ct_mul_scalar(z, ct_sf(0.5))), z));
   ct_tensor *lin = TRY_T(ct_mul_scalar(TRY_T(ct_sub_scalar(z, ct_sf(0.5 * delta))), ct_sf(delta)));
   ct_tensor *l = TRY_T(piecewise(z, delta, q, lin));
-  return finish(s, loss_name(TRY_T(reduce(l, r)), "HuberLossBackward0"));
+  return finish(s, ct_name_node(TRY_T(reduce(l, r)), "HuberLossBackward0"));
 fail:
   return fail_scope(s);
 }
@@ -200,7 +195,7 @@ ct_tensor *ct_binary_cross_entropy(const ct_tensor *x, const ct_tensor *t, const
   ct_tensor *l = TRY_T(ct_pointwise(CT_OP_binary_cross_entropy, 2, in, NULL, CT_OUT_SAME));
   if (l->grad_fn) l->grad_fn->name = "BinaryCrossEntropyBackward0";
   ct_tensor *lw = TRY_T(apply_weight(l, w));
-  return finish(s, loss_name(TRY_T(reduce(lw, r)), "BinaryCrossEntropyBackward0"));
+  return finish(s, ct_name_node(TRY_T(reduce(lw, r)), "BinaryCrossEntropyBackward0"));
 fail:
   return fail_scope(s);
 }
@@ -250,7 +245,7 @@ ct_tensor *ct_binary_cross_entropy_with_logits(const ct_tensor *x, const ct_tens
   ct_tensor *l = TRY_T(ct_pointwise(CT_OP_binary_cross_entropy_with_logits, nin, in, &a, CT_OUT_SAME));
   if (l->grad_fn) l->grad_fn->name = "BinaryCrossEntropyWithLogitsBackward0";
   ct_tensor *lw = TRY_T(apply_weight(l, w));
-  return finish(s, loss_name(TRY_T(reduce(lw, r)), "BinaryCrossEntropyWithLogitsBackward0"));
+  return finish(s, ct_name_node(TRY_T(reduce(lw, r)), "BinaryCrossEntropyWithLogitsBackward0"));
 fail:
   return fail_scope(s);
 }
@@ -432,7 +427,7 @@ static ct_tensor *nll_impl(const ct_tensor *x, const ct_tensor *t, const ct_tens
   ct_release(wt);
   /* 1.13: nll_loss for 1-D/2-D input, nll_loss2d beyond (other than 4-D, reshaped to 4-D and, unreduced,
    * viewed back) */
-  return loss_name(res, x->ndim <= 2 ? "NllLossBackward0"
+  return ct_name_node(res, x->ndim <= 2 ? "NllLossBackward0"
                         : (x->ndim != 4 && r == CT_REDUCTION_NONE) ? "ViewBackward0" : "NllLoss2DBackward0");
 }
 
@@ -495,7 +490,7 @@ ct_tensor *ct_cross_entropy(const ct_tensor *x, const ct_tensor *t, const ct_ten
       if (r == CT_REDUCTION_MEAN) {
         int64_t n = ct_numel(lsm);
         if (n == 0) res = TRY_T(ct_mul_scalar(res, ct_sf(NAN)));
-        else res = loss_name(TRY_T(ct_div_scalar(res, ct_si(n / C))), "DivBackward1"); /* 1.13 divides by a Scalar */
+        else res = ct_name_node(TRY_T(ct_div_scalar(res, ct_si(n / C))), "DivBackward1"); /* 1.13 divides by a Scalar */
       }
     }
     return finish(s, res);
@@ -592,7 +587,7 @@ ct_tensor *ct_pairwise_distance(const ct_tensor *x1, const ct_tensor *x2, double
     ct_tensor *sp = TRY_T(ct_sum_dims(TRY_T(ct_pow_scalar(TRY_T(ct_abs(d)), ct_sf(p))), n_dims, dims, keepdim));
     res = TRY_T(ct_pow_scalar(sp, ct_sf(1.0 / p)));
   }
-  return finish(s, loss_name(res, "NormBackward1")); /* 1.13 calls norm */
+  return finish(s, ct_name_node(res, "NormBackward1")); /* 1.13 calls norm */
 fail:
   return fail_scope(s);
 }

@@ -54,15 +54,11 @@ static ct_tensor *softmax_impl(int op, const ct_tensor *x, int64_t dim, int dtyp
   }
   ct_tensor *xc = ct_to_dtype(x, dt);
   if (!xc) return NULL;
-  ct_call c = ct_call_make(op);
-  c.n_in = 1;
-  c.n_out = 1;
-  c.in[0] = xc;
-  c.out[0] = nn_new_out(x, x->ndim, x->shape, dt);
-  c.a.k[0] = x->ndim ? d : 0;
-  if (c.out[0]) nn_dispatch(&c);
+  ct_attrs a = ct_attrs_zero();
+  a.k[0] = x->ndim ? d : 0;
+  ct_tensor *r = ct_dispatch_new(op, 1, &xc, x->ndim, x->shape, dt, &a);
   ct_release(xc);
-  return c.out[0];
+  return r;
 }
 
 ct_tensor *ct_softmax(const ct_tensor *x, int64_t dim, int dtype) { return softmax_impl(CT_OP_softmax, x, dim, dtype); }
@@ -143,14 +139,9 @@ ct_status ct_bw_norm_moments(ct_node *n, ct_tensor *const *g, ct_tensor **gin) {
 
 /* 1/sqrt(v + eps) */
 ct_tensor *nn_rsqrt_eps(const ct_tensor *v, double eps) {
-  ct_call c = ct_call_make(CT_OP_rsqrt_eps);
-  c.n_in = 1;
-  c.n_out = 1;
-  c.in[0] = (ct_tensor *)v;
-  c.out[0] = nn_new_out(v, v->ndim, v->shape, v->dtype);
-  c.a.f[0] = eps;
-  if (c.out[0]) nn_dispatch(&c);
-  return c.out[0];
+  ct_attrs a = ct_attrs_zero();
+  a.f[0] = eps;
+  return ct_dispatch_new(CT_OP_rsqrt_eps, 1, (ct_tensor *const *)&v, v->ndim, v->shape, v->dtype, &a);
 }
 
 /* d rsqrt(v + eps) = -y^3 / 2 */
@@ -438,7 +429,7 @@ ct_tensor *ct_dropout(const ct_tensor *x, double p, bool training, ct_generator 
     ct_set_error(CT_ERR_VALUE, "dropout probability has to be between 0 and 1, but got %g", p);
     return NULL;
   }
-  if (p == 0 || !training || ct_numel(x) == 0) return ct_retain((ct_tensor *)x);
+  if (p == 0 || !training || ct_numel(x) == 0) return ct_same(x); /* x itself, owned like any result in a scope */
   if (!ct_dtype_is_floating(x->dtype)) {
     ct_set_error(CT_ERR_RUNTIME, "result type Float can't be cast to the desired output type %s",
                  ct_dtype_torch_name(x->dtype));
@@ -454,15 +445,10 @@ ct_tensor *ct_dropout(const ct_tensor *x, double p, bool training, ct_generator 
     o.device = x->storage->device;
     noise = ct_zeros(0, NULL, o);
   } else {
-    ct_call c = ct_call_make(CT_OP_dropout_noise);
-    c.n_in = 1;
-    c.n_out = 1;
-    c.in[0] = (ct_tensor *)x;
-    c.out[0] = nn_new_out(x, x->ndim, x->shape, x->dtype);
-    c.a.f[0] = p;
-    c.a.ptr = gen;
-    if (c.out[0]) nn_dispatch(&c);
-    noise = c.out[0];
+    ct_attrs a = ct_attrs_zero();
+    a.f[0] = p;
+    a.ptr = gen;
+    noise = ct_dispatch_new(CT_OP_dropout_noise, 1, (ct_tensor *const *)&x, x->ndim, x->shape, x->dtype, &a);
   }
   if (!noise) return NULL;
   ct_tensor *y = ct_mul(x, noise);
@@ -500,29 +486,17 @@ ct_tensor *ct_embedding(const ct_tensor *indices, const ct_tensor *weight, const
   int64_t shape[CT_MAX_DIMS];
   memcpy(shape, indices->shape, sizeof(int64_t) * (size_t)indices->ndim);
   shape[indices->ndim] = weight->shape[1];
-  ct_call c = ct_call_make(CT_OP_embedding);
-  c.n_in = 2;
-  c.n_out = 1;
-  c.in[0] = (ct_tensor *)weight;
-  c.in[1] = (ct_tensor *)indices;
-  c.out[0] = nn_new_out(weight, indices->ndim + 1, shape, weight->dtype);
-  c.a.k[0] = has_pad;
-  c.a.i[0] = pad;
-  if (c.out[0]) nn_dispatch(&c);
-  return c.out[0];
+  ct_attrs a = ct_attrs_zero();
+  a.k[0] = has_pad;
+  a.i[0] = pad;
+  ct_tensor *in[2] = {(ct_tensor *)weight, (ct_tensor *)indices};
+  return ct_dispatch_new(CT_OP_embedding, 2, in, indices->ndim + 1, shape, weight->dtype, &a);
 }
 
 static ct_tensor *embedding_dense_backward(const ct_tensor *g, const ct_tensor *idx, int64_t V, const ct_attrs *a) {
   int64_t shape[2] = {V, g->shape[g->ndim - 1]};
-  ct_call c = ct_call_make(CT_OP_embedding_dense_backward);
-  c.n_in = 2;
-  c.n_out = 1;
-  c.in[0] = (ct_tensor *)g;
-  c.in[1] = (ct_tensor *)idx;
-  c.out[0] = nn_new_out(g, 2, shape, g->dtype);
-  c.a = *a;
-  if (c.out[0]) nn_dispatch(&c);
-  return c.out[0];
+  ct_tensor *in[2] = {(ct_tensor *)g, (ct_tensor *)idx};
+  return ct_dispatch_new(CT_OP_embedding_dense_backward, 2, in, 2, shape, g->dtype, a);
 }
 
 ct_status ct_bw_embedding(ct_node *n, ct_tensor *const *g, ct_tensor **gin) {
@@ -561,13 +535,7 @@ ct_status ct_bw_embedding_backward(ct_node *n, ct_tensor *const *g, ct_tensor **
 
 /* ---- scaled_dot_product_attention: softmax(q k^T * scale + mask) v, composed ---- */
 static ct_tensor *bool_mask_additive(const ct_tensor *m, ct_dtype dt) {
-  ct_call c = ct_call_make(CT_OP_attn_bool_mask);
-  c.n_in = 1;
-  c.n_out = 1;
-  c.in[0] = (ct_tensor *)m;
-  c.out[0] = nn_new_out(m, m->ndim, m->shape, dt);
-  if (c.out[0]) nn_dispatch(&c);
-  return c.out[0];
+  return ct_dispatch_new(CT_OP_attn_bool_mask, 1, (ct_tensor *const *)&m, m->ndim, m->shape, dt, NULL);
 }
 
 ct_tensor *ct_scaled_dot_product_attention(const ct_tensor *q, const ct_tensor *k, const ct_tensor *v,

@@ -63,21 +63,9 @@ ct_tensor *ct_pointwise(int op, int n, const ct_tensor *const *in, const ct_attr
   ct_device dev = common_device(n, in);
   ct_tensor *prep[CT_MAX_OP_IN];
   ct_tensor *out = NULL;
-  if (prepare(n, in, dt, nd, shape, dev, prep) == CT_OK) {
-    out = ct_tensor_new(nd, shape, result_dtype(dt, kind), dev);
-    if (out) {
-      ct_call c = ct_call_make(op);
-      c.n_in = n;
-      c.n_out = 1;
-      for (int i = 0; i < n; i++) c.in[i] = prep[i];
-      c.out[0] = out;
-      if (a) c.a = *a;
-      if (ct_dispatch(&c) != CT_OK) {
-        ct_release(out);
-        out = NULL;
-      }
-    }
-  }
+  /* the prepared inputs are on dev: the output is allocated there */
+  if (prepare(n, in, dt, nd, shape, dev, prep) == CT_OK)
+    out = ct_dispatch_new(op, n, prep, nd, shape, result_dtype(dt, kind), a);
   for (int i = 0; i < n; i++) ct_release(prep[i]);
   return out;
 }
@@ -273,14 +261,8 @@ ct_status ct_write_result_inplace(ct_tensor *self, ct_tensor *result) {
     n->out_meta[0] = n->in_meta[0];
     ct_set_history(base, n, 0);
     ct_node_release(n);
-    /* self becomes a view of the new base */
-    ct_attrs va = ct_attrs_zero();
-    for (int d = 0; d < self->ndim; d++) {
-      va.i[d] = self->shape[d];
-      va.i[8 + d] = self->stride[d];
-    }
-    va.k[0] = self->ndim;
-    va.k[1] = self->offset - base->offset;
+    /* self becomes a view of the new base: the same geometry, plus the base's strides */
+    ct_attrs va = a;
     va.ni = base->ndim;
     for (int d = 0; d < base->ndim; d++) va.i[16 + d] = base->stride[d];
     ct_clear_error();

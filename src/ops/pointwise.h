@@ -32,6 +32,13 @@ ct_status ct_check_inplace(const ct_tensor *t);
 ct_status ct_fill_nograd(ct_tensor *t, ct_scalar v);
 bool ct_has_internal_overlap(const ct_tensor *t);
 
+/* Gives t's node the name PyTorch prints for the op that made t (composite ops rename their
+ * last node); no-op without a node. Returns t. */
+static inline ct_tensor *ct_name_node(ct_tensor *t, const char *name) {
+  if (t && t->grad_fn) t->grad_fn->name = name;
+  return t;
+}
+
 /* Convenience for attrs */
 static inline ct_attrs ct_attrs_zero(void) {
   ct_attrs a;

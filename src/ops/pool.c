@@ -245,14 +245,8 @@ ct_tensor *ct_adaptive_max_pool2d(const ct_tensor *x, const int64_t *output_size
 
 /* ---- max pools' derivatives ---- */
 static ct_tensor *scatter_gather(int op, const ct_tensor *src, const ct_tensor *idx, const int64_t *out_shape) {
-  ct_call c = ct_call_make(op);
-  c.n_in = 2;
-  c.n_out = 1;
-  c.in[0] = (ct_tensor *)src;
-  c.in[1] = (ct_tensor *)idx;
-  c.out[0] = nn_new_out(src, 4, out_shape, src->dtype);
-  if (c.out[0]) nn_dispatch(&c);
-  return c.out[0];
+  ct_tensor *in[2] = {(ct_tensor *)src, (ct_tensor *)idx};
+  return ct_dispatch_new(op, 2, in, 4, out_shape, src->dtype, NULL);
 }
 
 ct_status ct_bw_max_pool(ct_node *n, ct_tensor *const *g, ct_tensor **gin) {

@@ -100,10 +100,6 @@ static ct_tensor *reduce1(int op, const ct_tensor *t, uint32_t mask, bool keepdi
   return out;
 }
 
-static void set_grad_name(ct_tensor *t, const char *name) {
-  if (t && t->grad_fn) t->grad_fn->name = name;
-}
-
 static uint32_t full_mask(const ct_tensor *t) { return t->ndim ? (1u << t->ndim) - 1 : 0; }
 
 static int resolve_dtype(int dtype, ct_dtype dflt, ct_dtype *out) {
@@ -127,7 +123,7 @@ ct_tensor *ct_sum_dtype(const ct_tensor *t, int n, const int64_t *dims, bool kee
   uint32_t mask;
   if (ct_dims_to_mask(t, n, dims, &mask)) return NULL;
   ct_tensor *r = reduce1(CT_OP_sum, t, mask, keepdim, dt, dt, NULL);
-  if (n > 0 && dims) set_grad_name(r, "SumBackward1");
+  if (n > 0 && dims) ct_name_node(r, "SumBackward1");
   return r;
 }
 ct_tensor *ct_sum_dims(const ct_tensor *t, int n, const int64_t *dims, bool keepdim) {
@@ -162,7 +158,7 @@ ct_tensor *ct_mean_dtype(const ct_tensor *t, int n, const int64_t *dims, bool ke
   if (!s) return NULL;
   ct_tensor *r = ct_div_scalar(s, ct_sf((double)count));
   ct_release(s);
-  set_grad_name(r, n > 0 && dims ? "MeanBackward1" : "MeanBackward0");
+  ct_name_node(r, n > 0 && dims ? "MeanBackward1" : "MeanBackward0");
   return r;
 }
 ct_tensor *ct_mean_dims(const ct_tensor *t, int n, const int64_t *dims, bool keepdim) {
@@ -371,7 +367,7 @@ ct_tensor *ct_prod_dtype(const ct_tensor *t, const int64_t *dim, bool keepdim, i
     return NULL;
   }
   ct_tensor *r = reduce1(CT_OP_prod, t, mask, dim ? keepdim : false, dt, dt, NULL);
-  set_grad_name(r, dim ? "ProdBackward1" : "ProdBackward0");
+  ct_name_node(r, dim ? "ProdBackward1" : "ProdBackward0");
   return r;
 }
 ct_tensor *ct_prod(const ct_tensor *t) { return ct_prod_dtype(t, NULL, false, -1); }
@@ -516,7 +512,7 @@ static ct_tensor *full_extreme(int op, const char *who, const char *grad_name, c
     return NULL;
   }
   ct_tensor *r = reduce1(op, t, full_mask(t), false, t->dtype, t->dtype, NULL);
-  set_grad_name(r, grad_name);
+  ct_name_node(r, grad_name);
   return r;
 }
 ct_tensor *ct_max(const ct_tensor *t) { return full_extreme(CT_OP_max, "max", "MaxBackward1", t); }
@@ -544,7 +540,7 @@ static ct_status max_dim_impl(int op, const char *who, const char *grad_name, co
   ct_dtype odt[2] = {t->dtype, CT_INT64};
   ct_tensor *outs[2];
   CT_TRY(run_red(op, t, t->ndim ? 1u << d : 0, keepdim, 2, odt, &a, outs));
-  set_grad_name(outs[0], grad_name);
+  ct_name_node(outs[0], grad_name);
   *values = outs[0];
   *indices = outs[1];
   return CT_OK;
@@ -728,7 +724,7 @@ static ct_tensor *norm_run(const ct_tensor *t, double p, uint32_t mask, bool kee
   ct_attrs a = ct_attrs_zero();
   a.f[0] = p;
   ct_tensor *r = reduce1(CT_OP_norm, t, mask, keepdim, dt, dt, &a);
-  set_grad_name(r, name);
+  ct_name_node(r, name);
   return r;
 }
 ct_tensor *ct_norm(const ct_tensor *t, double p, int n, const int64_t *dims, bool keepdim) {
@@ -894,7 +890,7 @@ static ct_tensor *median_all(int op, const char *grad_name, const ct_tensor *t) 
   if (ct_check_tensor(t, "median")) return NULL;
   if (refuse_dtype(t, "median_cpu", true, false, true)) return NULL;
   ct_tensor *r = reduce1(op, t, full_mask(t), false, t->dtype, t->dtype, NULL);
-  set_grad_name(r, grad_name);
+  ct_name_node(r, grad_name);
   return r;
 }
 ct_tensor *ct_median(const ct_tensor *t) { return median_all(CT_OP_median, "MedianBackward0", t); }
@@ -1083,7 +1079,7 @@ static ct_status select_dim(int op, const char *who, const char *kname, bool no_
   ct_dtype odt[2] = {t->dtype, CT_INT64};
   ct_tensor *outs[2], *in[1] = {(ct_tensor *)t};
   CT_TRY(run_dim(op, 1, in, d, 2, nd, shape, odt, &a, outs));
-  set_grad_name(outs[0], grad_name);
+  ct_name_node(outs[0], grad_name);
   *values = outs[0];
   *indices = outs[1];
   return CT_OK;

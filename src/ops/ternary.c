@@ -1,25 +1,6 @@
 /* Ternary elementwise ops: forward entry points and derivative formulas side by side. */
 #include "pointwise.h"
 
-static ct_tensor *set_node_name(ct_tensor *t, const char *name) {
-  if (t && t->grad_fn) t->grad_fn->name = name;
-  return t;
-}
-/* C++ type names PyTorch prints in lerp's dtype checks */
-static const char *cpp_name(ct_dtype dt) {
-  switch (dt) {
-    case CT_FLOAT32: return "float";
-    case CT_FLOAT64: return "double";
-    case CT_FLOAT16: return "c10::Half";
-    case CT_BFLOAT16: return "c10::BFloat16";
-    case CT_INT8: return "signed char";
-    case CT_UINT8: return "unsigned char";
-    case CT_INT16: return "short int";
-    case CT_INT32: return "int";
-    case CT_INT64: return "long int";
-    default: return "bool";
-  }
-}
 static ct_status not_impl(const char *kname, ct_dtype dt) {
   return CT_ERR(CT_ERR_RUNTIME, "\"%s\" not implemented for '%s'", kname, ct_dtype_torch_name(dt));
 }
@@ -105,10 +86,11 @@ static ct_status lerp_check(const ct_tensor *s, const ct_tensor *e, const ct_ten
   CT_TRY(ct_check_tensor(e, "lerp"));
   if (tensor_w) CT_TRY(ct_check_tensor(w, "lerp"));
   if (e->dtype != s->dtype)
-    return CT_ERR(CT_ERR_RUNTIME, "expected dtype %s for `end` but got dtype %s", cpp_name(s->dtype), cpp_name(e->dtype));
+    return CT_ERR(CT_ERR_RUNTIME, "expected dtype %s for `end` but got dtype %s", ct_dtype_cpp_name(s->dtype),
+                  ct_dtype_cpp_name(e->dtype));
   if (tensor_w && w->dtype != s->dtype)
-    return CT_ERR(CT_ERR_RUNTIME, "expected dtype %s for `weight` but got dtype %s", cpp_name(s->dtype),
-                  cpp_name(w->dtype));
+    return CT_ERR(CT_ERR_RUNTIME, "expected dtype %s for `weight` but got dtype %s", ct_dtype_cpp_name(s->dtype),
+                  ct_dtype_cpp_name(w->dtype));
   if (!ct_dtype_is_floating(s->dtype) || s->dtype == CT_FLOAT16)
     return not_impl(tensor_w ? "lerp_kernel_tensor" : "lerp_kernel_scalar", s->dtype);
   return CT_OK;
@@ -122,26 +104,26 @@ ct_tensor *ct_lerp(const ct_tensor *s, const ct_tensor *e, ct_scalar w) {
   if (lerp_check(s, e, NULL, false)) return NULL;
   ct_attrs a = lerp_attrs(w);
   const ct_tensor *in[2] = {s, e};
-  return set_node_name(ct_pointwise(CT_OP_lerp_scalar, 2, in, &a, CT_OUT_SAME), "LerpBackward0");
+  return ct_name_node(ct_pointwise(CT_OP_lerp_scalar, 2, in, &a, CT_OUT_SAME), "LerpBackward0");
 }
 ct_tensor *ct_lerp_tensor(const ct_tensor *s, const ct_tensor *e, const ct_tensor *w) {
   if (lerp_check(s, e, w, true)) return NULL;
   const ct_tensor *in[3] = {s, e, w};
-  return set_node_name(ct_pointwise(CT_OP_lerp, 3, in, NULL, CT_OUT_SAME), "LerpBackward1");
+  return ct_name_node(ct_pointwise(CT_OP_lerp, 3, in, NULL, CT_OUT_SAME), "LerpBackward1");
 }
 ct_status ct_lerp_(ct_tensor *s, const ct_tensor *e, ct_scalar w) {
   CT_TRY(lerp_check(s, e, NULL, false));
   ct_attrs a = lerp_attrs(w);
   ct_tensor *in[2] = {s, (ct_tensor *)e};
   CT_TRY(ct_pointwise_(CT_OP_lerp_scalar, 2, in, &a, CT_OUT_SAME));
-  set_node_name(s, "LerpBackward0");
+  ct_name_node(s, "LerpBackward0");
   return CT_OK;
 }
 ct_status ct_lerp_tensor_(ct_tensor *s, const ct_tensor *e, const ct_tensor *w) {
   CT_TRY(lerp_check(s, e, w, true));
   ct_tensor *in[3] = {s, (ct_tensor *)e, (ct_tensor *)w};
   CT_TRY(ct_pointwise_(CT_OP_lerp, 3, in, NULL, CT_OUT_SAME));
-  set_node_name(s, "LerpBackward1");
+  ct_name_node(s, "LerpBackward1");
   return CT_OK;
 }
 ct_status ct_lerp_out(ct_tensor *out, const ct_tensor *s, const ct_tensor *e, ct_scalar w) {
@@ -297,7 +279,7 @@ ct_tensor *ct_clamp_tensor(const ct_tensor *x, const ct_tensor *lo, const ct_ten
   const ct_tensor *in[3];
   ct_attrs a;
   if (clampt_check(x, lo, hi, &n, in, &a)) return NULL;
-  return set_node_name(ct_pointwise(CT_OP_clamp_tensor, n, in, &a, CT_OUT_SAME), "ClampBackward0");
+  return ct_name_node(ct_pointwise(CT_OP_clamp_tensor, n, in, &a, CT_OUT_SAME), "ClampBackward0");
 }
 ct_status ct_clamp_tensor_(ct_tensor *x, const ct_tensor *lo, const ct_tensor *hi) {
   int n;
@@ -305,7 +287,7 @@ ct_status ct_clamp_tensor_(ct_tensor *x, const ct_tensor *lo, const ct_tensor *h
   ct_attrs a;
   CT_TRY(clampt_check(x, lo, hi, &n, in, &a));
   CT_TRY(ct_pointwise_(CT_OP_clamp_tensor, n, (ct_tensor *const *)in, &a, CT_OUT_SAME));
-  set_node_name(x, "ClampBackward0");
+  ct_name_node(x, "ClampBackward0");
   return CT_OK;
 }
 ct_status ct_clamp_tensor_out(ct_tensor *out, const ct_tensor *x, const ct_tensor *lo, const ct_tensor *hi) {

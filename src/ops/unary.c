@@ -172,24 +172,20 @@ ct_status ct_neg_out(ct_tensor *out, const ct_tensor *x) {
 }
 
 /* square is pow(x, 2): bool promotes to int64 with the int exponent; node PowBackward0 */
-static ct_tensor *set_node_name(ct_tensor *t, const char *name) {
-  if (t && t->grad_fn) t->grad_fn->name = name;
-  return t;
-}
 ct_tensor *ct_square(const ct_tensor *x) {
   if (ct_check_tensor(x, "square")) return NULL;
-  if (x->dtype != CT_BOOL) return set_node_name(un(CT_OP_square, x, NULL), "PowBackward0");
+  if (x->dtype != CT_BOOL) return ct_name_node(un(CT_OP_square, x, NULL), "PowBackward0");
   ct_tensor *l = ct_to_dtype(x, CT_INT64);
   ct_tensor *r = l ? un(CT_OP_square, l, NULL) : NULL;
   ct_release(l);
-  return set_node_name(r, "PowBackward0");
+  return ct_name_node(r, "PowBackward0");
 }
 ct_status ct_square_(ct_tensor *x) {
   CT_TRY(ct_check_tensor(x, "square"));
   if (x->dtype == CT_BOOL)
     return CT_ERR(CT_ERR_RUNTIME, "result type Long can't be cast to the desired output type Bool");
   CT_TRY(un_(CT_OP_square, x, NULL));
-  set_node_name(x, "PowBackward0");
+  ct_name_node(x, "PowBackward0");
   return CT_OK;
 }
 ct_status ct_square_out(ct_tensor *out, const ct_tensor *x) {
@@ -226,12 +222,12 @@ static ct_attrs round_attrs(int64_t d) {
 }
 ct_tensor *ct_round_decimals(const ct_tensor *x, int64_t d) {
   ct_attrs a = round_attrs(d);
-  return set_node_name(un(CT_OP_round, x, &a), "RoundBackward1");
+  return ct_name_node(un(CT_OP_round, x, &a), "RoundBackward1");
 }
 ct_status ct_round_decimals_(ct_tensor *x, int64_t d) {
   ct_attrs a = round_attrs(d);
   CT_TRY(un_(CT_OP_round, x, &a));
-  set_node_name(x, "RoundBackward1");
+  ct_name_node(x, "RoundBackward1");
   return CT_OK;
 }
 ct_status ct_round_decimals_out(ct_tensor *out, const ct_tensor *x, int64_t d) {
@@ -420,13 +416,13 @@ static ct_attrs celu_attrs(double alpha, bool inplace) {
 ct_tensor *ct_celu(const ct_tensor *x, double alpha) {
   if (check_celu(alpha)) return NULL;
   ct_attrs a = celu_attrs(alpha, false);
-  return set_node_name(un(CT_OP_elu, x, &a), "CeluBackward0");
+  return ct_name_node(un(CT_OP_elu, x, &a), "CeluBackward0");
 }
 ct_status ct_celu_(ct_tensor *x, double alpha) {
   CT_TRY(check_celu(alpha));
   ct_attrs a = celu_attrs(alpha, true);
   CT_TRY(un_(CT_OP_elu, x, &a));
-  set_node_name(x, "CeluBackward0");
+  ct_name_node(x, "CeluBackward0");
   return CT_OK;
 }
 ct_status ct_celu_out(ct_tensor *out, const ct_tensor *x, double alpha) {
@@ -502,19 +498,7 @@ ct_tensor *ct_clamp(const ct_tensor *x, const ct_scalar *lo, const ct_scalar *hi
   ct_tensor *c = ct_to_dtype(x, dt);
   ct_tensor *r = c ? un(CT_OP_clamp, c, &a) : NULL;
   ct_release(c);
-  return set_node_name(r, "ClampBackward1");
-}
-/* C++ type names PyTorch prints in clamp_'s scalar casting check */
-static const char *cpp_type_name(ct_dtype dt) {
-  switch (dt) {
-    case CT_INT8: return "signed char";
-    case CT_UINT8: return "unsigned char";
-    case CT_INT16: return "short int";
-    case CT_INT32: return "int";
-    case CT_INT64: return "long int";
-    case CT_BOOL: return "bool";
-    default: return ct_dtype_torch_name(dt);
-  }
+  return ct_name_node(r, "ClampBackward1");
 }
 ct_status ct_clamp_(ct_tensor *x, const ct_scalar *lo, const ct_scalar *hi) {
   ct_dtype dt;
@@ -522,10 +506,10 @@ ct_status ct_clamp_(ct_tensor *x, const ct_scalar *lo, const ct_scalar *hi) {
   CT_TRY(check_clamp_dtype(lo, hi, dt));
   if (!ct_can_cast(dt, x->dtype))
     return CT_ERR(CT_ERR_RUNTIME, "result type %s can't be cast to the desired output type %s", ct_dtype_torch_name(dt),
-                  cpp_type_name(x->dtype));
+                  ct_dtype_cpp_name(x->dtype)); /* only integer/bool x get here */
   ct_attrs a = clamp_attrs(lo, hi);
   CT_TRY(un_(CT_OP_clamp, x, &a));
-  set_node_name(x, "ClampBackward1");
+  ct_name_node(x, "ClampBackward1");
   return CT_OK;
 }
 ct_status ct_clamp_out(ct_tensor *out, const ct_tensor *x, const ct_scalar *lo, const ct_scalar *hi) {
@@ -540,8 +524,8 @@ ct_status ct_clamp_out(ct_tensor *out, const ct_tensor *x, const ct_scalar *lo, 
   return st;
 }
 /* torch.clamp_min / clamp_max: the same op, PyTorch's node names */
-ct_tensor *ct_clamp_min(const ct_tensor *x, ct_scalar lo) { return set_node_name(ct_clamp(x, &lo, NULL), "ClampMinBackward0"); }
-ct_tensor *ct_clamp_max(const ct_tensor *x, ct_scalar hi) { return set_node_name(ct_clamp(x, NULL, &hi), "ClampMaxBackward0"); }
+ct_tensor *ct_clamp_min(const ct_tensor *x, ct_scalar lo) { return ct_name_node(ct_clamp(x, &lo, NULL), "ClampMinBackward0"); }
+ct_tensor *ct_clamp_max(const ct_tensor *x, ct_scalar hi) { return ct_name_node(ct_clamp(x, NULL, &hi), "ClampMaxBackward0"); }
 
 /* nan_to_num(x, nan, posinf, neginf) */
 static ct_attrs n2n_attrs(const double *nan, const double *pinf, const double *ninf) {

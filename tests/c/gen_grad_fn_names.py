@@ -58,7 +58,8 @@ PROGRAMS = [
     ("linear_2d", lambda: F.linear(x, x)), ("linear_2d_bias", lambda: F.linear(x, x, v[:2])),
     ("linear_3d", lambda: F.linear(x3, x3[0])), ("linear_3d_bias", lambda: F.linear(x3, x3[0], v)),
     ("linear_1d", lambda: F.linear(v, x)), ("addmm", lambda: torch.addmm(x[:, :2], x, x.t())),
-    ("outer", lambda: torch.outer(v, v)),
+    ("outer", lambda: torch.outer(v, v)), ("einsum", lambda: torch.einsum("ij,kj->ik", x, x)),
+    ("einsum_batched", lambda: torch.einsum("bij,bkj->bik", x3, x3)),
     # losses
     ("mse_loss", lambda: F.mse_loss(x, xd)), ("mse_loss_sum", lambda: F.mse_loss(x, xd, reduction="sum")),
     ("mse_loss_none", lambda: F.mse_loss(x, xd, reduction="none")), ("l1_loss", lambda: F.l1_loss(x, xd)),

@@ -87,6 +87,8 @@ static const struct { const char *key, *name; } grad_fn_names[] = {
   {"linear_1d", "SqueezeBackward3"},
   {"addmm", "AddmmBackward0"},
   {"outer", "MulBackward0"},
+  {"einsum", "ViewBackward0"},
+  {"einsum_batched", "ViewBackward0"},
   {"mse_loss", "MseLossBackward0"},
   {"mse_loss_sum", "MseLossBackward0"},
   {"mse_loss_none", "MseLossBackward0"},

@@ -127,6 +127,8 @@ static ct_tensor *run(const char *key, const env *e) {
   KEY("linear_1d") return ct_linear(v, x, NULL);
   KEY("addmm") return ct_addmm(ct_slice(x, 1, 0, 2, 1), x, ct_t(x), ct_si(1), ct_si(1));
   KEY("outer") return ct_outer(v, v);
+  KEY("einsum") return ct_einsum("ij,kj->ik", 2, (const ct_tensor *[]){x, x});
+  KEY("einsum_batched") return ct_einsum("bij,bkj->bik", 2, (const ct_tensor *[]){x3, x3});
   /* losses */
   KEY("mse_loss") return ct_mse_loss(x, xd, CT_REDUCTION_MEAN);
   KEY("mse_loss_sum") return ct_mse_loss(x, xd, CT_REDUCTION_SUM);

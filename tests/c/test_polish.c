@@ -209,3 +209,15 @@ TEST(polish_out_resize_like_pytorch) {
   CHECK(shape_is(oi, 1, &s3));
   ct_set_warn_handler(prev, NULL);
 }
+
+/* Ops that return their input unchanged give the scope a reference of its own (ct_same). */
+TEST(polish_dropout_eval_in_scope) {
+  int64_t live = ct_live_tensors(), s3 = 3;
+  ct_scope *s = ct_scope_begin();
+  ct_tensor *x = ct_ones(1, &s3, ct_opts());
+  ct_tensor *y = ct_dropout(x, 0.5, false, NULL);
+  ct_tensor *z = ct_dropout(x, 0.0, true, NULL);
+  CHECK(y && z && ct_data_ptr(y) == ct_data_ptr(x) && ct_data_ptr(z) == ct_data_ptr(x));
+  ct_scope_end(s);
+  CHECK(ct_live_tensors() == live);
+}

@@ -141,6 +141,9 @@ def main():
     add("gz_idx_trailing.gz", gz_member(imgs + b"\0\0"), "longer than the header")
     add("gz_idx_bad_magic.gz", gz_member(b"\x01\x02\x03\x04" + imgs[4:]), "does not start with two zero bytes")
     add("gz_empty_member.gz", gz_member(b""), "shorter than its 4-byte magic number")
+    # found by fuzz_idx: an empty stored block before any output, then block type 3
+    add("gz_empty_stored_block.gz", bytes.fromhex("1f8b08000000000000fff80000ffff0f00000000000000"),
+        "invalid block type")
     with open(os.path.join(bad, "MANIFEST"), "w") as f:
         f.write("# file<TAB>substring of the error ct_idx_load must give (written by make_idx_corpus.py)\n")
         for name, want in damaged:

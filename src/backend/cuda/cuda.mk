@@ -12,9 +12,20 @@ ifeq ($(CT_CUDA),0)
 NVCC :=
 endif
 
+# The runtime library decides, not nvcc alone: nvcc may be a wrapper script
+# (/usr/local/bin/nvcc -> /usr/local/cuda-13.0/bin/nvcc), so look for libcudart_static.a
+# under $(CUDA_HOME) first, then beside the nvcc found; without it, build for CPU only.
+ifneq ($(strip $(NVCC)),)
+CUDA_DIR := $(firstword $(foreach d,$(CUDA_HOME) $(patsubst %/bin/nvcc,%,$(NVCC)),\
+  $(if $(wildcard $(d)/lib64/libcudart_static.a $(d)/lib/libcudart_static.a),$(d))))
+ifeq ($(strip $(CUDA_DIR)),)
+$(info cuda.mk: nvcc found ($(NVCC)) but no libcudart_static.a under $(CUDA_HOME) or beside nvcc; building without CUDA)
+NVCC :=
+endif
+endif
+
 ct_cuda_goal := $(.DEFAULT_GOAL)
 ifneq ($(strip $(NVCC)),)
-CUDA_DIR := $(patsubst %/bin/nvcc,%,$(NVCC))
 CUDA_SRC := $(sort $(wildcard src/backend/cuda/*.cu))
 CUDA_OBJ := $(CUDA_SRC:%.cu=$(BUILD)/obj/%.o)
 NVCC_FLAGS ?= -O3 -std=c++17 -gencode arch=compute_90,code=sm_90 -gencode arch=compute_90,code=compute_90 \
