@@ -54,6 +54,7 @@ test: deps all
 	$(BUILD)/test_ctorch
 	tests/test_io.sh $(BUILD)
 	tests/test_train_cnn.sh $(BUILD)
+	tests/test_train_gpt.sh $(BUILD)
 	tools/readme_ops.sh $(BUILD) --check
 	$(MAKE) --no-print-directory test-parity
 	$(MAKE) --no-print-directory test-python
@@ -140,8 +141,11 @@ ifneq ($(PY_INCLUDES),)
 all: python
 endif
 # ctorch against PyTorch in one pytest process (values, dtypes, reprs, errors, whole programs).
+# Each suite's passed/total goes to $(BUILD)/conformance.json; README's conformance table must list
+# the same suites (tools/readme_conformance.py $(BUILD) regenerates it).
 test-python: python
-	PYTHONPATH=$(PYEXT_DIR) /usr/bin/python3 -m pytest -q tests/python
+	CTORCH_CONFORMANCE=$(BUILD)/conformance.json PYTHONPATH=$(PYEXT_DIR) /usr/bin/python3 -m pytest -q tests/python
+	/usr/bin/python3 tools/readme_conformance.py $(BUILD) --check
 
 -include $(DEPS)
 

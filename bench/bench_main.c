@@ -111,6 +111,7 @@ static double torch_time(const char *name) {
 }
 
 #include "bench_models.inc.c" /* issue 5's model benchmarks (ResNet-18, ViT-Tiny) */
+#include "bench_conv.inc.c"   /* issue 3's conv2d layer benchmarks (ResNet-18 shapes) */
 
 /* ---- FMA peak of one core: independent FMA chains, no memory ---- */
 #if defined(__x86_64__)
@@ -418,6 +419,7 @@ int main(int argc, char **argv) {
 #endif
   run_torch("bench/bench_torch.py", use_torch);
   run_torch("bench/bench_models_torch.py", use_torch); /* prints only what --only selects */
+  run_torch("bench/bench_conv_torch.py", use_torch);
   if (use_torch) printf("PyTorch peer: %d timings\n", n_torch);
   double peak = fma_peak_core();
   printf("FMA peak (float32, one core, measured): %.1f GFLOP/s\n", peak);
@@ -438,6 +440,7 @@ int main(int argc, char **argv) {
     bench_gemm_one(1024, 1024, 1024, true, false, tlist[ti], peak);
   }
   for (int ti = 0; ti < nt; ti++) bench_elementwise(tlist[ti]);
+  bench_conv(nthreads);
   bench_models(nthreads);
 
   if (R.json) {

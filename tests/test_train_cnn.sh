@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `ctorch train-cnn`: argument and data errors, a quick run whose outputs are checked (the
 # checkpoint opens with `ctorch inspect` and loads into PyTorch), and, when ../shared/data/mnist
-# is there, the default recipe must reach >= 97.5% on its 2,000 held-out images; with --compare
+# is there, a run stopped after one epoch and resumed ends in the same bytes as an uninterrupted one,
+# the default recipe must reach >= 97.5% on its 2,000 held-out images; with --compare
 # the same recipe in PyTorch (bench/train_cnn_ref.py) must land within 0.5 points of it.
 # Usage: tests/test_train_cnn.sh BUILD_DIR [--quick] [--compare]   (from the repo root)
 set -u
@@ -54,6 +55,7 @@ expect_run 1 "fewer than --train-size 9000 + --eval-size 2000" "$C" train-cnn --
 expect_run 0 "accuracy" "$C" train-cnn --data "$MNIST" --train-size 640 --eval-size 500 --epochs 2 --conv1 4 --conv2 8 \
   --hidden 16 --out "$tmp/quick" --quiet
 case "$out" in *"epoch 2/2  loss "*"accuracy "*"%"*) ok ;; *) bad "per-epoch line missing: $out" ;; esac
+out_quick=$out
 for f in training.svg checkpoint.safetensors model.safetensors log.json; do
   [ -s "$tmp/quick/$f" ] && ok || bad "quick run did not write $f"
 done
@@ -78,6 +80,27 @@ m = CNN(4, 8, 16)
 m.load_state_dict(sd)  # strict: the same names and shapes as the PyTorch model
 EOF
 then ok; else bad "model.safetensors does not load into the PyTorch CNN"; fi
+
+# 2b. --resume: the same 2 epochs as one epoch, a stop, and a resumed second epoch must end in the
+# same bytes (model, optimizer, scheduler and shuffle-generator state) and print the same epoch line
+Q="--data $MNIST --train-size 640 --eval-size 500 --epochs 2 --conv1 4 --conv2 8 --hidden 16 --quiet"
+straight_ep2=$(echo "$out_quick" | sed -n 's/^\(epoch 2\/2  loss [0-9.]*  accuracy [0-9.]*%\).*/\1/p')
+expect_run 0 "stopped after epoch 1 of 2" "$C" train-cnn $Q --out "$tmp/split" --stop-after-epoch 1
+[ -s "$tmp/split/checkpoint.safetensors" ] && ok || bad "--stop-after-epoch 1 wrote no checkpoint"
+case "$out" in *"epoch 2/2"*) bad "--stop-after-epoch 1 ran epoch 2: $out" ;; *) ok ;; esac
+expect_run 0 "resuming after epoch 1 (step 10)" "$C" train-cnn --resume "$tmp/split" --quiet
+resumed_ep2=$(echo "$out" | sed -n 's/^\(epoch 2\/2  loss [0-9.]*  accuracy [0-9.]*%\).*/\1/p')
+[ -n "$straight_ep2" ] && [ "$straight_ep2" = "$resumed_ep2" ] && ok \
+  || bad "resumed epoch 2 '$resumed_ep2' differs from the uninterrupted '$straight_ep2'"
+for f in checkpoint.safetensors model.safetensors training.svg; do
+  cmp -s "$tmp/quick/$f" "$tmp/split/$f" && ok || bad "resumed run's $f differs from the uninterrupted run's"
+done
+# the resumed run keeps the saved recipe, refuses a missing or damaged checkpoint
+expect_run 2 "whose lr is 0.002; it cannot be changed" "$C" train-cnn --resume "$tmp/split" --lr 0.01 --quiet
+expect_run 1 "cannot resume from $tmp/nowhere" "$C" train-cnn --resume "$tmp/nowhere" --quiet
+mkdir -p "$tmp/damaged_ckpt"
+head -c 200 "$tmp/split/checkpoint.safetensors" > "$tmp/damaged_ckpt/checkpoint.safetensors"
+expect_run 1 "cannot resume from $tmp/damaged_ckpt" "$C" train-cnn --resume "$tmp/damaged_ckpt" --data "$MNIST" --quiet
 
 # 3. the default recipe on the 10k set: >= 97.5% on the last 2,000 images
 if [ $QUICK = 0 ]; then

@@ -1,13 +1,17 @@
 /* ctorch train-cnn: trains the LeNet-style CNN of include/ctorch/vision.h on an MNIST-format IDX
  * pair (gzip read natively), with Adam and a per-step cosine learning-rate decay; prints a progress
  * bar, per-epoch loss and held-out accuracy, and writes a loss/accuracy SVG plot, a checkpoint
- * (model + optimizer + scheduler + shuffle RNG, io.h's format), the model's weights and a JSON log.
- * bench/train_cnn_ref.py is the same recipe in PyTorch (same init from the seed, same batches). */
+ * (model + optimizer + scheduler + shuffle RNG, io.h's format) after every epoch, the model's weights
+ * and a JSON log. --resume continues from that checkpoint bit for bit (the shuffle generator's state is
+ * the data order). bench/train_cnn_ref.py is the same recipe in PyTorch (same init, same batches). */
 #include "cli.h"
+#include "core/internal.h" /* CT_ERR for the command's own failures */
 #include "ctorch.h"
+#include "util/json.h"
 #include "util/trainlog.h"
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,15 +20,16 @@
 #include <unistd.h>
 
 typedef struct {
-  const char *data, *out;
-  int64_t epochs, batch, seed, threads, train_size, eval_size, c1, c2, hidden;
+  const char *data, *out, *resume;
+  int64_t epochs, batch, seed, threads, train_size, eval_size, c1, c2, hidden, stop_after;
   double lr;
   bool quiet;
 } cnn_opts;
 
+#define DEFAULT_OUT "train-cnn-out"
+
 static void defaults(cnn_opts *o) {
   memset(o, 0, sizeof *o);
-  o->out = "train-cnn-out";
   o->epochs = 5;
   o->batch = 64;
   o->seed = 1;
@@ -57,10 +62,13 @@ static void usage(void) {
          "  --hidden N         width of fc1 (default %lld)\n"
          "  --threads N        CPU threads (default: all cores)\n"
          "  --out DIR          writes checkpoint.safetensors, model.safetensors, training.svg and log.json\n"
-         "                     (default %s)\n"
+         "                     after every epoch (default %s)\n"
+         "  --resume DIR       continue the run whose checkpoint is in DIR (bit for bit as if it had not\n"
+         "                     stopped); its options are kept, --data defaults to its data, --out to DIR\n"
+         "  --stop-after-epoch N  stop after epoch N (the checkpoint is written; --resume continues)\n"
          "  --quiet            no progress bar\n",
          (long long)d.epochs, (long long)d.batch, d.lr, (long long)d.seed, (long long)d.train_size,
-         (long long)d.eval_size, (long long)d.c1, (long long)d.c2, (long long)d.hidden, d.out);
+         (long long)d.eval_size, (long long)d.c1, (long long)d.c2, (long long)d.hidden, DEFAULT_OUT);
 }
 
 static bool parse_i64(const char *opt, const char *v, int64_t lo, int64_t hi, int64_t *out) {
@@ -113,6 +121,8 @@ static int parse(int argc, char **argv, cnn_opts *o) {
     const int64_t BIG = INT64_C(1) << 30;
     if (!strcmp(a, "--data")) o->data = v;
     else if (!strcmp(a, "--out")) o->out = v;
+    else if (!strcmp(a, "--resume")) o->resume = v;
+    else if (!strcmp(a, "--stop-after-epoch")) ok = parse_i64(a, v, 1, 100000, &o->stop_after);
     else if (!strcmp(a, "--epochs")) ok = parse_i64(a, v, 1, 100000, &o->epochs);
     else if (!strcmp(a, "--batch")) ok = parse_i64(a, v, 1, 1 << 20, &o->batch);
     else if (!strcmp(a, "--seed")) ok = parse_i64(a, v, 0, INT64_MAX, &o->seed);
@@ -129,11 +139,80 @@ static int parse(int argc, char **argv, cnn_opts *o) {
     }
     if (!ok) return 1;
   }
-  if (!o->data) {
+  if (!o->data && !o->resume) {
     fprintf(stderr, "ctorch train-cnn: --data DIR is required (a directory with MNIST IDX files; see --help)\n");
     return 1;
   }
   return 0;
+}
+
+/* ---- --resume: the saved run's options (checkpoint metadata) ---- */
+typedef struct {
+  const char *key;
+  size_t off;
+  int64_t lo, hi; /* the command line's bounds */
+} int_opt;
+#define IOPT(k, f, lo, hi) {k, offsetof(cnn_opts, f), lo, hi}
+/* the options that define a run: a resumed run keeps them */
+static const int_opt run_opts[] = {
+    IOPT("epochs", epochs, 1, 100000),          IOPT("batch", batch, 1, 1 << 20),
+    IOPT("seed", seed, 0, INT64_MAX),           IOPT("train_size", train_size, 1, INT64_C(1) << 30),
+    IOPT("eval_size", eval_size, 1, INT64_C(1) << 30), IOPT("conv1", c1, 1, 4096),
+    IOPT("conv2", c2, 1, 4096),                 IOPT("hidden", hidden, 1, 1 << 16)};
+#undef IOPT
+
+static ct_status opts_to_meta(const cnn_opts *o, ct_dict *meta) {
+  char v[64];
+  ct_status st = CT_OK;
+  for (size_t i = 0; i < sizeof run_opts / sizeof *run_opts && !st; i++) {
+    snprintf(v, sizeof v, "%lld", (long long)*(const int64_t *)((const char *)o + run_opts[i].off));
+    st = ct_dict_set_meta(meta, run_opts[i].key, v);
+  }
+  snprintf(v, sizeof v, "%.17g", o->lr);
+  if (!st) st = ct_dict_set_meta(meta, "lr", v);
+  if (!st) st = ct_dict_set_meta(meta, "data_dir", o->data);
+  return st;
+}
+
+/* Sets o's run options from the checkpoint's metadata; false (with a message) if one is missing. */
+static bool opts_from_meta(cnn_opts *o, const ct_dict *meta, const char *path, char **owned) {
+  for (size_t i = 0; i < sizeof run_opts / sizeof *run_opts; i++) {
+    const char *v = ct_dict_get_meta(meta, run_opts[i].key);
+    int64_t x;
+    if (!v || !parse_i64(run_opts[i].key, v, run_opts[i].lo, run_opts[i].hi, &x)) {
+      fprintf(stderr, "ctorch train-cnn: %s is not a train-cnn checkpoint (no valid '%s' in its metadata)\n", path,
+              run_opts[i].key);
+      return false;
+    }
+    *(int64_t *)((char *)o + run_opts[i].off) = x;
+  }
+  const char *lr = ct_dict_get_meta(meta, "lr");
+  if (!lr || !parse_f64("lr", lr, 0, 10, &o->lr)) {
+    fprintf(stderr, "ctorch train-cnn: %s is not a train-cnn checkpoint (no valid 'lr' in its metadata)\n", path);
+    return false;
+  }
+  const char *d = ct_dict_get_meta(meta, "data_dir");
+  if (!o->data && d) o->data = *owned = strdup(d); /* freed by the caller */
+  return true;
+}
+
+/* The command line may not change a resumed run's recipe (the schedule and the batches depend on it). */
+static bool same_recipe(const cnn_opts *saved, const cnn_opts *cl) {
+  for (size_t i = 0; i < sizeof run_opts / sizeof *run_opts; i++) {
+    int64_t a = *(const int64_t *)((const char *)saved + run_opts[i].off),
+            b = *(const int64_t *)((const char *)cl + run_opts[i].off);
+    if (a != b) {
+      fprintf(stderr, "ctorch train-cnn: --resume continues the saved run, whose %s is %lld; it cannot be changed to %lld\n",
+              run_opts[i].key, (long long)a, (long long)b);
+      return false;
+    }
+  }
+  if (saved->lr != cl->lr) {
+    fprintf(stderr, "ctorch train-cnn: --resume continues the saved run, whose lr is %g; it cannot be changed to %g\n",
+            saved->lr, cl->lr);
+    return false;
+  }
+  return true;
 }
 
 static double now(void) {
@@ -275,6 +354,37 @@ typedef struct {
   int64_t n_steps, n_ep;
 } history;
 
+static ct_status put_history(ct_dict *d, const char *name, const double *v, int64_t n) {
+  ct_tensor *t = ct_from_buffer(v, CT_FLOAT64, 1, &n, ct_opts_dtype(CT_FLOAT64));
+  ct_status st = t ? ct_dict_set(d, name, t) : ct_last_status();
+  ct_release(t);
+  return st;
+}
+
+/* Copies a saved curve back: false unless it has exactly n values. */
+static bool get_history(const ct_dict *d, const char *name, double *v, int64_t n) {
+  const ct_tensor *t = ct_dict_get(d, name);
+  return t && ct_ndim(t) == 1 && ct_numel(t) == n && ct_copy_to_buffer(t, v, CT_FLOAT64, n) == CT_OK;
+}
+
+/* Seconds of the saved epochs from the resumed run's log.json (NaN where unknown: timing is not
+ * part of the checkpoint, which stays byte-identical to an uninterrupted run's). */
+static void load_seconds(const char *dir, double *sec, int64_t n) {
+  for (int64_t i = 0; i < n; i++) sec[i] = NAN;
+  char path[4200];
+  snprintf(path, sizeof path, "%s/log.json", dir);
+  size_t len;
+  char *s = ctj_read_file(path, &len);
+  ctj *j = s ? ctj_parse(s, len, NULL, 0) : NULL;
+  free(s);
+  const ctj *e = ctj_get(j, "epochs");
+  for (size_t i = 0; e && e->type == CTJ_ARR && i < e->n; i++) {
+    double ep = ctj_get_num(&e->items[i], "epoch", -1);
+    if (ep >= 1 && ep <= (double)n) sec[(int64_t)ep - 1] = ctj_get_num(&e->items[i], "seconds", NAN);
+  }
+  ctj_free(j);
+}
+
 static bool write_outputs(const cnn_opts *o, ct_module *m, ct_optim *opt, ct_sched *sched, ct_generator *g,
                           const history *h, const dataset *d, int64_t step) {
   char path[4200];
@@ -297,17 +407,16 @@ static bool write_outputs(const cnn_opts *o, ct_module *m, ct_optim *opt, ct_sch
   /* the checkpoint: model, optimizer + scheduler, the shuffle generator, the step; options as metadata */
   ct_dict *ms = ct_dict_new(), *os = ct_dict_new(), *meta = ct_dict_new();
   char v[64];
-  ct_status st = ct_module_state_dict(m, ms);
+  ct_status st = ms && os && meta ? ct_module_state_dict(m, ms) : CT_ERR(CT_ERR_OOM, "out of memory");
   if (!st) st = ct_optim_state_dict(opt, os);
   if (!st) st = ct_sched_state_dict_prefixed(sched, os, "sched.");
-#define META_I(k, x) (snprintf(v, sizeof v, "%lld", (long long)(x)), ct_dict_set_meta(meta, k, v))
-  if (!st) st = META_I("epochs_done", h->n_ep);
-  if (!st) st = META_I("conv1", o->c1);
-  if (!st) st = META_I("conv2", o->c2);
-  if (!st) st = META_I("hidden", o->hidden);
-  if (!st) st = META_I("batch", o->batch);
-  if (!st) st = META_I("seed", o->seed);
-#undef META_I
+  /* the curves so far, for the plot of a resumed run ("train." entries: the optimizer skips them) */
+  if (!st) st = put_history(os, "train.step_loss", h->step_loss, h->n_steps);
+  if (!st) st = put_history(os, "train.epoch_loss", h->ep_loss, h->n_ep);
+  if (!st) st = put_history(os, "train.epoch_accuracy", h->ep_acc, h->n_ep);
+  snprintf(v, sizeof v, "%lld", (long long)h->n_ep);
+  if (!st) st = ct_dict_set_meta(meta, "epochs_done", v);
+  if (!st) st = opts_to_meta(o, meta);
   if (!st && h->n_ep) {
     snprintf(v, sizeof v, "%.2f", h->ep_acc[h->n_ep - 1]);
     st = ct_dict_set_meta(meta, "accuracy", v);
@@ -330,12 +439,22 @@ static bool write_outputs(const cnn_opts *o, ct_module *m, ct_optim *opt, ct_sch
   if (f) {
     fprintf(f, "{\"threads\": %d, \"epochs\": [", ct_get_num_threads());
     for (int64_t i = 0; i < h->n_ep; i++)
-      fprintf(f, "%s\n  {\"epoch\": %lld, \"loss\": %.6f, \"accuracy\": %.2f, \"seconds\": %.2f}", i ? "," : "",
-              (long long)(i + 1), h->ep_loss[i], h->ep_acc[i], h->ep_sec[i]);
+      fprintf(f, isnan(h->ep_sec[i]) ? "%s\n  {\"epoch\": %lld, \"loss\": %.6f, \"accuracy\": %.2f, \"seconds\": null}"
+                                     : "%s\n  {\"epoch\": %lld, \"loss\": %.6f, \"accuracy\": %.2f, \"seconds\": %.2f}",
+              i ? "," : "", (long long)(i + 1), h->ep_loss[i], h->ep_acc[i], h->ep_sec[i]);
     fprintf(f, "\n]}\n");
     ok = fclose(f) == 0 && ok;
   } else ok = false;
   return ok;
+}
+
+/* Reads the checkpoint of --resume DIR (every part, before anything is built from it). */
+static bool load_resume(const char *dir, ct_dict **msd, ct_dict **osd, ct_dict **meta, ct_generator *g, int64_t *step) {
+  char path[4200];
+  snprintf(path, sizeof path, "%s/%s", dir, CT_CHECKPOINT_FILE);
+  if (ct_checkpoint_load(path, msd, osd, g, step, meta, false) == CT_OK) return true;
+  fprintf(stderr, "ctorch train-cnn: cannot resume from %s: %s\n", dir, ct_last_error());
+  return false;
 }
 
 int ct_cmd_train_cnn(int argc, char **argv) {
@@ -343,25 +462,57 @@ int ct_cmd_train_cnn(int argc, char **argv) {
   defaults(&o);
   int pr = parse(argc, argv, &o);
   if (pr) return pr == 2 ? 0 : 2;
-  if (o.threads && ct_set_num_threads((int)o.threads)) {
-    fprintf(stderr, "ctorch train-cnn: %s\n", ct_last_error());
-    return 1;
-  }
-  if (!mkdir_p(o.out)) {
-    fprintf(stderr, "ctorch train-cnn: cannot create %s: %s\n", o.out, strerror(errno));
-    return 1;
-  }
-  dataset d;
-  if (!load_data(&o, &d)) return 1;
-  int64_t n = ct_size(d.xtr, 0), H = ct_size(d.xtr, 2), W = ct_size(d.xtr, 3);
   int rc = 1;
   ct_module *m = NULL;
   ct_optim *opt = NULL;
   ct_sched *sched = NULL;
-  ct_generator *g = NULL;
+  ct_generator *g = ct_generator_new((uint64_t)o.seed + 1); /* the shuffle: torch.Generator().manual_seed(seed + 1) */
   ct_tensor **params = NULL;
+  ct_dict *r_msd = NULL, *r_osd = NULL, *r_meta = NULL;
+  char *saved_data = NULL;
+  int64_t step = 0, first_epoch = 0;
   history h;
   memset(&h, 0, sizeof h);
+  dataset d;
+  memset(&d, 0, sizeof d);
+  if (!g) {
+    fprintf(stderr, "ctorch train-cnn: %s\n", ct_last_error());
+    return 1;
+  }
+  if (o.resume) {
+    /* the saved options are the run's; the command line may repeat them but not change them */
+    cnn_opts saved;
+    defaults(&saved);
+    saved.data = o.data;
+    if (!load_resume(o.resume, &r_msd, &r_osd, &r_meta, g, &step) || !opts_from_meta(&saved, r_meta, o.resume, &saved_data))
+      goto out;
+    cnn_opts cl = saved; /* --data: the command line's, else the saved run's */
+    if (parse(argc, argv, &cl) || !same_recipe(&saved, &cl)) {
+      rc = 2;
+      goto out;
+    }
+    const char *ed = ct_dict_get_meta(r_meta, "epochs_done");
+    int64_t done = -1;
+    if (!ed || !parse_i64("epochs_done", ed, 0, saved.epochs, &done)) goto out;
+    first_epoch = done;
+    o = cl;
+    if (!o.data) {
+      fprintf(stderr, "ctorch train-cnn: the checkpoint in %s does not name its data: give --data DIR\n", o.resume);
+      goto out;
+    }
+    if (!o.out) o.out = o.resume;
+  }
+  if (!o.out) o.out = DEFAULT_OUT;
+  if (o.threads && ct_set_num_threads((int)o.threads)) {
+    fprintf(stderr, "ctorch train-cnn: %s\n", ct_last_error());
+    goto out;
+  }
+  if (!mkdir_p(o.out)) {
+    fprintf(stderr, "ctorch train-cnn: cannot create %s: %s\n", o.out, strerror(errno));
+    goto out;
+  }
+  if (!load_data(&o, &d)) goto out;
+  int64_t n = ct_size(d.xtr, 0), H = ct_size(d.xtr, 2), W = ct_size(d.xtr, 3);
   if (H != W) {
     fprintf(stderr, "ctorch train-cnn: the images are %lldx%lld; the CNN takes square images\n", (long long)H,
             (long long)W);
@@ -388,16 +539,40 @@ int ct_cmd_train_cnn(int argc, char **argv) {
   opt = params ? ct_optim_adam(np, params, o.lr) : NULL;
   sched = opt ? ct_sched_cosine_annealing_lr(opt, total, 0.0) : NULL;
   ct_dict_free(pd); /* the optimizer and the module hold the parameters */
-  g = sched ? ct_generator_new((uint64_t)o.seed + 1) : NULL;
   h.step_x = malloc(sizeof(double) * (size_t)total);
   h.step_loss = malloc(sizeof(double) * (size_t)total);
   h.ep_x = malloc(sizeof(double) * (size_t)o.epochs);
   h.ep_loss = malloc(sizeof(double) * (size_t)o.epochs);
   h.ep_acc = malloc(sizeof(double) * (size_t)o.epochs);
   h.ep_sec = malloc(sizeof(double) * (size_t)o.epochs);
-  if (!g || !h.step_x || !h.step_loss || !h.ep_x || !h.ep_loss || !h.ep_acc || !h.ep_sec) {
+  if (!sched || !h.step_x || !h.step_loss || !h.ep_x || !h.ep_loss || !h.ep_acc || !h.ep_sec) {
     fprintf(stderr, "ctorch train-cnn: %s\n", ct_last_error()[0] ? ct_last_error() : "out of memory");
     goto out;
+  }
+  if (o.resume) {
+    /* model, optimizer and scheduler from the checkpoint (the generator was restored when it was read) */
+    if (step != first_epoch * steps_per_epoch) {
+      fprintf(stderr, "ctorch train-cnn: cannot resume from %s: its step %lld is not the end of epoch %lld (%lld steps "
+                      "each); was the data changed?\n", o.resume, (long long)step, (long long)first_epoch,
+              (long long)steps_per_epoch);
+      goto out;
+    }
+    if (ct_module_load_state_dict(m, r_msd, true) || ct_optim_load_state_dict(opt, r_osd) ||
+        ct_sched_load_state_dict_prefixed(sched, r_osd, "sched.")) {
+      fprintf(stderr, "ctorch train-cnn: cannot resume from %s: %s\n", o.resume, ct_last_error());
+      goto out;
+    }
+    h.n_steps = step;
+    h.n_ep = first_epoch;
+    if (!get_history(r_osd, "train.step_loss", h.step_loss, h.n_steps) ||
+        !get_history(r_osd, "train.epoch_loss", h.ep_loss, h.n_ep) ||
+        !get_history(r_osd, "train.epoch_accuracy", h.ep_acc, h.n_ep)) {
+      fprintf(stderr, "ctorch train-cnn: cannot resume from %s: its training curves do not match its step\n", o.resume);
+      goto out;
+    }
+    for (int64_t i = 0; i < h.n_steps; i++) h.step_x[i] = (double)i / (double)steps_per_epoch;
+    for (int64_t i = 0; i < h.n_ep; i++) h.ep_x[i] = (double)(i + 1);
+    load_seconds(o.resume, h.ep_sec, h.n_ep);
   }
   printf("ctorch train-cnn: MNIST %s\n", d.source);
   printf("model: CNN conv1 %lld, conv2 %lld (5x5), fc1 %lld -> %lld, %lld parameters; Adam lr %g, cosine decay, "
@@ -405,12 +580,14 @@ int ct_cmd_train_cnn(int argc, char **argv) {
          (long long)o.c1, (long long)o.c2, (long long)ct_size(ct_module_param(m, "fc1.weight"), 1), (long long)o.hidden,
          (long long)ct_module_num_parameters(m, false), o.lr, (long long)o.batch, (long long)o.epochs,
          (long long)steps_per_epoch, ct_get_num_threads());
+  if (o.resume) printf("resuming after epoch %lld (step %lld) from %s\n", (long long)first_epoch, (long long)step, o.resume);
   fflush(stdout);
   bool bar = !o.quiet && isatty(2);
   ct_module_train(m, true);
-  double t0 = now(), t_eval = 0;
-  int64_t step = 0;
-  for (int64_t ep = 0; ep < o.epochs; ep++) {
+  double prev_sec = first_epoch > 0 && isfinite(h.ep_sec[first_epoch - 1]) ? h.ep_sec[first_epoch - 1] : 0;
+  double t0 = now() - prev_sec, t_eval = 0, t_run = now();
+  const int64_t first_step = step;
+  for (int64_t ep = first_epoch; ep < o.epochs; ep++) {
     ct_tensor *perm = ct_randperm(n, NULL, g); /* torch.randperm(n, generator=g) */
     if (!perm) goto fail;
     double sum = 0;
@@ -433,8 +610,9 @@ int ct_cmd_train_cnn(int argc, char **argv) {
       h.step_x[h.n_steps] = (double)step / (double)steps_per_epoch;
       h.step_loss[h.n_steps++] = lv;
       if (bar) {
-        double el = now() - t0 - t_eval, rate = (double)(step + 1 - 0) * (double)o.batch / (el > 0 ? el : 1e-9);
-        ct_progress_unit(stderr, step + 1, total, lv, rate, "img", el / (double)(step + 1) * (double)(total - step - 1));
+        int64_t done = step + 1 - first_step;
+        double el = now() - t_run - t_eval, rate = (double)done * (double)o.batch / (el > 0 ? el : 1e-9);
+        ct_progress_unit(stderr, step + 1, total, lv, rate, "img", el / (double)done * (double)(total - step - 1));
       }
     }
     ct_release(perm);
@@ -450,11 +628,26 @@ int ct_cmd_train_cnn(int argc, char **argv) {
     printf("epoch %lld/%lld  loss %.4f  accuracy %.2f%%  (%.1f s)\n", (long long)(ep + 1), (long long)o.epochs,
            sum / (double)n, acc, now() - t0);
     fflush(stdout);
+    /* a checkpoint after every epoch: an interrupted run loses at most one epoch */
+    if (!write_outputs(&o, m, opt, sched, g, &h, &d, step)) goto out;
+    if (o.stop_after && ep + 1 == o.stop_after && ep + 1 < o.epochs) {
+      printf("stopped after epoch %lld of %lld; continue with: ctorch train-cnn --resume %s\n", (long long)(ep + 1),
+             (long long)o.epochs, o.out);
+      rc = 0;
+      goto out;
+    }
   }
-  double secs = now() - t0;
+  if (step == first_step) { /* resumed a finished run: nothing was trained or written */
+    printf("the run in %s had finished its %lld epochs: final accuracy %.2f%%\n", o.resume, (long long)o.epochs,
+           h.ep_acc[h.n_ep - 1]);
+    rc = 0;
+    goto out;
+  }
+  double secs = now() - t_run;
+  int64_t trained = (step - first_step) / steps_per_epoch;
   printf("final accuracy %.2f%% on %lld held-out images; trained in %.1f s (%.0f images/s)\n", h.ep_acc[h.n_ep - 1],
-         (long long)ct_size(d.xte, 0), secs, (double)(n * o.epochs) / (secs - t_eval > 0 ? secs - t_eval : 1e-9));
-  if (!write_outputs(&o, m, opt, sched, g, &h, &d, step)) goto out;
+         (long long)ct_size(d.xte, 0), secs,
+         (double)(n * trained) / (secs - t_eval > 0 ? secs - t_eval : 1e-9));
   printf("wrote %s/training.svg, %s/checkpoint.safetensors, %s/model.safetensors and %s/log.json\n", o.out, o.out,
          o.out, o.out);
   rc = 0;
@@ -469,6 +662,10 @@ out:
   free(h.ep_loss);
   free(h.ep_acc);
   free(h.ep_sec);
+  ct_dict_free(r_msd);
+  ct_dict_free(r_osd);
+  ct_dict_free(r_meta);
+  free(saved_data);
   ct_generator_free(g);
   ct_sched_free(sched);
   ct_optim_free(opt);

@@ -6,6 +6,7 @@
 //         /web/...     -> the pages (web/)
 //         /pkg/...     -> the built package (build/wasm/pkg: index.mjs, ctorch-*.mjs/.wasm)
 //         /data/...    -> DIR, when given (e.g. ../shared/data/mnist for the tests)
+//         /peers/...   -> build/wasm-bench (the benchmark's peers: npm packages, .onnx files)
 import http from 'http';
 import fs from 'fs';
 import path from 'path';
@@ -20,7 +21,8 @@ const TYPES = {
 };
 
 export function startServer({ port = 8080, host = '127.0.0.1', data = null, isolate = true, pkg = path.join(ROOT, 'build/wasm/pkg'), quiet = false } = {}) {
-  const mounts = [['/web/', path.join(ROOT, 'web')], ['/pkg/', pkg], ['/bench/', path.join(ROOT, 'bench')]];
+  const mounts = [['/web/', path.join(ROOT, 'web')], ['/pkg/', pkg], ['/bench/', path.join(ROOT, 'bench')],
+    ['/peers/', path.join(ROOT, 'build/wasm-bench')]];
   if (data) mounts.push(['/data/', path.resolve(data)]);
   const server = http.createServer((req, res) => {
     const headers = { 'Cache-Control': 'no-store', 'Cross-Origin-Resource-Policy': 'same-origin' };

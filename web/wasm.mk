@@ -130,3 +130,32 @@ wasm-native-bench:
 wasm-deps:
 	@command -v emcc >/dev/null 2>&1 || apt-get install -y emscripten
 	@command -v chromium >/dev/null 2>&1 || apt-get install -y chromium
+
+# The benchmark of issue 8 against the peers, in one headless Chromium page (web/bench_peers.html):
+# ONNX Runtime Web on ResNet-18 / ViT-Tiny/16 exported from PyTorch 1.13, TF.js's wasm backend on
+# the MNIST CNN step. The npm packages and the .onnx files go under build/wasm-bench (not committed).
+WASM_BENCH_DIR := build/wasm-bench
+.PHONY: wasm-bench-deps wasm-bench-peers test-wasm-peers-shim
+$(WASM_BENCH_DIR)/node_modules/onnxruntime-web/package.json:
+	@mkdir -p $(WASM_BENCH_DIR)
+	@[ -f $(WASM_BENCH_DIR)/package.json ] || echo '{"private": true}' > $(WASM_BENCH_DIR)/package.json
+	cd $(WASM_BENCH_DIR) && npm install --no-audit --no-fund onnxruntime-web@1.30.0 @tensorflow/tfjs@4.22.0 @tensorflow/tfjs-backend-wasm@4.22.0
+$(WASM_BENCH_DIR)/models/resnet18.onnx: bench/wasm_export_onnx.py tests/models_ref.py
+	/usr/bin/python3 bench/wasm_export_onnx.py $(WASM_BENCH_DIR)/models
+wasm-bench-deps: $(WASM_BENCH_DIR)/node_modules/onnxruntime-web/package.json $(WASM_BENCH_DIR)/models/resnet18.onnx
+wasm-bench-peers: wasm wasm-bench-deps $(WASM_DIR)/tools/node_modules/playwright-core/package.json
+	node web/bench_peers_run.mjs --threads $(or $(THREADS),2) --iters $(or $(ITERS),5)
+# The TF.js Conv2DBackpropFilter shim against TF.js's own CPU kernel (Node).
+test-wasm-peers-shim: $(WASM_BENCH_DIR)/node_modules/onnxruntime-web/package.json
+	node web/test/peers_shim_test.mjs
+
+# Where the wasm build spends its time: the single-thread build linked with function names, run by
+# node --cpu-prof on one benchmark (WHAT=resnet18 by default), summarised by self time.
+.PHONY: wasm-profile
+wasm-profile: $(WASM_GLUE_ST) $(WASM_DIR)/libctorch-st.a $(WASM_PKG_FILES)
+	@mkdir -p $(WASM_DIR)-prof
+	cp $(WASM_PKG)/*.mjs $(WASM_PKG)/package.json $(WASM_DIR)-prof/
+	$(EMCC) $(WASM_LDFLAGS) --profiling-funcs -o $(WASM_DIR)-prof/ctorch-st.mjs $(WASM_GLUE_ST) $(WASM_DIR)/libctorch-st.a
+	rm -f $(WASM_DIR)-prof/*.cpuprofile
+	cd $(WASM_DIR)-prof && CTORCH_PKG=$(CURDIR)/$(WASM_DIR)-prof node --cpu-prof --cpu-prof-dir=. $(CURDIR)/web/bench_node.mjs --threads 1 --iters 2 $(or $(WHAT),resnet18)
+	node bench/wasm_profile_top.mjs $$(ls $(WASM_DIR)-prof/*.cpuprofile | head -1) 30

@@ -36,6 +36,12 @@ ct_tensor *ct_nll_loss(const ct_tensor *input, const ct_tensor *target, const ct
  * PyTorch's default ignore_index is -100 */
 ct_tensor *ct_cross_entropy(const ct_tensor *input, const ct_tensor *target, const ct_tensor *weight, ct_reduction r,
                             int64_t ignore_index, double label_smoothing);
+/* cross_entropy(x @ weight^T, target) for x [N, D], weight [V, D], target [N] int64 (a classifier
+ * head + its loss) without keeping the [N, V] logits for backward: rows go in chunks of `chunk`
+ * (<= 0: 1024), each through activation checkpointing (its logits are recomputed in backward).
+ * Gradients reach x and weight; not for create_graph. Equal to the composed form. */
+ct_tensor *ct_linear_cross_entropy(const ct_tensor *x, const ct_tensor *weight, const ct_tensor *target, ct_reduction r,
+                                   int64_t ignore_index, int64_t chunk);
 /* sum over dim of (x1 / max(||x1||, eps)) * (x2 / max(||x2||, eps)) (PyTorch 1.13's formula), broadcast */
 ct_tensor *ct_cosine_similarity(const ct_tensor *x1, const ct_tensor *x2, int64_t dim, double eps);
 /* p-norm of x1 - x2 + eps over the last dim */

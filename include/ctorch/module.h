@@ -115,6 +115,10 @@ int64_t ct_module_num_parameters(const ct_module *m, bool only_trainable);
  * requires_grad; integer buffers such as num_batches_tracked kept). Do it before handing
  * parameters to an optimizer. */
 ct_status ct_module_to_dtype(ct_module *m, ct_dtype dt);
+/* Module.to(device): every parameter and buffer moved (new tensors, dtypes and
+ * requires_grad kept, gradients not carried; tied tensors stay tied). An error, before
+ * anything moves, where the device is not available. Do it before making the optimizer. */
+ct_status ct_module_to_device(ct_module *m, ct_device dev);
 
 /* ---- containers -------------------------------------------------------------------- */
 /* nn.Sequential(*mods): children "0", "1", ...; forward chains them. Takes the references. */

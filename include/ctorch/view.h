@@ -34,6 +34,9 @@ ct_tensor *ct_unfold(const ct_tensor *t, int64_t dim, int64_t size, int64_t step
 ct_tensor *ct_movedim(const ct_tensor *t, int n, const int64_t *src, const int64_t *dst);
 /* An alias: same storage and geometry, its own handle (Tensor.view_as(self)). */
 ct_tensor *ct_alias(const ct_tensor *t);
+/* Tensor.view(dtype): the same bytes read as dt (no autograd, like PyTorch's). With a different
+ * element size the last dim (stride 1) scales by the size ratio; PyTorch 1.13's checks and messages. */
+ct_tensor *ct_view_dtype(const ct_tensor *t, ct_dtype dt);
 
 #ifdef __cplusplus
 }

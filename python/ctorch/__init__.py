@@ -93,6 +93,15 @@ class device:
 
 
 _CPU = device("cpu")
+_devices = {}
+
+
+def _device_of(s):
+    """The torch.device for a tensor's "cuda:N" (one object per device)."""
+    d = _devices.get(s)
+    if d is None:
+        d = _devices[s] = device(s)
+    return d
 
 
 class _Layout:
@@ -215,7 +224,8 @@ class Tensor(_C._TensorBase):
 
     @property
     def device(self):
-        return _CPU
+        s = self._device_str
+        return _CPU if s == "cpu" else _device_of(s)
 
     @property
     def layout(self):
@@ -252,6 +262,11 @@ class Tensor(_C._TensorBase):
         if self.requires_grad and not force:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
                                "instead.")
+        if self._device_str != "cpu":
+            if not force:
+                raise TypeError("can't convert %s device type tensor to numpy. Use Tensor.cpu() to copy the tensor "
+                                "to host memory first." % self._device_str)
+            return self.cpu().numpy(force=True)
         import numpy as np
         return np.asarray(_ArrayHolder(self.detach() if force else self))
 
@@ -283,12 +298,7 @@ class Tensor(_C._TensorBase):
         return self.data_ptr() - self.storage_offset() * self.element_size()
 
     def _storage_nbytes(self):
-        n = 1
-        for s, st in zip(self.shape, self.stride()):
-            if s == 0:
-                return 0
-            n += (s - 1) * st
-        return (n + self.storage_offset()) * self.element_size()
+        return self._storage_bytes
 
     def is_shared(self):
         return False
@@ -303,10 +313,13 @@ class Tensor(_C._TensorBase):
         return False
 
     def get_device(self):
-        return -1
+        d = self.device
+        return -1 if d.type == "cpu" else d.index
 
     def is_set_to(self, other):
-        return self._is_same(other)
+        # PyTorch: the same storage seen with the same offset, sizes and strides
+        return (self._shares_storage(other) and self.storage_offset() == other.storage_offset() and
+                self.shape == other.shape and self.stride() == other.stride())
 
     def dim_order(self):
         return tuple(sorted(range(self.dim()), key=lambda d: -self.stride(d)))
@@ -475,15 +488,33 @@ class iinfo:
 
 
 class _Cuda:
-    """torch.cuda on a machine without CUDA."""
+    """torch.cuda over the C library's CUDA backend (no devices without the backend, a driver or a GPU)."""
 
     @staticmethod
     def is_available():
-        return False
+        return _C._cuda_device_count() > 0
 
     @staticmethod
     def device_count():
+        return _C._cuda_device_count()
+
+    @staticmethod
+    def current_device():
+        if _C._cuda_device_count() == 0:
+            raise AssertionError("Torch not compiled with CUDA enabled")
         return 0
+
+    @staticmethod
+    def get_device_name(device=None):
+        d = device if isinstance(device, _builtins.int) else (0 if device is None else
+                                                             (globals()["device"](device).index or 0))
+        if _C._cuda_device_count() == 0:
+            raise AssertionError("Torch not compiled with CUDA enabled")
+        return _C._cuda_device_name(d)
+
+    @staticmethod
+    def is_initialized():
+        return _C._cuda_device_count() > 0
 
     @staticmethod
     def manual_seed(seed):
@@ -495,7 +526,11 @@ class _Cuda:
 
     @staticmethod
     def synchronize(device=None):
-        pass
+        if _C._cuda_device_count() == 0:
+            raise AssertionError("Torch not compiled with CUDA enabled")
+        d = device if isinstance(device, _builtins.int) else (0 if device is None else
+                                                             (globals()["device"](device).index or 0))
+        _C._cuda_synchronize(d)
 
 
 cuda = _Cuda()

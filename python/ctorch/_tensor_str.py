@@ -165,6 +165,11 @@ def _str(t):
         prefix = "tensor(" if plain else type(t).__name__ + "("
         indent = len(prefix)
         suffixes = []
+        src = t
+        if t._device_str != "cpu":
+            # PyTorch names a non-CPU device first; the values are formatted from a host copy
+            suffixes.append("device='" + t._device_str + "'")
+            t = t.cpu()
         default = ctorch.get_default_dtype()
         has_default = t.dtype in (default, ctorch.int64, ctorch.bool)
         if t.numel() == 0:
@@ -177,9 +182,9 @@ def _str(t):
             if not has_default:
                 suffixes.append("dtype=" + str(t.dtype))
             body = _tensor_str(t, indent)
-        gf = t.grad_fn
+        gf = src.grad_fn
         if gf is not None:
             suffixes.append("grad_fn=<{}>".format(type(gf).__name__))
-        elif t.requires_grad:
+        elif src.requires_grad:
             suffixes.append("requires_grad=True")
         return _add_suffixes(prefix + body, suffixes, indent)

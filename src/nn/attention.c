@@ -225,6 +225,7 @@ ct_tensor *ct_multihead_attention_forward(ct_module *m, const ct_tensor *query, 
   }
   if (mask && ct_tensor_dtype(mask) == CT_BOOL) {
     ct_options o = ct_opts_dtype(ct_tensor_dtype(q));
+    o.device = ct_tensor_device(mask); /* zeros_like keeps the mask's device */
     ct_tensor *z = ct_zeros_like(mask, &o);
     ct_tensor *f = z ? ct_masked_fill(z, mask, ct_sf(-INFINITY)) : NULL;
     ct_release(z);

@@ -2,6 +2,7 @@
  * strict loading with PyTorch's messages. */
 #include "module_internal.h"
 #include "../autograd/autograd.h"
+#include "ctorch/cuda.h"
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -752,6 +753,8 @@ typedef struct {
   ct_dtype dt;
   ct_tensor **from, **to;
   int n, cap;
+  bool to_dev; /* to(device): every tensor moves to dev, dtypes kept */
+  ct_device dev;
 } conv_ctx;
 
 static ct_status convert_slots(ct_module *m, bool buffers, conv_ctx *c) {
@@ -760,14 +763,16 @@ static ct_status convert_slots(ct_module *m, bool buffers, conv_ctx *c) {
   ct_mod_tensor *a = buffers ? m->buffers : m->params;
   for (int k = 0; k < n; k++) {
     ct_tensor *t = a[k].t;
-    if (!ct_dtype_is_floating(t->dtype) || t->dtype == c->dt) continue;
+    if (c->to_dev ? t->storage->device.type == c->dev.type && t->storage->device.index == c->dev.index
+                  : !ct_dtype_is_floating(t->dtype) || t->dtype == c->dt)
+      continue;
     ct_tensor *nt = NULL;
     for (int j = 0; j < c->n; j++)
       if (c->from[j] == t) nt = c->to[j];
     if (!nt) {
       bool prev = ct_set_grad_enabled(false);
-      nt = ct_to_dtype(t, c->dt);
-      if (nt && nt == t) { /* same handle cannot happen (dtype differs); keep safe */
+      nt = c->to_dev ? ct_to_device(t, c->dev) : ct_to_dtype(t, c->dt);
+      if (nt && nt == t) { /* same handle cannot happen (dtype or device differs); keep safe */
         ct_set_grad_enabled(prev);
         continue;
       }
@@ -814,8 +819,23 @@ ct_status ct_module_to_dtype(ct_module *m, ct_dtype dt) {
   if (!ct_dtype_valid((int)dt) || !ct_dtype_is_floating(dt))
     return CT_ERR(CT_ERR_TYPE, "nn.Module.to only accepts floating point or complex dtypes, but got desired dtype=torch.%s",
                   ct_dtype_valid((int)dt) ? ct_dtype_name(dt) : "?");
-  conv_ctx c = {dt, NULL, NULL, 0, 0};
+  conv_ctx c = {dt, NULL, NULL, 0, 0, false, {CT_DEVICE_CPU, 0}};
   /* the old tensors stay alive through the ctx's list until every slot is switched */
+  ct_status st = convert_slots(m, false, &c);
+  if (!st) st = convert_slots(m, true, &c);
+  for (int j = 0; j < c.n; j++) ct_release(c.to[j]);
+  free(c.from);
+  free(c.to);
+  return st;
+}
+
+ct_status ct_module_to_device(ct_module *m, ct_device dev) {
+  CT_TRY(check_module(m, "to"));
+  if (!ct_device_available(dev))
+    return CT_ERR(CT_ERR_RUNTIME, "nn.Module.to: device %s:%d is not available%s%s%s", ct_device_type_name(dev.type),
+                  dev.index, dev.type == CT_DEVICE_CUDA ? " (" : "",
+                  dev.type == CT_DEVICE_CUDA ? ct_cuda_unavailable_reason() : "", dev.type == CT_DEVICE_CUDA ? ")" : "");
+  conv_ctx c = {CT_FLOAT32, NULL, NULL, 0, 0, true, dev};
   ct_status st = convert_slots(m, false, &c);
   if (!st) st = convert_slots(m, true, &c);
   for (int j = 0; j < c.n; j++) ct_release(c.to[j]);

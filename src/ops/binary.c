@@ -432,7 +432,9 @@ ct_status ct_bw_pow(ct_node *n, ct_tensor *const *g, ct_tensor **gin) {
   if (ct_node_needs_grad(n, 0)) {
     /* where(e == 0, 0, grad * (e * self^(e-1))) */
     ct_tensor *em1 = ct_sub_scalar(e, ct_si(1)), *p = em1 ? ct_pow(self, em1) : NULL, *t = p ? ct_mul(e, p) : NULL;
-    ct_tensor *u = t ? ct_mul(g[0], t) : NULL, *z = ct_eq_scalar(e, ct_sf(0.0));
+    /* each step only after the previous succeeded: a later op that succeeds would clear
+     * the first error, and a NULL gradient with no error reads as a zero gradient */
+    ct_tensor *u = t ? ct_mul(g[0], t) : NULL, *z = u ? ct_eq_scalar(e, ct_sf(0.0)) : NULL;
     gin[0] = u && z ? masked_zero(u, z) : NULL;
     DROP(em1, p, t, u, z);
     if (!gin[0]) return ct_last_status();
@@ -441,9 +443,9 @@ ct_status ct_bw_pow(ct_node *n, ct_tensor *const *g, ct_tensor **gin) {
     /* grad * where(self == 0 & e >= 0, 0, result * log(self)) */
     ct_tensor *res = ct_node_saved_out(n, 0);
     if (!res) return ct_last_status();
-    ct_tensor *z = ct_eq_scalar(self, ct_sf(0.0)), *nn = ct_ge_scalar(e, ct_sf(0.0));
+    ct_tensor *z = ct_eq_scalar(self, ct_sf(0.0)), *nn = z ? ct_ge_scalar(e, ct_sf(0.0)) : NULL;
     ct_tensor *cond = z && nn ? ct_logical_and(z, nn) : NULL;
-    ct_tensor *lg = ct_log(self), *rl = lg ? ct_mul(res, lg) : NULL;
+    ct_tensor *lg = cond ? ct_log(self) : NULL, *rl = lg ? ct_mul(res, lg) : NULL;
     ct_tensor *w = rl && cond ? masked_zero(rl, cond) : NULL;
     gin[1] = w ? ct_mul(g[0], w) : NULL;
     DROP(z, nn, cond, lg, rl, w);

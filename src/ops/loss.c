@@ -4,6 +4,7 @@
  * op with PyTorch's explicit derivative formulas (written with public ops). Every entry
  * point works inside a scope: temporaries die at its end, the result is kept. */
 #include "pointwise.h"
+#include "../backend/cpu/simd/simd.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -445,6 +446,125 @@ static ct_tensor *weight_view(const ct_tensor *w, int ndim, int cd) {
   return ct_reshape(w, ndim, shape);
 }
 
+/* ---- fused cross_entropy with class indices (CPU float32/float64, input [C] or [N, C]) ----
+ * One op computes log-sum-exp per row (saved, with the input) and the reduced loss; its
+ * backward writes softmax - onehot, scaled and smoothed, in one pass (kernels_norm.c). With
+ * grad mode on during backward (create_graph) the same gradient is built from public ops
+ * (softmax of the saved input), so double backward works. Other cases take the composed
+ * path below, which stays the reference (CT_REFERENCE_KERNELS=1). */
+static bool ce_fusable(const ct_tensor *x, const ct_tensor *t, const ct_tensor *w) {
+  if (!ct_fast_enabled() || x->storage->device.type != CT_DEVICE_CPU || t->storage->device.type != CT_DEVICE_CPU)
+    return false;
+  if ((x->dtype != CT_FLOAT32 && x->dtype != CT_FLOAT64) || x->ndim > 2 || ct_numel(x) == 0) return false;
+  return !w || (w->dtype == x->dtype && w->storage->device.type == CT_DEVICE_CPU);
+}
+
+static ct_tensor *ce_fused(const ct_tensor *x, const ct_tensor *t, const ct_tensor *w, ct_reduction r,
+                           int64_t ignore_index, double ls) {
+  ct_scope *s = ct_scope_begin();
+  int64_t C = x->shape[x->ndim - 1], N = x->ndim == 2 ? x->shape[0] : 1;
+  ct_tensor *x2 = TRY_T(ct_contiguous(TRY_T(ct_reshape(x, 2, (int64_t[]){N, C}))));
+  ct_tensor *t1 = TRY_T(ct_contiguous(TRY_T(ct_reshape(t, 1, &N))));
+  ct_tensor *wc = w ? TRY_T(ct_contiguous(w)) : NULL;
+  ct_call c = ct_call_make(CT_OP_cross_entropy_fused);
+  c.n_in = c.n_out = 3;
+  c.in[0] = x2;
+  c.in[1] = t1;
+  c.in[2] = wc;
+  c.a.k[0] = r;
+  c.a.i[0] = ignore_index;
+  c.a.f[0] = ls;
+  c.a.k[1] = w != NULL;
+  c.out[0] = TRY_T(ct_tensor_new(r == CT_REDUCTION_NONE ? 1 : 0, &N, x->dtype, x->storage->device));
+  c.out[1] = TRY_T(ct_tensor_new(1, &N, x->dtype, x->storage->device));
+  c.out[2] = TRY_T(ct_tensor_new(0, NULL, x->dtype, x->storage->device));
+  TRY_S(ct_dispatch(&c));
+  ct_tensor *res = c.out[0];
+  if (r == CT_REDUCTION_NONE && x->ndim == 1) res = TRY_T(ct_reshape(res, 0, NULL));
+  /* PyTorch 1.13: log_softmax + nll_loss, plus the smoothing term when label_smoothing > 0 */
+  return finish(s, ct_name_node(res, ls > 0 ? "AddBackward0" : "NllLossBackward0"));
+fail:
+  return fail_scope(s);
+}
+
+/* dx = s_i (A_i softmax(x) - B_ic) with public ops (see kernels_norm.c for A, B) */
+static ct_status ce_bw_composed(ct_node *n, ct_tensor *x, ct_tensor *t, ct_tensor *w, ct_tensor *tw, ct_tensor *g,
+                                ct_tensor **gin) {
+  int64_t N = x->shape[0], C = x->shape[1], ign = n->a.i[0];
+  ct_reduction r = (ct_reduction)n->a.k[0];
+  double ls = n->a.f[0], wsum = 0, den = 0;
+  int64_t *tv = ct_xmalloc(sizeof(int64_t) * (size_t)(N ? N : 1));
+  double *wv = ct_xmalloc(sizeof(double) * (size_t)(C ? C : 1));
+  double *A = ct_xmalloc(sizeof(double) * (size_t)(N ? N : 1));
+  double *B = N && C ? ct_xmalloc(sizeof(double) * (size_t)(N * C)) : ct_xmalloc(sizeof(double));
+  ct_scope *s = ct_scope_begin();
+  if (!tv || !wv || !A || !B) goto fail;
+  TRY_S(ct_copy_to_buffer(t, tv, CT_INT64, N));
+  if (w) TRY_S(ct_copy_to_buffer(w, wv, CT_FLOAT64, C));
+  else
+    for (int64_t j = 0; j < C; j++) wv[j] = 1;
+  for (int64_t j = 0; j < C; j++) wsum += wv[j];
+  TRY_S(ct_item_double(tw, &den));
+  for (int64_t i = 0; i < N; i++) {
+    bool keep = tv[i] != ign && tv[i] >= 0 && tv[i] < C;
+    double wt = keep ? wv[tv[i]] : 0;
+    A[i] = keep ? (1 - ls) * wt + ls / (double)C * wsum : 0;
+    for (int64_t j = 0; j < C; j++) B[i * C + j] = keep ? ls / (double)C * wv[j] + (j == tv[i] ? (1 - ls) * wt : 0) : 0;
+  }
+  ct_options o = ct_opts_dtype(x->dtype);
+  o.device = x->storage->device;
+  ct_tensor *At = TRY_T(ct_from_buffer(A, CT_FLOAT64, 2, (int64_t[]){N, 1}, o));
+  ct_tensor *Bt = TRY_T(ct_from_buffer(B, CT_FLOAT64, 2, (int64_t[]){N, C}, o));
+  ct_tensor *sc = r == CT_REDUCTION_NONE ? TRY_T(ct_reshape(g, 2, (int64_t[]){N, 1}))
+                  : r == CT_REDUCTION_MEAN ? TRY_T(ct_div_scalar(g, ct_sf(den))) : g;
+  ct_tensor *p = TRY_T(ct_softmax(x, 1, -1));
+  ct_tensor *d = TRY_T(ct_sub(TRY_T(ct_mul(p, At)), Bt));
+  gin[0] = ct_keep(TRY_T(ct_mul(d, sc)));
+  ct_scope_end(s);
+  free(tv);
+  free(wv);
+  free(A);
+  free(B);
+  return CT_OK;
+fail:
+  fail_scope(s);
+  free(tv);
+  free(wv);
+  free(A);
+  free(B);
+  return ct_last_status() != CT_OK ? ct_last_status() : CT_ERR_RUNTIME;
+}
+
+ct_status ct_bw_cross_entropy_fused(ct_node *n, ct_tensor *const *g, ct_tensor **gin) {
+  if (!ct_node_needs_grad(n, 0)) return CT_OK;
+  bool has_w = n->a.k[1];
+  ct_tensor *x = ct_node_saved_in(n, 0), *t = ct_node_saved_in(n, 1), *w = has_w ? ct_node_saved_in(n, 2) : NULL;
+  ct_tensor *lse = ct_node_saved_out(n, 1), *tw = ct_node_saved_out(n, 2);
+  if (!x || !t || (has_w && !w) || !lse || !tw) return ct_last_status();
+  if (ct_is_grad_enabled()) return ce_bw_composed(n, x, t, w, tw, g[0], gin);
+  ct_tensor *gc = ct_contiguous(g[0]);
+  if (!gc) return ct_last_status();
+  ct_call c = ct_call_make(CT_OP_cross_entropy_fused_backward);
+  c.n_in = 6;
+  c.n_out = 1;
+  c.in[0] = gc;
+  c.in[1] = x;
+  c.in[2] = t;
+  c.in[3] = w;
+  c.in[4] = lse;
+  c.in[5] = tw;
+  c.a = n->a;
+  c.out[0] = ct_tensor_new(x->ndim, x->shape, x->dtype, x->storage->device);
+  ct_status st = c.out[0] ? ct_dispatch(&c) : ct_last_status();
+  ct_release(gc);
+  if (st != CT_OK) {
+    ct_release(c.out[0]);
+    return st;
+  }
+  gin[0] = c.out[0];
+  return CT_OK;
+}
+
 ct_tensor *ct_cross_entropy(const ct_tensor *x, const ct_tensor *t, const ct_tensor *w, ct_reduction r,
                             int64_t ignore_index, double ls) {
   if (check_two(x, t, "cross_entropy") || check_reduction(r, false)) return NULL;
@@ -497,6 +617,14 @@ ct_tensor *ct_cross_entropy(const ct_tensor *x, const ct_tensor *t, const ct_ten
   }
   /* class indices */
   if (check_nll(x, t, w, ignore_index)) goto fail;
+  if (ls > 1.0) {
+    ct_set_error(CT_ERR_RUNTIME, "label_smoothing must be between 0.0 and 1.0. Got: %g", ls);
+    goto fail;
+  }
+  if (ce_fusable(x, t, w)) {
+    ct_scope_end(s);
+    return ce_fused(x, t, w, r, ignore_index, ls > 0.0 ? ls : 0.0);
+  }
   {
     ct_tensor *lsm = TRY_T(ct_log_softmax(x, cd, -1));
     ct_tensor *nll = TRY_T(nll_impl(lsm, t, w, r, ignore_index));
@@ -593,6 +721,40 @@ fail:
 }
 
 /* ---- one_hot ---- */
+/* PyTorch's class-range checks on the smallest and largest value */
+static ct_status one_hot_classes(int64_t mn, int64_t mx, int64_t num_classes) {
+  if (mn < 0) return CT_ERR(CT_ERR_RUNTIME, "Class values must be non-negative.");
+  if (num_classes != -1 && !(num_classes > mx)) return CT_ERR(CT_ERR_RUNTIME, "Class values must be smaller than num_classes.");
+  return CT_OK;
+}
+/* Device tensors (non-empty int64): the range comes from two device reductions read back
+ * as scalars (PyTorch's .item()), never from device memory on the host; the result is
+ * eq(t.unsqueeze(-1), arange(C)) as int64, all device ops. */
+static ct_tensor *one_hot_device(const ct_tensor *t, int64_t num_classes) {
+  int64_t mn = 0, mx = 0;
+  ct_tensor *tmin = ct_min(t), *tmax = tmin ? ct_max(t) : NULL, *out = NULL;
+  ct_status st = tmax ? ct_item_int64(tmin, &mn) : ct_last_status();
+  if (st == CT_OK) st = ct_item_int64(tmax, &mx);
+  if (st == CT_OK) st = one_hot_classes(mn, mx, num_classes);
+  int64_t nc = num_classes == -1 ? mx + 1 : num_classes, total;
+  if (st == CT_OK && !ct_mul_ok(ct_numel(t), nc, &total)) st = CT_ERR(CT_ERR_RUNTIME, "one_hot: size overflow");
+  if (st == CT_OK) {
+    ct_options o = ct_opts_dtype(CT_INT64);
+    o.device = t->storage->device;
+    bool prev = ct_set_grad_enabled(false);
+    ct_tensor *ar = ct_arange(ct_si(0), ct_si(nc), ct_si(1), &o), *u = ar ? ct_unsqueeze(t, -1) : NULL;
+    ct_tensor *e = u ? ct_eq(u, ar) : NULL;
+    out = e ? ct_to_dtype(e, CT_INT64) : NULL;
+    ct_set_grad_enabled(prev);
+    ct_release(ar);
+    ct_release(u);
+    ct_release(e);
+  }
+  ct_release(tmin);
+  ct_release(tmax);
+  return out;
+}
+
 ct_tensor *ct_one_hot(const ct_tensor *t, int64_t num_classes) {
   if (ct_check_tensor(t, "one_hot")) return NULL;
   if (t->dtype != CT_INT64) {
@@ -612,8 +774,11 @@ ct_tensor *ct_one_hot(const ct_tensor *t, int64_t num_classes) {
       return NULL;
     }
     shape[t->ndim] = num_classes;
-    return ct_empty(t->ndim + 1, shape, ct_opts_dtype(CT_INT64));
+    ct_options eo = ct_opts_dtype(CT_INT64);
+    eo.device = t->storage->device;
+    return ct_empty(t->ndim + 1, shape, eo);
   }
+  if (t->storage->device.type != CT_DEVICE_CPU) return one_hot_device(t, num_classes);
   ct_tensor *c = ct_contiguous(t);
   if (!c) return NULL;
   const int64_t *v = (const int64_t *)ct_cpu_ptr(c);
@@ -623,9 +788,7 @@ ct_tensor *ct_one_hot(const ct_tensor *t, int64_t num_classes) {
     if (v[i] > mx) mx = v[i];
   }
   ct_tensor *out = NULL;
-  if (mn < 0) ct_set_error(CT_ERR_RUNTIME, "Class values must be non-negative.");
-  else if (num_classes != -1 && !(num_classes > mx)) ct_set_error(CT_ERR_RUNTIME, "Class values must be smaller than num_classes.");
-  else {
+  if (one_hot_classes(mn, mx, num_classes) == CT_OK) {
     shape[t->ndim] = num_classes == -1 ? mx + 1 : num_classes;
     int64_t total;
     if (!ct_mul_ok(n, shape[t->ndim], &total)) ct_set_error(CT_ERR_RUNTIME, "one_hot: size overflow");

@@ -1,9 +1,13 @@
 /* nn ops: softmax, normalisation layers, dropout, embedding, attention; entry points and
  * derivative formulas side by side. Convolutions live in conv.c, pools and interpolation in
  * pool.c. The norms compose a statistics op (norm_moments, private) and rsqrt_eps with the
- * public elementwise ops, so their gradients and double backward come from those formulas. */
+ * public elementwise ops, so their gradients and double backward come from those formulas.
+ * On CPU, float32/float64 layer_norm and rms_norm run fused kernels instead (kernels_norm.c;
+ * the composed path stays the reference, used for other dtypes/devices and under
+ * CT_REFERENCE_KERNELS=1). */
 #include "nn_util.h"
 #include "reduce_util.h"
+#include "../backend/cpu/simd/simd.h"
 #include <math.h>
 
 /* ---- helpers shared by the family ---- */
@@ -181,6 +185,160 @@ static ct_status check_norm_dtype(const ct_tensor *x, const char *kernel) {
   return CT_OK;
 }
 
+/* ---- fused layer_norm / rms_norm (CPU float32/float64) ----
+ * Forward: one op writing y and the per-row mean / rstd it saves. Backward: one op writing
+ * dx, dweight, dbias, unless grad mode is on (create_graph): then the same gradient is
+ * formed from public ops, recomputing the statistics from x, so double backward sees every
+ * dependence on x. attrs: i0 normalized numel, f0 eps, k0 rms, k1 has weight, k2 has bias,
+ * k3 number of normalized dims. */
+static bool norm_fusable(const ct_tensor *x, const ct_tensor *w, const ct_tensor *b) {
+  if (!ct_fast_enabled() || x->storage->device.type != CT_DEVICE_CPU || ct_numel(x) == 0) return false;
+  if (x->dtype != CT_FLOAT32 && x->dtype != CT_FLOAT64) return false;
+  const ct_tensor *o[2] = {w, b};
+  for (int k = 0; k < 2; k++)
+    if (o[k] && (o[k]->dtype != x->dtype || o[k]->storage->device.type != CT_DEVICE_CPU)) return false;
+  return true;
+}
+
+static ct_tensor *fused_norm(bool rms, const ct_tensor *x, int n, const ct_tensor *w, const ct_tensor *b, double eps) {
+  int64_t N = 1, sshape[CT_MAX_DIMS];
+  for (int d = 0; d < x->ndim; d++) {
+    bool red = d >= x->ndim - n;
+    if (red) N *= x->shape[d];
+    sshape[d] = red ? 1 : x->shape[d];
+  }
+  ct_tensor *xc = ct_contiguous(x), *wc = w ? ct_contiguous(w) : NULL, *bc = b ? ct_contiguous(b) : NULL;
+  ct_call c = ct_call_make(rms ? CT_OP_native_rms_norm : CT_OP_native_layer_norm);
+  c.n_in = c.n_out = rms ? 2 : 3;
+  c.in[0] = xc;
+  c.in[1] = wc;
+  if (!rms) c.in[2] = bc;
+  c.a.i[0] = N;
+  c.a.f[0] = eps;
+  c.a.k[0] = rms;
+  c.a.k[1] = w != NULL;
+  c.a.k[2] = b != NULL;
+  c.a.k[3] = n;
+  if (xc && (!w || wc) && (!b || bc)) {
+    bool ok = (c.out[0] = nn_new_out(x, x->ndim, x->shape, x->dtype)) != NULL;
+    for (int j = 1; j < c.n_out; j++) ok = (c.out[j] = nn_new_out(x, x->ndim, sshape, x->dtype)) != NULL && ok;
+    if (ok) nn_dispatch(&c);
+    else
+      for (int j = 0; j < c.n_out; j++) {
+        ct_release(c.out[j]);
+        c.out[j] = NULL;
+      }
+  }
+  nn_release_n(3, xc, wc, bc);
+  for (int j = 1; j < c.n_out; j++) ct_release(c.out[j]); /* the node keeps what it saved */
+  return c.out[0];
+}
+
+/* Gradient with public ops (grad mode on): xh = (x - mean) rstd, gw = g w,
+ * dx = rstd (gw - mean(gw) - xh mean(gw xh)) (rms: mean 0, no mean(gw) term),
+ * dw = sum(g xh), db = sum(g) over the batch dims. */
+static ct_status norm_bw_composed(ct_node *n, ct_tensor *x, ct_tensor *w, ct_tensor *g, ct_tensor **gin) {
+  bool rms = n->a.k[0];
+  int nd = (int)n->a.k[3];
+  double eps = n->a.f[0];
+  int64_t dims[CT_MAX_DIMS];
+  uint32_t mask = 0;
+  for (int i = 0; i < nd; i++) {
+    dims[i] = x->ndim - nd + i;
+    mask |= 1u << dims[i];
+  }
+  ct_scope *s = ct_scope_begin();
+  ct_tensor *mean = NULL, *var = NULL, *xh = NULL, *rstd = NULL;
+  ct_status st = CT_OK;
+  if (rms) {
+    ct_tensor *sq = ct_mul(x, x);
+    var = sq ? ct_mean_dims(sq, nd, dims, true) : NULL;
+  } else if (nn_moments(x, mask, &mean, &var) != CT_OK) {
+    var = NULL;
+  }
+  if (var) rstd = nn_rsqrt_eps(var, eps);
+  if (rstd) {
+    ct_tensor *d = rms ? x : ct_sub(x, mean);
+    xh = d ? ct_mul(d, rstd) : NULL;
+  }
+  if (!xh) goto fail;
+  if (ct_node_needs_grad(n, 0)) {
+    ct_tensor *gw = w ? ct_mul(g, w) : g;
+    ct_tensor *gx = gw ? ct_mul(gw, xh) : NULL;
+    ct_tensor *mb = gx ? ct_mean_dims(gx, nd, dims, true) : NULL;
+    ct_tensor *t = mb ? ct_mul(xh, mb) : NULL;
+    ct_tensor *u = NULL;
+    if (t && !rms) {
+      ct_tensor *ma = ct_mean_dims(gw, nd, dims, true);
+      ct_tensor *v = ma ? ct_sub(gw, ma) : NULL;
+      u = v ? ct_sub(v, t) : NULL;
+    } else if (t) {
+      u = ct_sub(gw, t);
+    }
+    if (!u || !(gin[0] = ct_mul(rstd, u))) goto fail;
+    ct_keep(gin[0]);
+  }
+  if (w && ct_node_needs_grad(n, 1)) {
+    ct_tensor *p = ct_mul(g, xh);
+    if (!p || !(gin[1] = ct_sum_to_size(p, w->ndim, w->shape))) goto fail;
+    ct_keep(gin[1]);
+  }
+  if (!rms && n->a.k[2] && ct_node_needs_grad(n, 2)) {
+    if (!(gin[2] = ct_sum_to_size(g, n->in_meta[2].ndim, n->in_meta[2].shape))) goto fail;
+    ct_keep(gin[2]);
+  }
+  ct_scope_end(s);
+  return CT_OK;
+fail:
+  st = ct_last_status();
+  {
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", ct_last_error());
+    for (int i = 0; i < 3; i++) {
+      ct_release(gin[i]);
+      gin[i] = NULL;
+    }
+    ct_scope_end(s);
+    ct_set_error(st == CT_OK ? CT_ERR_RUNTIME : st, "%s", msg);
+  }
+  return st == CT_OK ? CT_ERR_RUNTIME : st;
+}
+
+ct_status ct_bw_native_norm(ct_node *n, ct_tensor *const *g, ct_tensor **gin) {
+  bool rms = n->a.k[0], has_w = n->a.k[1];
+  ct_tensor *x = ct_node_saved_in(n, 0), *w = has_w ? ct_node_saved_in(n, 1) : NULL;
+  if (!x || (has_w && !w)) return ct_last_status();
+  if (ct_is_grad_enabled()) return norm_bw_composed(n, x, w, g[0], gin);
+  ct_tensor *mean = rms ? NULL : ct_node_saved_out(n, 1), *rstd = ct_node_saved_out(n, rms ? 1 : 2);
+  if ((!rms && !mean) || !rstd) return ct_last_status();
+  ct_tensor *gc = ct_contiguous(g[0]);
+  if (!gc) return ct_last_status();
+  ct_call c = ct_call_make(CT_OP_native_norm_backward);
+  c.n_in = 5;
+  c.n_out = 3;
+  c.in[0] = gc;
+  c.in[1] = x;
+  c.in[2] = w;
+  c.in[3] = mean;
+  c.in[4] = rstd;
+  c.a = n->a;
+  bool ok = (c.out[0] = nn_new_out(x, x->ndim, x->shape, x->dtype)) != NULL;
+  if (ok && has_w && ct_node_needs_grad(n, 1)) ok = (c.out[1] = nn_new_out(x, w->ndim, w->shape, x->dtype)) != NULL;
+  if (ok && !rms && n->a.k[2] && ct_node_needs_grad(n, 2))
+    ok = (c.out[2] = nn_new_out(x, n->in_meta[2].ndim, n->in_meta[2].shape, x->dtype)) != NULL;
+  ct_status st = ok ? nn_dispatch(&c) : ct_last_status();
+  ct_release(gc);
+  if (!ok || st != CT_OK) {
+    for (int j = 0; j < 3; j++) ct_release(c.out[j]);
+    return st != CT_OK ? st : ct_last_status();
+  }
+  if (ct_node_needs_grad(n, 0)) gin[0] = c.out[0];
+  else ct_release(c.out[0]);
+  gin[1] = c.out[1];
+  gin[2] = c.out[2];
+  return CT_OK;
+}
+
 /* ---- layer_norm ---- */
 ct_tensor *ct_layer_norm(const ct_tensor *x, int n, const int64_t *nshape, const ct_tensor *weight,
                          const ct_tensor *bias, double eps) {
@@ -214,6 +372,7 @@ ct_tensor *ct_layer_norm(const ct_tensor *x, int n, const int64_t *nshape, const
     }
   }
   if (check_norm_dtype(x, "LayerNormKernelImpl")) return NULL;
+  if (norm_fusable(x, weight, bias)) return ct_name_node(fused_norm(false, x, n, weight, bias, eps), "NativeLayerNormBackward0");
   ct_dtype cdt = nn_is_reduced_float(x->dtype) ? CT_FLOAT32 : x->dtype;
   ct_tensor *xc = compute_view(x, cdt), *w = compute_view(weight, cdt), *bb = compute_view(bias, cdt);
   ct_tensor *mean = NULL, *var = NULL, *rstd = NULL, *y = NULL;
@@ -407,6 +566,8 @@ ct_tensor *ct_rms_norm(const ct_tensor *x, int n, const int64_t *nshape, const c
   }
   if (eps < 0) eps = x->dtype == CT_FLOAT64 ? 2.220446049250313e-16
                    : x->dtype == CT_FLOAT16 ? 0.0009765625 : x->dtype == CT_BFLOAT16 ? 0.0078125 : 1.1920928955078125e-07;
+  /* PyTorch (2.4+, where rms_norm exists) composes it: its last node is a MulBackward0 */
+  if (norm_fusable(x, weight, NULL)) return ct_name_node(fused_norm(true, x, n, weight, NULL, eps), "MulBackward0");
   int64_t dims[CT_MAX_DIMS];
   for (int i = 0; i < n; i++) dims[i] = x->ndim - n + i;
   ct_tensor *sq = ct_mul(x, x);
@@ -534,8 +695,213 @@ ct_status ct_bw_embedding_backward(ct_node *n, ct_tensor *const *g, ct_tensor **
 }
 
 /* ---- scaled_dot_product_attention: softmax(q k^T * scale + mask) v, composed ---- */
+#include "../backend/cpu/kernels_attention.h"
 static ct_tensor *bool_mask_additive(const ct_tensor *m, ct_dtype dt) {
   return ct_dispatch_new(CT_OP_attn_bool_mask, 1, (ct_tensor *const *)&m, m->ndim, m->shape, dt, NULL);
+}
+
+/* is_causal's mask, PyTorch's top-left convention (query i sees keys j <= i), additive 0/-inf */
+static ct_tensor *causal_additive(int64_t L, int64_t S, ct_dtype dt, ct_device dev) {
+  bool *m = malloc((size_t)(L * S > 0 ? L * S : 1));
+  if (!m) {
+    ct_set_error(CT_ERR_OOM, "out of memory");
+    return NULL;
+  }
+  for (int64_t i = 0; i < L; i++)
+    for (int64_t j = 0; j < S; j++) m[i * S + j] = j <= i;
+  int64_t ms[2] = {L, S};
+  ct_options o = ct_opts_dtype(CT_BOOL);
+  o.device = dev;
+  ct_tensor *mt = ct_from_buffer(m, CT_BOOL, 2, ms, o);
+  free(m);
+  ct_tensor *add = mt ? bool_mask_additive(mt, dt) : NULL;
+  ct_release(mt);
+  return add;
+}
+
+/* ---- the fused CPU path (src/backend/cpu/kernels_attention.c): op sdpa_flash ----
+ * Taken when it gives what the composed path gives: CPU, float32/float64, no dropout
+ * (the composed path draws an L x S dropout mask from the generator; matching that stream
+ * would need the L x S mask, so dropout stays composed), no empty dim, batch dims that
+ * broadcast, a mask that broadcasts to [batch.., L, S] without growing the result and does
+ * not require grad. Everything else (and every error) goes the composed way. */
+static bool sdpa_fused_applies(const ct_tensor *q, const ct_tensor *k, const ct_tensor *v, const ct_tensor *mask,
+                               double dropout_p, int *nb, int64_t *bshape) {
+  if (dropout_p != 0 || !ct_sdpa_fused_enabled()) return false;
+  if (q->dtype != CT_FLOAT32 && q->dtype != CT_FLOAT64) return false;
+  const ct_tensor *ts[4] = {q, k, v, mask};
+  for (int i = 0; i < 4; i++)
+    if (ts[i] && (ts[i]->storage->device.type != CT_DEVICE_CPU || ct_numel(ts[i]) == 0)) return false;
+  if (q->shape[q->ndim - 1] != k->shape[k->ndim - 1] || k->shape[k->ndim - 2] != v->shape[v->ndim - 2]) return false;
+  int n1, n2;
+  int64_t b1[CT_MAX_DIMS], b2[CT_MAX_DIMS];
+  if (ct_broadcast_shapes(q->ndim - 2, q->shape, k->ndim - 2, k->shape, &n1, b1) != CT_OK ||
+      ct_broadcast_shapes(n1, b1, v->ndim - 2, v->shape, &n2, b2) != CT_OK) {
+    ct_clear_error();
+    return false;
+  }
+  if (n2 + 2 > CT_MAX_DIMS) return false;
+  if (mask) {
+    if (ct_grad_mode_recording() && ct_tensor_requires_grad(mask)) return false; /* the mask's gradient: composed */
+    int64_t full[CT_MAX_DIMS], got[CT_MAX_DIMS];
+    memcpy(full, b2, sizeof(int64_t) * (size_t)n2);
+    full[n2] = q->shape[q->ndim - 2];
+    full[n2 + 1] = k->shape[k->ndim - 2];
+    int ng;
+    if (ct_broadcast_shapes(mask->ndim, mask->shape, n2 + 2, full, &ng, got) != CT_OK) {
+      ct_clear_error();
+      return false;
+    }
+    if (ng != n2 + 2 || memcmp(got, full, sizeof(int64_t) * (size_t)ng) != 0) return false;
+  }
+  *nb = n2;
+  memcpy(bshape, b2, sizeof(int64_t) * (size_t)n2);
+  return true;
+}
+
+/* x expanded to batch shape b (nb dims) + its own last two dims, last dim contiguous */
+static ct_tensor *sdpa_prep(const ct_tensor *x, int nb, const int64_t *b, int64_t r, int64_t c) {
+  int64_t sh[CT_MAX_DIMS];
+  memcpy(sh, b, sizeof(int64_t) * (size_t)nb);
+  sh[nb] = r;
+  sh[nb + 1] = c;
+  ct_tensor *xc = (x->stride[x->ndim - 1] == 1 || x->shape[x->ndim - 1] == 1) ? ct_same(x) : ct_contiguous(x);
+  ct_tensor *e = xc ? ct_expand(xc, nb + 2, sh) : NULL;
+  ct_release(xc);
+  return e;
+}
+
+static ct_tensor *sdpa_fused(const ct_tensor *q, const ct_tensor *k, const ct_tensor *v, const ct_tensor *mask,
+                             bool is_causal, double sc, int nb, const int64_t *b) {
+  int64_t L = q->shape[q->ndim - 2], S = k->shape[k->ndim - 2], E = q->shape[q->ndim - 1];
+  int64_t Ev = v->shape[v->ndim - 1];
+  ct_call c = ct_call_make(CT_OP_sdpa_flash);
+  c.in[0] = sdpa_prep(q, nb, b, L, E);
+  c.in[1] = sdpa_prep(k, nb, b, S, E);
+  c.in[2] = sdpa_prep(v, nb, b, S, Ev);
+  c.n_in = 3;
+  if (mask) {
+    ct_tensor *add = mask->dtype == CT_BOOL ? bool_mask_additive(mask, q->dtype) : ct_same(mask);
+    int64_t sh[CT_MAX_DIMS];
+    memcpy(sh, b, sizeof(int64_t) * (size_t)nb);
+    sh[nb] = L;
+    sh[nb + 1] = S;
+    c.in[3] = add ? ct_expand(add, nb + 2, sh) : NULL;
+    ct_release(add);
+    c.n_in = 4;
+  }
+  ct_tensor *out = NULL;
+  bool ok = true;
+  for (int i = 0; i < c.n_in; i++) ok = ok && c.in[i];
+  if (ok) {
+    int64_t osh[CT_MAX_DIMS];
+    memcpy(osh, b, sizeof(int64_t) * (size_t)nb);
+    osh[nb] = L;
+    osh[nb + 1] = Ev;
+    c.a.f[0] = sc;
+    c.a.k[0] = is_causal;
+    /* out[2] is the backward's copy of the output: the composed path does not save its
+     * output, so an in-place change of the result must not break backward here either */
+    c.n_out = 3;
+    c.out[0] = nn_new_out(q, nb + 2, osh, q->dtype);
+    c.out[1] = nn_new_out(q, nb + 1, osh, q->dtype);
+    c.out[2] = nn_new_out(q, nb + 2, osh, q->dtype);
+    if (!c.out[0] || !c.out[1] || !c.out[2]) {
+      nn_release_n(3, c.out[0], c.out[1], c.out[2]);
+    } else if (nn_dispatch(&c) == CT_OK) {
+      out = c.out[0];
+      nn_release_n(2, c.out[1], c.out[2]); /* the node keeps the log-sum-exp and the copy */
+      /* the name the composed path's last op (matmul) gives its node, as PyTorch 1.13 */
+      ct_name_node(out, nb == 0 ? "MmBackward0" : "UnsafeViewBackward0");
+    }
+  }
+  for (int i = 0; i < c.n_in; i++) ct_release(c.in[i]);
+  return out;
+}
+
+/* d sdpa_flash. Without grad mode: the fused backward (sdpa_flash_backward) recomputes P
+ * blockwise from the saved log-sum-exp: dV = P^T dO, dP = dO V^T, dS = P (dP - rowsum(dO O)),
+ * dQ = scale dS K, dK = scale dS^T Q. With grad mode (create_graph, double backward) the
+ * same formula in public ops, P recomputed by softmax, so it is differentiable again. */
+ct_status ct_bw_sdpa_flash(ct_node *n, ct_tensor *const *g, ct_tensor **gin) {
+  ct_tensor *q = ct_node_saved_in(n, 0), *k = q ? ct_node_saved_in(n, 1) : NULL;
+  ct_tensor *v = k ? ct_node_saved_in(n, 2) : NULL;
+  ct_tensor *m = (v && n->n_in > 3) ? ct_node_saved_in(n, 3) : NULL;
+  if (!v || (n->n_in > 3 && !m)) return ct_last_status();
+  double sc = n->a.f[0];
+  bool causal = n->a.k[0] != 0;
+  if (!ct_is_grad_enabled()) {
+    ct_tensor *o = ct_node_saved_out(n, 2), *lse = o ? ct_node_saved_out(n, 1) : NULL;
+    if (!lse) return ct_last_status();
+    ct_call c = ct_call_make(CT_OP_sdpa_flash_backward);
+    c.a = n->a;
+    c.n_in = m ? 7 : 6;
+    c.in[0] = q;
+    c.in[1] = k;
+    c.in[2] = v;
+    c.in[3] = o;
+    c.in[4] = lse;
+    c.in[5] = g[0]->stride[g[0]->ndim - 1] == 1 ? ct_same(g[0]) : ct_contiguous(g[0]);
+    c.in[6] = m;
+    if (!c.in[5]) return ct_last_status();
+    c.n_out = 3;
+    for (int i = 0; i < 3; i++) c.out[i] = nn_new_out(q, c.in[i]->ndim, c.in[i]->shape, q->dtype);
+    ct_status st = (c.out[0] && c.out[1] && c.out[2]) ? nn_dispatch(&c) : ct_last_status();
+    if (st != CT_OK) {
+      for (int i = 0; i < 3; i++) ct_release(c.out[i]);
+      ct_release(c.in[5]);
+      return st;
+    }
+    ct_release(c.in[5]);
+    for (int i = 0; i < 3; i++) {
+      if (ct_node_needs_grad(n, i)) gin[i] = c.out[i];
+      else ct_release(c.out[i]);
+    }
+    return CT_OK;
+  }
+  int64_t L = q->shape[q->ndim - 2], S = k->shape[k->ndim - 2];
+  ct_tensor *kt = ct_mT(k);
+  ct_tensor *qk = kt ? ct_matmul(q, kt) : NULL;
+  ct_tensor *s = qk ? ct_mul_scalar(qk, ct_sf(sc)) : NULL;
+  nn_release_n(2, kt, qk);
+  if (s && (causal || m)) {
+    ct_tensor *add = causal ? causal_additive(L, S, q->dtype, q->storage->device) : ct_retain(m);
+    ct_tensor *t = add ? ct_add(s, add) : NULL;
+    nn_release_n(2, s, add);
+    s = t;
+  }
+  ct_tensor *p = s ? ct_softmax(s, -1, -1) : NULL;
+  ct_release(s);
+  if (!p) return ct_last_status();
+  ct_status st = CT_OK;
+  if (ct_node_needs_grad(n, 2)) {
+    ct_tensor *pt = ct_mT(p);
+    gin[2] = pt ? ct_matmul(pt, g[0]) : NULL;
+    ct_release(pt);
+    if (!gin[2]) st = ct_last_status();
+  }
+  if (st == CT_OK && (ct_node_needs_grad(n, 0) || ct_node_needs_grad(n, 1))) {
+    int64_t last = -1;
+    ct_tensor *vt = ct_mT(v);
+    ct_tensor *dp = vt ? ct_matmul(g[0], vt) : NULL;
+    ct_tensor *dpp = dp ? ct_mul(dp, p) : NULL;
+    ct_tensor *rs = dpp ? ct_sum_dims(dpp, 1, &last, true) : NULL;
+    ct_tensor *dd = rs ? ct_sub(dp, rs) : NULL;
+    ct_tensor *ds0 = dd ? ct_mul(p, dd) : NULL;
+    ct_tensor *ds = ds0 ? ct_mul_scalar(ds0, ct_sf(sc)) : NULL;
+    nn_release_n(6, vt, dp, dpp, rs, dd, ds0);
+    if (!ds) st = ct_last_status();
+    if (st == CT_OK && ct_node_needs_grad(n, 0) && !(gin[0] = ct_matmul(ds, k))) st = ct_last_status();
+    if (st == CT_OK && ct_node_needs_grad(n, 1)) {
+      ct_tensor *dst = ct_mT(ds);
+      gin[1] = dst ? ct_matmul(dst, q) : NULL;
+      ct_release(dst);
+      if (!gin[1]) st = ct_last_status();
+    }
+    ct_release(ds);
+  }
+  ct_release(p);
+  return st;
 }
 
 ct_tensor *ct_scaled_dot_product_attention(const ct_tensor *q, const ct_tensor *k, const ct_tensor *v,
@@ -572,6 +938,10 @@ ct_tensor *ct_scaled_dot_product_attention(const ct_tensor *q, const ct_tensor *
   }
   int64_t L = q->shape[q->ndim - 2], S = k->shape[k->ndim - 2], E = q->shape[q->ndim - 1];
   double sc = scale ? *scale : 1.0 / sqrt((double)E);
+  int fnb;
+  int64_t fb[CT_MAX_DIMS];
+  if (sdpa_fused_applies(q, k, v, attn_mask, dropout_p, &fnb, fb))
+    return sdpa_fused(q, k, v, attn_mask, is_causal, sc, fnb, fb);
   ct_tensor *kt = ct_mT(k);
   ct_tensor *qk = kt ? ct_matmul(q, kt) : NULL;
   ct_tensor *s = qk ? ct_mul_scalar(qk, ct_sf(sc)) : NULL;
@@ -579,21 +949,7 @@ ct_tensor *ct_scaled_dot_product_attention(const ct_tensor *q, const ct_tensor *
   if (!s) return NULL;
   ct_tensor *add = NULL;
   if (is_causal) {
-    bool *m = malloc((size_t)(L * S > 0 ? L * S : 1));
-    if (!m) {
-      ct_release(s);
-      ct_set_error(CT_ERR_OOM, "out of memory");
-      return NULL;
-    }
-    for (int64_t i = 0; i < L; i++)
-      for (int64_t j = 0; j < S; j++) m[i * S + j] = j <= i;
-    int64_t ms[2] = {L, S};
-    ct_options o = ct_opts_dtype(CT_BOOL);
-    o.device = q->storage->device;
-    ct_tensor *mt = ct_from_buffer(m, CT_BOOL, 2, ms, o);
-    free(m);
-    add = mt ? bool_mask_additive(mt, q->dtype) : NULL;
-    ct_release(mt);
+    add = causal_additive(L, S, q->dtype, q->storage->device);
     if (!add) {
       ct_release(s);
       return NULL;

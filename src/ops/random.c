@@ -382,7 +382,9 @@ ct_tensor *ct_multinomial(const ct_tensor *probs, int64_t k, bool replacement, c
   }
   int64_t oshape[2] = {nd, k};
   int ond = p->ndim;
-  ct_tensor *out = ct_empty(ond, ond == 2 ? oshape : &k, ct_opts_dtype(CT_INT64));
+  ct_options oo = ct_opts_dtype(CT_INT64);
+  oo.device = p->storage->device; /* the samples live where the probabilities do */
+  ct_tensor *out = ct_empty(ond, ond == 2 ? oshape : &k, oo);
   if (!out || ct_numel(p) == 0) return out;
   if (p->dtype == CT_FLOAT16) {
     ct_set_error(CT_ERR_RUNTIME, "multinomial is not implemented for half on CPU");

@@ -639,7 +639,10 @@ ct_tensor *ct_repeat_interleave_tensor(const ct_tensor *t, const ct_tensor *repe
     if (__builtin_add_overflow(total, rv[k], &total)) { ct_set_error(CT_ERR_RUNTIME, "repeat_interleave: size overflow"); goto done; }
   }
   {
-    ct_tensor *rt = ct_from_buffer(rv, CT_INT64, 1, &size, ct_opts_dtype(CT_INT64));
+    /* the repeats go where x is: the op's kernels take both inputs on one device */
+    ct_options ro = ct_opts_dtype(CT_INT64);
+    ro.device = x->storage->device;
+    ct_tensor *rt = ct_from_buffer(rv, CT_INT64, 1, &size, ro);
     if (!rt) goto done;
     int64_t os[CT_MAX_DIMS];
     memcpy(os, x->shape, sizeof(int64_t) * (size_t)x->ndim);

@@ -22,11 +22,23 @@ ct_tensor *ct_where(const ct_tensor *cond, const ct_tensor *a, const ct_tensor *
   /* only a and b take part in promotion */
   const ct_tensor *vals[2] = {a, b};
   ct_dtype dt = ct_result_type_n(2, vals);
+  /* CPU 0-dim tensors and wrapped numbers mix with device tensors (as in PyTorch): the
+   * result goes to the first other tensor's device and they are moved there */
   ct_device dev = cond->storage->device;
+  for (int i = 0; i < 3; i++)
+    if (!all[i]->is_wrapped_number && !(all[i]->ndim == 0 && all[i]->storage->device.type == CT_DEVICE_CPU)) {
+      dev = all[i]->storage->device;
+      break;
+    }
   ct_tensor *prep[3] = {NULL, NULL, NULL}, *out = NULL;
   ct_status st = CT_OK;
   for (int i = 0; i < 3 && st == CT_OK; i++) {
     ct_tensor *c = ct_to_dtype(all[i], i == 0 ? CT_BOOL : dt);
+    if (c && (c->storage->device.type != dev.type || c->storage->device.index != dev.index)) {
+      ct_tensor *m = ct_to_device(c, dev);
+      ct_release(c);
+      c = m;
+    }
     if (!c) {
       st = ct_last_status();
       break;

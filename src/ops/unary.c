@@ -468,19 +468,27 @@ static ct_status clamp_dtype(const ct_tensor *x, const ct_scalar *lo, const ct_s
   ct_release(w[1]);
   return st;
 }
+/* A float bound's integer image, only read where the result is integral: nan and
+ * out-of-range values must not reach an undefined float-to-int64 conversion. */
+static int64_t bound_as_int(double f) {
+  if (f != f) return 0;
+  if (f >= 9223372036854775807.0) return INT64_MAX;
+  if (f <= -9223372036854775808.0) return INT64_MIN;
+  return (int64_t)f;
+}
 static ct_attrs clamp_attrs(const ct_scalar *lo, const ct_scalar *hi) {
   ct_attrs a = ct_attrs_zero();
   if (lo) {
     a.k[0] = 1;
     a.f[0] = scalar_f(lo);
     a.s[0] = *lo;
-    if (lo->kind == CT_SCALAR_FLOAT) a.s[0].i = (int64_t)lo->f;
+    if (lo->kind == CT_SCALAR_FLOAT) a.s[0].i = bound_as_int(lo->f);
   }
   if (hi) {
     a.k[1] = 1;
     a.f[1] = scalar_f(hi);
     a.s[1] = *hi;
-    if (hi->kind == CT_SCALAR_FLOAT) a.s[1].i = (int64_t)hi->f;
+    if (hi->kind == CT_SCALAR_FLOAT) a.s[1].i = bound_as_int(hi->f);
   }
   return a;
 }

@@ -434,6 +434,15 @@ ct_status ct_bw_expand(ct_node *n, ct_tensor *const *g, ct_tensor **gin) {
 }
 
 /* ---- as_strided family ---- */
+/* Row-major strides of t's shape (the coordinates logical views record for backward). */
+static void logical_strides(const ct_tensor *t, int64_t *cs) {
+  int64_t acc = 1;
+  for (int d = t->ndim - 1; d >= 0; d--) {
+    cs[d] = acc;
+    acc *= t->shape[d] > 0 ? t->shape[d] : 1;
+  }
+}
+
 static ct_status check_bounds(const ct_tensor *t, int nd, const int64_t *shape, const int64_t *stride, int64_t offset) {
   int64_t max_off = offset;
   for (int d = 0; d < nd; d++) {
@@ -455,13 +464,20 @@ static ct_status check_bounds(const ct_tensor *t, int nd, const int64_t *shape, 
   return CT_OK;
 }
 
-/* A view given in storage coordinates; the node records the geometry relative to t. */
-static ct_tensor *strided_view(const ct_tensor *t, int nd, const int64_t *shape, const int64_t *stride, int64_t offset) {
-  ct_attrs a = geom_attrs(nd, shape, stride, offset - t->offset);
+/* A view given in storage coordinates. as_strided records the geometry relative to t's
+ * storage (PyTorch's as_strided is defined on storage). The logical views (slice, select,
+ * diagonal, unfold) pass lstride/loff: the same geometry computed on t's contiguous strides
+ * (logical_strides) and offset 0, so their backward lands on t's elements even when t is
+ * itself self-overlapping (an unfold of an unfold would otherwise sum aliased elements). */
+static ct_tensor *strided_view_rec(const ct_tensor *t, int nd, const int64_t *shape, const int64_t *stride,
+                                   int64_t offset, const int64_t *lstride, int64_t loff) {
+  ct_attrs a = lstride ? geom_attrs(nd, shape, lstride, loff) : geom_attrs(nd, shape, stride, offset - t->offset);
   /* also record the input's geometry for the backward */
   a.ni = t->ndim;
+  int64_t cs[CT_MAX_DIMS];
+  if (lstride) logical_strides(t, cs);
   for (int d = 0; d < t->ndim; d++) {
-    a.i[16 + d] = t->stride[d];
+    a.i[16 + d] = lstride ? cs[d] : t->stride[d];
   }
   return make_view_rec(t, CT_OP_as_strided, nd, shape, stride, offset, &a);
 }
@@ -474,7 +490,7 @@ ct_tensor *ct_as_strided(const ct_tensor *t, int nd, const int64_t *shape, const
   }
   if (offset < 0) offset = t->offset;
   if (check_bounds(t, nd, shape, stride, offset)) return NULL;
-  return strided_view(t, nd, shape, stride, offset);
+  return strided_view_rec(t, nd, shape, stride, offset, NULL, 0);
 }
 
 ct_tensor *ct_same(const ct_tensor *t) {
@@ -545,7 +561,11 @@ ct_tensor *ct_slice(const ct_tensor *t, int64_t dim, int64_t start, int64_t end,
   memcpy(st, t->stride, sizeof st);
   ns[dim] = (end - start + step - 1) / step;
   st[dim] = t->stride[dim] * step;
-  ct_tensor *r = strided_view(t, t->ndim, ns, st, t->offset + start * t->stride[dim]);
+  int64_t lst[CT_MAX_DIMS];
+  logical_strides(t, lst);
+  int64_t loff = start * lst[dim];
+  lst[dim] *= step;
+  ct_tensor *r = strided_view_rec(t, t->ndim, ns, st, t->offset + start * t->stride[dim], lst, loff);
   if (r && r->grad_fn) r->grad_fn->name = "SliceBackward0";
   return r;
 }
@@ -566,14 +586,16 @@ ct_tensor *ct_select(const ct_tensor *t, int64_t dim, int64_t index) {
     return NULL;
   }
   if (index < 0) index += size;
-  int64_t ns[CT_MAX_DIMS], st[CT_MAX_DIMS];
+  int64_t ns[CT_MAX_DIMS], st[CT_MAX_DIMS], cs[CT_MAX_DIMS], lst[CT_MAX_DIMS];
+  logical_strides(t, cs);
   int nd = 0;
   for (int d = 0; d < t->ndim; d++)
     if (d != dim) {
       ns[nd] = t->shape[d];
+      lst[nd] = cs[d];
       st[nd++] = t->stride[d];
     }
-  ct_tensor *r = strided_view(t, nd, ns, st, t->offset + index * t->stride[dim]);
+  ct_tensor *r = strided_view_rec(t, nd, ns, st, t->offset + index * t->stride[dim], lst, index * cs[dim]);
   if (r && r->grad_fn) r->grad_fn->name = "SelectBackward0";
   return r;
 }
@@ -593,28 +615,32 @@ ct_tensor *ct_diagonal(const ct_tensor *t, int64_t offset, int64_t d1, int64_t d
     ct_set_error(CT_ERR_RUNTIME, "diagonal dimensions cannot be identical %lld, %lld", (long long)d1, (long long)d2);
     return NULL;
   }
-  int64_t len, off = t->offset;
+  int64_t cs[CT_MAX_DIMS];
+  logical_strides(t, cs);
+  int64_t len, off = t->offset, loff = 0;
   if (offset >= 0) {
     len = t->shape[d2] - offset;
     if (len > t->shape[d1]) len = t->shape[d1];
-    if (len > 0) off += offset * t->stride[d2];
+    if (len > 0) off += offset * t->stride[d2], loff = offset * cs[d2];
   } else {
     len = t->shape[d1] + offset;
     if (len > t->shape[d2]) len = t->shape[d2];
-    if (len > 0) off -= offset * t->stride[d1];
+    if (len > 0) off -= offset * t->stride[d1], loff = -offset * cs[d1];
   }
   if (len < 0) len = 0;
-  if (len == 0) off = t->offset;
-  int64_t ns[CT_MAX_DIMS], st[CT_MAX_DIMS];
+  if (len == 0) off = t->offset, loff = 0;
+  int64_t ns[CT_MAX_DIMS], st[CT_MAX_DIMS], lst[CT_MAX_DIMS];
   int nd = 0;
   for (int d = 0; d < t->ndim; d++)
     if (d != d1 && d != d2) {
       ns[nd] = t->shape[d];
+      lst[nd] = cs[d];
       st[nd++] = t->stride[d];
     }
   ns[nd] = len;
+  lst[nd] = cs[d1] + cs[d2];
   st[nd++] = t->stride[d1] + t->stride[d2];
-  ct_tensor *r = strided_view(t, nd, ns, st, off);
+  ct_tensor *r = strided_view_rec(t, nd, ns, st, off, lst, loff);
   if (r && r->grad_fn) r->grad_fn->name = "DiagonalBackward0";
   return r;
 }
@@ -641,19 +667,40 @@ ct_tensor *ct_unfold(const ct_tensor *t, int64_t dim, int64_t size, int64_t step
     ct_set_error(CT_ERR_RUNTIME, "unfold: result would have more than %d dims", CT_MAX_DIMS);
     return NULL;
   }
-  int64_t ns[CT_MAX_DIMS], st[CT_MAX_DIMS];
+  int64_t ns[CT_MAX_DIMS], st[CT_MAX_DIMS], lst[CT_MAX_DIMS];
   int nd = t->ndim;
   memcpy(ns, t->shape, sizeof ns);
   memcpy(st, t->stride, sizeof st);
+  logical_strides(t, lst);
+  int64_t ldstride = t->ndim ? lst[d] : 1;
   if (t->ndim) {
     ns[d] = (dsize - size) / step + 1;
     st[d] = step * dstride;
+    lst[d] = step * ldstride;
   }
   ns[nd] = size;
+  lst[nd] = ldstride;
   st[nd++] = dstride;
-  ct_tensor *r = strided_view(t, nd, ns, st, t->offset);
+  ct_tensor *r = strided_view_rec(t, nd, ns, st, t->offset, lst, 0);
   if (r && r->grad_fn) r->grad_fn->name = "UnfoldBackward0";
   return r;
+}
+
+/* buf[flat position of each window element] += g, as one scatter_add: device kernels run
+ * the elements in parallel, so an in-place add through self-overlapping windows would
+ * race where the CPU's serial loop accumulates. */
+static ct_status scatter_windows(ct_tensor *buf, const ct_tensor *win, const ct_tensor *g) {
+  ct_options lo = {CT_INT64, buf->storage->device, false};
+  int64_t m1 = -1;
+  ct_tensor *ar = ct_arange(ct_si(0), ct_si(buf->shape[0]), ct_si(1), &lo);
+  ct_tensor *iw = ar ? ct_as_strided(ar, win->ndim, win->shape, win->stride, win->offset - buf->offset) : NULL;
+  ct_tensor *ix = iw ? ct_reshape(iw, 1, &m1) : NULL, *gf = ix ? ct_reshape(g, 1, &m1) : NULL;
+  ct_status st = gf ? ct_scatter_add_(buf, 0, ix, gf) : ct_last_status();
+  ct_release(ar);
+  ct_release(iw);
+  ct_release(ix);
+  ct_release(gf);
+  return st;
 }
 
 /* Backward of a strided view: scatter-add the gradient into zeros shaped like the
@@ -683,7 +730,8 @@ ct_status ct_bw_as_strided(ct_node *n, ct_tensor *const *g, ct_tensor **gin) {
   if (!buf) return ct_last_status();
   ct_tensor *win = ct_as_strided(buf, nd, n->a.i, n->a.i + 8, n->a.k[1]);
   ct_status st = win ? CT_OK : ct_last_status();
-  if (st == CT_OK) st = ct_add_(win, g[0]); /* overlapping windows accumulate: see ct_add_ */
+  if (st == CT_OK && m->device.type == CT_DEVICE_CPU) st = ct_add_(win, g[0]); /* overlapping windows accumulate: see ct_add_ */
+  else if (st == CT_OK) st = scatter_windows(buf, win, g[0]);
   ct_release(win);
   if (st == CT_OK) {
     gin[0] = ct_as_strided(buf, m->ndim, m->shape, in_stride, 0);

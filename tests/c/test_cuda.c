@@ -549,6 +549,190 @@ CUDA_TEST(errors_and_memory) {
   CHECK_OK(ct_cuda_synchronize(0));
 }
 
+/* Every optimizer kind, three steps on the same parameters and gradients on both devices
+ * (the CPU takes its fused loops, CUDA the per-op path through the op door): parameters
+ * and state agree. Elementwise float32 updates computed in double: 1e-5. */
+CUDA_TEST(optimizers_match_cpu) {
+  ct_scope *s = ct_scope_begin();
+  struct {
+    ct_optim_kind k;
+    const char *state;
+    double momentum, wd;
+    bool flag; /* nesterov (SGD), amsgrad (Adam/AdamW), centered (RMSprop) */
+  } cases[] = {{CT_OPTIM_SGD, "momentum_buffer", 0.9, 0.01, true}, {CT_OPTIM_SGD, NULL, 0, 0, false},
+               {CT_OPTIM_ADAM, "exp_avg_sq", 0, 0.01, true},      {CT_OPTIM_ADAMW, "exp_avg", 0, 0.1, false},
+               {CT_OPTIM_RMSPROP, "square_avg", 0.5, 0.01, true}, {CT_OPTIM_ADAGRAD, "sum", 0, 0.01, false}};
+  int64_t shp[2] = {37, 5};
+  ct_tensor *p0 = rnd(2, shp, CT_FLOAT32, false);
+  ct_tensor *gr[3];
+  for (int k = 0; k < 3; k++) gr[k] = rnd(2, shp, CT_FLOAT32, false);
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    ct_tensor *P[2] = {ct_clone(p0), G(p0)};
+    ct_optim *opt[2];
+    for (int d = 0; d < 2; d++) {
+      ct_optim_options o = ct_optim_defaults(cases[c].k);
+      o.lr = 0.05;
+      o.weight_decay = cases[c].wd;
+      o.momentum = cases[c].momentum;
+      o.nesterov = o.amsgrad = o.centered = cases[c].flag;
+      opt[d] = ct_optim_new(cases[c].k, 1, &P[d], &o);
+      CHECK(opt[d] != NULL);
+    }
+    if (!opt[0] || !opt[1]) continue;
+    for (int step = 0; step < 3; step++) {
+      CHECK_OK(ct_set_grad(P[0], ct_clone(gr[step]))); /* clipping scales the grads in place */
+      CHECK_OK(ct_set_grad(P[1], G(gr[step])));
+      /* clip on both devices too (the norm is a device reduction read back as a scalar) */
+      for (int d = 0; d < 2; d++) CHECK(ct_clip_grad_norm_(1, &P[d], 3.0, 2.0, false) != NULL);
+      for (int d = 0; d < 2; d++) CHECK_OK(ct_optim_step(opt[d]));
+    }
+    CHECK(ct_tensor_device(P[1]).type == CT_DEVICE_CUDA);
+    same(ct_optim_kind_name(cases[c].k), P[0], P[1], 1e-5, 1e-6);
+    if (cases[c].state) {
+      ct_tensor *a = ct_optim_state(opt[0], P[0], cases[c].state), *b = ct_optim_state(opt[1], P[1], cases[c].state);
+      CHECK(b && ct_tensor_device(b).type == CT_DEVICE_CUDA);
+      same(cases[c].state, a, b, 1e-5, 1e-7);
+    }
+    for (int d = 0; d < 2; d++) ct_optim_free(opt[d]);
+  }
+  ct_scope_end(s);
+}
+
+/* where() with CPU 0-dim tensors beside CUDA tensors (PyTorch allows them), gradients to
+ * both, and the losses built on it (smooth_l1, huber). */
+CUDA_TEST(where_cpu_scalars_and_losses) {
+  ct_scope *s = ct_scope_begin();
+  ct_tensor *x = rnd(1, (int64_t[]){40}, CT_FLOAT32, false), *y = rnd(1, (int64_t[]){40}, CT_FLOAT32, false);
+  ct_tensor *cond = ct_lt_scalar(x, ct_sf(0.2));
+  ct_tensor *xs[2] = {ct_clone(x), G(x)}, *sc[2];
+  for (int d = 0; d < 2; d++) {
+    sc[d] = ct_scalar_tensor(ct_sf(1.5), ct_opts()); /* a CPU scalar on both devices' runs */
+    CHECK_OK(ct_requires_grad_(sc[d], true));
+    CHECK_OK(ct_requires_grad_(xs[d], true));
+  }
+  ct_tensor *w0 = ct_where(cond, sc[0], xs[0]), *w1 = ct_where(G(cond), sc[1], xs[1]);
+  same("where(cond, cpu scalar, x)", w0, w1, 0, 0);
+  CHECK(w1 && ct_tensor_device(w1).type == CT_DEVICE_CUDA);
+  ct_tensor *u0 = ct_sum(ct_mul(w0, y)), *u1 = ct_sum(ct_mul(w1, G(y)));
+  CHECK_OK(ct_backward(u0, NULL, false, false));
+  CHECK_OK(ct_backward(u1, NULL, false, false));
+  CHECK(ct_grad(sc[1]) && ct_tensor_device(ct_grad(sc[1])).type == CT_DEVICE_CPU);
+  same("where grad (cpu scalar)", ct_grad(sc[0]), ct_grad(sc[1]), 1e-5, 1e-6);
+  same("where grad (x)", ct_grad(xs[0]), ct_grad(xs[1]), 0, 0);
+  ct_tensor *w2 = ct_where(G(cond), xs[1], sc[1]), *w3 = ct_where(cond, xs[0], sc[0]);
+  same("where(cond, x, cpu scalar)", w3, w2, 0, 0);
+  for (int loss = 0; loss < 2; loss++)
+    for (int r = 0; r < 3; r++) {
+      ct_tensor *a[2] = {ct_clone(x), G(x)}, *l[2];
+      for (int d = 0; d < 2; d++) {
+        CHECK_OK(ct_requires_grad_(a[d], true));
+        ct_tensor *t = d ? G(y) : y;
+        l[d] = loss ? ct_huber_loss(a[d], t, (ct_reduction)r, 0.7) : ct_smooth_l1_loss(a[d], t, (ct_reduction)r, 0.7);
+        ct_tensor *ls = l[d] ? ct_sum(l[d]) : NULL;
+        CHECK_OK(ls ? ct_backward(ls, NULL, false, false) : ct_last_status());
+      }
+      same(loss ? "huber" : "smooth_l1", l[0], l[1], 1e-5, 1e-6);
+      same(loss ? "huber grad" : "smooth_l1 grad", ct_grad(a[0]), ct_grad(a[1]), 1e-5, 1e-7);
+    }
+  ct_scope_end(s);
+}
+
+/* cat, repeat_interleave (forward and backward), one_hot, multinomial and the backward of
+ * overlapping as_strided windows on the device, against the CPU. */
+CUDA_TEST(shape_and_sampling_ops) {
+  ct_scope *s = ct_scope_begin();
+  /* cat: a transposed input, a legacy empty 1-D one, gradients back to each */
+  ct_tensor *a = rnd(2, (int64_t[]){4, 3}, CT_FLOAT32, false), *b = rnd(2, (int64_t[]){3, 2}, CT_FLOAT32, false);
+  ct_tensor *e = ct_zeros(1, (int64_t[]){0}, ct_opts());
+  ct_tensor *in[2][3];
+  for (int d = 0; d < 2; d++) {
+    in[d][0] = d ? G(a) : ct_clone(a);
+    ct_tensor *bt = d ? G(b) : ct_clone(b);
+    CHECK_OK(ct_requires_grad_(in[d][0], true));
+    CHECK_OK(ct_requires_grad_(bt, true));
+    in[d][1] = ct_transpose(bt, 0, 1); /* [2, 3], non-contiguous */
+    in[d][2] = d ? G(e) : e;
+  }
+  ct_tensor *c0 = ct_cat(3, (const ct_tensor *const *)in[0], 0), *c1 = ct_cat(3, (const ct_tensor *const *)in[1], 0);
+  same("cat", c0, c1, 0, 0);
+  ct_tensor *yc = rnd(2, (int64_t[]){6, 3}, CT_FLOAT32, false);
+  CHECK_OK(ct_backward(ct_sum(ct_mul(c0, yc)), NULL, false, false));
+  CHECK_OK(ct_backward(ct_sum(ct_mul(c1, G(yc))), NULL, false, false));
+  same("cat grad", ct_grad(in[0][0]), ct_grad(in[1][0]), 0, 0);
+  int64_t big = 3000; /* several blocks of the kernel */
+  ct_tensor *l0 = rnd(1, &big, CT_FLOAT64, false), *l1 = G(l0);
+  ct_tensor *parts[2][3] = {{l0, l0, l0}, {l1, l1, l1}};
+  same("cat 1-D", ct_cat(3, (const ct_tensor *const *)parts[0], 0), ct_cat(3, (const ct_tensor *const *)parts[1], 0), 0, 0);
+  /* repeat_interleave with tensor repeats along dim 1, and its backward (a summing scatter) */
+  int64_t rv[5] = {2, 0, 3, 1, 4};
+  ct_tensor *reps = ct_from_buffer(rv, CT_INT64, 1, (int64_t[]){5}, ct_opts_dtype(CT_INT64));
+  ct_tensor *x = rnd(3, (int64_t[]){2, 5, 3}, CT_FLOAT32, false), *xr[2] = {ct_clone(x), G(x)}, *ri[2];
+  for (int d = 0; d < 2; d++) {
+    CHECK_OK(ct_requires_grad_(xr[d], true));
+    ri[d] = ct_repeat_interleave_tensor(xr[d], d ? G(reps) : reps, 1);
+  }
+  same("repeat_interleave", ri[0], ri[1], 0, 0);
+  ct_tensor *yr = rnd(3, (int64_t[]){2, 10, 3}, CT_FLOAT32, false);
+  CHECK_OK(ct_backward(ct_sum(ct_mul(ri[0], yr)), NULL, false, false));
+  CHECK_OK(ct_backward(ct_sum(ct_mul(ri[1], G(yr))), NULL, false, false));
+  same("repeat_interleave grad", ct_grad(xr[0]), ct_grad(xr[1]), 0, 0);
+  same("repeat_interleave(int, no dim)", ct_repeat_interleave(x, 3, CT_NO_DIM), ct_repeat_interleave(G(x), 3, CT_NO_DIM), 0, 0);
+  /* one_hot: class count inferred and given; the range errors, read through device reductions */
+  int64_t cls[6] = {0, 3, 1, 3, 2, 0};
+  ct_tensor *ci = ct_from_buffer(cls, CT_INT64, 2, (int64_t[]){2, 3}, ct_opts_dtype(CT_INT64));
+  same("one_hot", ct_one_hot(ci, -1), ct_one_hot(G(ci), -1), 0, 0);
+  same("one_hot(6)", ct_one_hot(ci, 6), ct_one_hot(G(ci), 6), 0, 0);
+  CHECK_ERR_PTR(ct_one_hot(G(ci), 3), "Class values must be smaller than num_classes.");
+  cls[2] = -1;
+  CHECK_ERR_PTR(ct_one_hot(G(ct_from_buffer(cls, CT_INT64, 1, (int64_t[]){6}, ct_opts_dtype(CT_INT64))), -1),
+                "Class values must be non-negative.");
+  /* multinomial: drawn by the CPU generator on both devices, so the same seed gives the same samples */
+  ct_tensor *pr = ct_softmax(rnd(2, (int64_t[]){3, 20}, CT_FLOAT32, false), -1, -1);
+  ct_generator *g0 = ct_generator_new(7), *g1 = ct_generator_new(7);
+  for (int rep = 0; rep < 2; rep++) {
+    ct_tensor *m0 = ct_multinomial(pr, 5, rep != 0, g0), *m1 = ct_multinomial(G(pr), 5, rep != 0, g1);
+    CHECK(m1 && ct_tensor_device(m1).type == CT_DEVICE_CUDA);
+    same("multinomial", m0, m1, 0, 0);
+  }
+  ct_generator_free(g0);
+  ct_generator_free(g1);
+  /* overlapping windows: [5] viewed as 3 windows of 3 with stride 1 (unfold's layout) */
+  ct_tensor *v = rnd(1, (int64_t[]){5}, CT_FLOAT32, false), *vv[2] = {ct_clone(v), G(v)}, *wv[2];
+  ct_tensor *yw = rnd(2, (int64_t[]){3, 3}, CT_FLOAT32, false);
+  for (int d = 0; d < 2; d++) {
+    CHECK_OK(ct_requires_grad_(vv[d], true));
+    wv[d] = ct_as_strided(vv[d], 2, (int64_t[]){3, 3}, (int64_t[]){1, 1}, 0);
+    CHECK_OK(ct_backward(ct_sum(ct_mul(wv[d], d ? G(yw) : yw)), NULL, false, false));
+  }
+  same("as_strided overlapping", wv[0], wv[1], 0, 0);
+  /* up to 3 float32 terms per element, summed in another order: 1e-6 */
+  same("as_strided overlapping grad", ct_grad(vv[0]), ct_grad(vv[1]), 1e-6, 1e-7);
+  ct_scope_end(s);
+}
+
+/* Module.to(device): BatchNorm2d's running statistics move with the parameters, and a
+ * training forward updates them on the device as on the CPU. */
+CUDA_TEST(module_to_device) {
+  ct_scope *s = ct_scope_begin();
+  ct_module *m[2] = {ct_batch_norm2d_new(3, 1e-5, 0.1, true, true), ct_batch_norm2d_new(3, 1e-5, 0.1, true, true)};
+  CHECK_OK(ct_module_to_device(m[1], ct_cuda(0)));
+  ct_tensor *x = rnd(4, (int64_t[]){2, 3, 4, 4}, CT_FLOAT32, false);
+  ct_tensor *y0 = ct_module_forward(m[0], x), *y1 = ct_module_forward(m[1], G(x));
+  same("batch_norm2d train", y0, y1, 1e-5, 1e-6);
+  ct_dict *b[2] = {ct_dict_new(), ct_dict_new()};
+  for (int d = 0; d < 2; d++) CHECK_OK(ct_module_named_buffers(m[d], b[d]));
+  CHECK(ct_dict_len(b[0]) == 3 && ct_dict_len(b[1]) == 3);
+  for (int64_t i = 0; i < ct_dict_len(b[1]) && i < ct_dict_len(b[0]); i++) {
+    CHECK(ct_tensor_device(ct_dict_tensor(b[1], i)).type == CT_DEVICE_CUDA);
+    same(ct_dict_name(b[1], i), ct_dict_tensor(b[0], i), ct_dict_tensor(b[1], i), 1e-5, 1e-7);
+  }
+  for (int d = 0; d < 2; d++) {
+    ct_dict_free(b[d]);
+    ct_module_free(m[d]);
+  }
+  ct_scope_end(s);
+}
+
 /* ct_grad returns a borrowed pointer: the tests above never release it. */
 /* Runs everywhere: the answers without a device. */
 TEST(cuda_queries_without_device) {
@@ -558,4 +742,12 @@ TEST(cuda_queries_without_device) {
   ct_tensor *x = ct_ones(1, (int64_t[]){2}, ct_opts());
   CHECK_ERR_PTR(ct_to_device(x, ct_cuda(0)), "not available");
   ct_release(x);
+  /* moving a module fails with the reason and leaves it usable */
+  ct_module *m = ct_linear_new(2, 2, true);
+  CHECK_ERR(ct_module_to_device(m, ct_cuda(0)), "not available");
+  ct_tensor *y = ct_module_forward(m, (x = ct_ones(2, (int64_t[]){1, 2}, ct_opts())));
+  CHECK(y != NULL);
+  ct_release(y);
+  ct_release(x);
+  ct_module_free(m);
 }

@@ -10,6 +10,7 @@
 # Fixtures: BUILD/parity/fixtures.bin (tests/parity/run.sh BUILD writes them where
 # PyTorch 1.13 is installed; a GPU machine without it can use a copy).
 # Without a CUDA device both steps print why and succeed (CI has no GPU).
+# On the lent GPU machine, tests/cross_backend/gpu_batch.sh runs both plus bench/bench_cuda in one call.
 set -u
 BUILD=${1:?usage: tests/cross_backend/run.sh BUILD [case-name-substring]}
 FILTER=${2:-}

@@ -142,6 +142,12 @@ v("as_strided_transposed", "as_strided", [T((3, 4), layout="transposed")], lambd
 err("as_strided_oob", "as_strided", [T((4,))], lambda x: x.as_strided((3,), (2,)), {"size": [3], "stride": [2]},
     "out of bounds for storage of size")
 v("unfold", "unfold", [T((7,))], lambda x: x.unfold(0, 3, 2), {"dimension": 0, "size": 3, "step": 2}, gradgrad=True)
+v("view_chain_unfold_unfold", "view_chain", [T((1, 1, 3, 4))], lambda x: x.unfold(2, 2, 1).unfold(3, 2, 1),
+  {"variant": 0}, gradgrad=True)
+v("view_chain_diag_unfold_select", "view_chain", [T((2, 3, 4), layout="transposed")],
+  lambda x: x.diagonal(0, 1, 2).unfold(1, 2, 1).select(0, 1), {"variant": 1})
+v("view_chain_unfold_slice_unfold_diag", "view_chain", [T((5, 6))],
+  lambda x: x.unfold(1, 3, 2)[1:4:2].unfold(0, 2, 1).diagonal(0, 0, 1), {"variant": 2})
 v("unfold_2d", "unfold", [T((3, 8), layout="transposed")], lambda x: x.unfold(1, 4, 1), {"dimension": 1, "size": 4, "step": 1})
 v("unfold_0dim", "unfold", [T(())], lambda x: x.unfold(0, 1, 1), {"dimension": 0, "size": 1, "step": 1})
 err("unfold_too_big", "unfold", [T((3,))], lambda x: x.unfold(0, 4, 1), {"dimension": 0, "size": 4, "step": 1},

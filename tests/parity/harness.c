@@ -322,6 +322,7 @@ static const pcase *cur;
  * gradients read back for the comparison; a case stopped by an op without a CUDA kernel
  * is counted apart (no_kernel) from real failures. */
 static ct_device run_dev = {CT_DEVICE_CPU, 0};
+ct_device parity_device(void) { return run_dev; }
 static int case_nokernel;
 static char nk_ops[256][48];
 static int nk_count[256], n_nk;
@@ -453,6 +454,18 @@ static void tol_for(const pcase *c, ct_dtype dt, bool grad, double *rtol, double
   double a = grad && !isnan(c->grad_atol) ? c->grad_atol : c->atol;
   if (!isnan(r)) *rtol = r;
   if (!isnan(a)) *atol = a;
+#ifdef __EMSCRIPTEN__
+  /* WebAssembly build only: float64 normal draws (Box-Muller) call log/sin/cos, and emscripten's
+   * musl rounds those differently from glibc (which PyTorch used) in the last bit for some
+   * arguments. The stream itself is the same; a 1-ulp error in the standard normal value a
+   * becomes std*ulp(a) after a*std+mean, plus the final rounding: allow 2 ulp of the result plus
+   * 1 ulp of |mean|. Every other case, and every other dtype, stays exact. */
+  if (dt == CT_FLOAT64 && !grad && *rtol == 0.0 && *atol == 0.0 &&
+      (!strcmp(c->op, "randn") || !strcmp(c->op, "randn_like") || !strcmp(c->op, "normal_") || !strcmp(c->op, "normal"))) {
+    *rtol = 0x1p-51; /* 2 ulp */
+    *atol = 0x1p-52 * fabs(pc_float(c, "mean", 0.0));
+  }
+#endif
 }
 
 static bool same_shape(const ct_tensor *t, const ftensor *ft) {

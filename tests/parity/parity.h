@@ -56,5 +56,8 @@ ct_scalar pc_scalar(const pcase *c, const char *key, ct_scalar dflt);
 /* dtype attribute by name ("float32", "int64", ...); -1 if absent. */
 int pc_dtype(const pcase *c, const char *key);
 const char *pc_name(const pcase *c);
+/* The device this run builds its inputs on (--device; CPU by default): runners that make
+ * tensors or modules of their own put them there too. */
+ct_device parity_device(void);
 
 #endif

@@ -163,6 +163,30 @@ PARITY_OP(as_strided) {
   RET1(ct_as_strided(in[0], n_sz, sz, st, pc_int(c, "storage_offset", -1)));
 }
 PARITY_OP(unfold) { RET1(ct_unfold(in[0], pc_int(c, "dimension", 0), pc_int(c, "size", 1), pc_int(c, "step", 1))); }
+/* Views of self-overlapping views: their gradient must land on the input's elements, not on
+ * shared storage (variant 0: unfold of unfold; 1: diagonal -> unfold -> select;
+ * 2: unfold -> step slice -> unfold -> diagonal). */
+PARITY_OP(view_chain) {
+  int64_t v = pc_int(c, "variant", 0);
+  ct_tensor *a = NULL, *b = NULL, *r = NULL;
+  if (v == 0) {
+    a = ct_unfold(in[0], 2, 2, 1);
+    r = a ? ct_unfold(a, 3, 2, 1) : NULL;
+  } else if (v == 1) {
+    a = ct_diagonal(in[0], 0, 1, 2);
+    b = a ? ct_unfold(a, 1, 2, 1) : NULL;
+    r = b ? ct_select(b, 0, 1) : NULL;
+  } else {
+    ct_tensor *u = ct_unfold(in[0], 1, 3, 2);
+    a = u ? ct_slice(u, 0, 1, 4, 2) : NULL;
+    ct_release(u);
+    b = a ? ct_unfold(a, 0, 2, 1) : NULL;
+    r = b ? ct_diagonal(b, 0, 0, 1) : NULL;
+  }
+  ct_release(a);
+  ct_release(b);
+  RET1(r);
+}
 PARITY_OP(movedim) {
   INTS("source", s);
   INTS("destination", d);

@@ -161,6 +161,8 @@ PARITY_OP(module) {
   if (!m) return -1;
   int n = 0;
   ct_dict *names = ct_dict_new();
+  /* --device runs: buffers (BatchNorm's running stats) go where the inputs are, as .cuda() */
+  if (parity_device().type != CT_DEVICE_CPU && ct_module_to_device(m, parity_device())) goto fail;
   if (!names || ct_module_named_parameters(m, names)) goto fail;
   if (n_in > n_x) {
     if (ct_dict_len(names) != n_in - n_x) {

@@ -206,11 +206,12 @@ PARITY_OP(optim_run) {
   bool fused = pc_int(c, "fused", 1) != 0;
 
   ct_tensor *ps[MAXP] = {0};
+  int ret = -1;
   for (int i = 0; i < n; i++) {
     ps[i] = ct_clone(in[i]);
+    if (!ps[i]) goto done_early; /* keep the clone's error (e.g. a device without float64) */
     ct_detach_(ps[i]);
   }
-  int ret = -1;
   ct_sched *sched = NULL;
   ct_optim *opt = build(c, kind, n, ps, gof, ng, add_at >= 0);
   if (!opt) goto done;
@@ -291,6 +292,7 @@ PARITY_OP(optim_run) {
 done:
   ct_sched_free(sched);
   ct_optim_free(opt);
+done_early:
   for (int i = 0; i < n; i++) ct_release(ps[i]);
   return ret;
 }

@@ -73,28 +73,72 @@ def libs():
     return torch, ctorch
 
 
+# Case counts recorded by suites that check many cases per test (type promotion, API names):
+# {"python/<file>/<label>": [passed, total]}, written beside the per-file test counts.
+_CASES = {}
+
+
+@pytest.fixture
+def conformance(request):
+    """record(passed, total, label="cases"): adds a case count to this file's conformance entry."""
+    suite = "python/" + os.path.basename(str(request.node.fspath))[:-3]
+
+    def record(passed, total, label="cases"):
+        c = _CASES.setdefault(suite + "/" + label, [0, 0])
+        c[0] += passed
+        c[1] += total
+    return record
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus, config):
-    """Writes each suite's counts into build/conformance.json ({"python/<suite>": {"passed", "total"}})."""
+    """Prints each suite's counts and writes them into the conformance file
+    ({"python/<suite>": {"passed", "total"}}; $CTORCH_CONFORMANCE, else build/conformance.json).
+    Only a run of every collected test writes it: a filtered (-k, -x stop, one file) run would
+    record partial counts, so it only prints them."""
     import json
     counts = {}
-    for key in ("passed", "failed", "xfailed", "error"):
+    ran = set()
+    for key in ("passed", "failed", "xfailed", "xpassed", "error", "skipped"):
         for rep in terminalreporter.stats.get(key, []):
             if getattr(rep, "when", "call") not in ("call", "setup"):
                 continue
+            ran.add(rep.nodeid)
             suite = "python/" + os.path.basename(rep.nodeid.split("::")[0])[:-3]
             c = counts.setdefault(suite, {"passed": 0, "total": 0})
+            if key == "skipped":
+                c["skipped"] = c.get("skipped", 0) + 1
+                continue
             c["total"] += 1
-            if key == "passed":
+            if key in ("passed", "xpassed"):
                 c["passed"] += 1
+    for suite, (p, t) in _CASES.items():
+        counts[suite] = {"passed": p, "total": t}
+    if not counts:
+        return
+    terminalreporter.write_sep("-", "conformance (passed/total)")
+    for suite in sorted(counts):
+        c = counts[suite]
+        terminalreporter.write_line("%-44s %6d / %-6d%s" % (suite, c["passed"], c["total"],
+                                                          "  (%d skipped)" % c["skipped"] if c.get("skipped") else ""))
+    collected = getattr(terminalreporter, "_numcollected", None)
+    full = (collected is not None and len(ran) >= collected and not terminalreporter.stats.get("deselected")
+            and not config.option.keyword and not config.option.markexpr
+            and all(os.path.abspath(str(a).split("::")[0]) == HERE for a in config.args))
     path = os.environ.get("CTORCH_CONFORMANCE", os.path.join(ROOT, "build", "conformance.json"))
+    if not full:
+        terminalreporter.write_line("(a partial run: %s not updated)" % path)
+        return
     try:
         data = json.load(open(path)) if os.path.exists(path) else {}
     except (OSError, ValueError):
         data = {}
+    # a full run replaces every python/ entry, so suites that no longer exist drop out
+    data = {k: v for k, v in data.items() if not k.startswith("python/")}
     data.update(counts)
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "w") as f:
             json.dump(data, f, indent=1, sort_keys=True)
-    except OSError:
-        pass
+        terminalreporter.write_line("written to %s" % path)
+    except OSError as e:
+        terminalreporter.write_line("could not write %s: %s" % (path, e))

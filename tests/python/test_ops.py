@@ -193,7 +193,7 @@ def test_op(name):
 
 
 # Messages the C library words differently from PyTorch (reported to the owners of those files).
-KNOWN_CORE_WORDING = {"masked_fill_shape", "modified_saved"}
+KNOWN_CORE_WORDING = set()
 
 
 @pytest.mark.parametrize("name", sorted(ERRORS))

@@ -156,13 +156,37 @@ test('bench: the benchmark page runs the training benchmarks', async () => {
   return r.map((x) => `${x.name} ${x.ms.toFixed(0)} ms${x.tokensPerSecond ? ` (${x.tokensPerSecond.toFixed(0)} tokens/s)` : ''}`).join(', ');
 });
 
-let passed = 0, failed = 0;
+test('bench-peers: ctorch, ONNX Runtime Web and TF.js (shimmed) run in one page, the peers check out', async () => {
+  const peers = path.join(root, 'build/wasm-bench');
+  const need = ['node_modules/onnxruntime-web/package.json', 'node_modules/@tensorflow/tfjs-backend-wasm/package.json', 'models/resnet18.onnx'];
+  const missing = need.filter((f) => !fs.existsSync(path.join(peers, f)));
+  if (missing.length) return { skip: `build/wasm-bench lacks ${missing.join(', ')} (make wasm-bench-deps)` };
+  const { page, check } = await open(isolated.url + 'web/bench_peers.html?threads=2&iters=2&only=resnet18,mnist_cnn_step');
+  await page.waitForFunction(() => window.__peers && window.__peers.done, null, { timeout: 590000, polling: 1000 });
+  const s = await page.evaluate(() => window.__peers);
+  await page.screenshot({ path: path.join(shots, 'bench_peers.png'), fullPage: true });
+  await check();
+  assert(!s.error, s.error);
+  assert(s.results.length === 4 && s.results.every((r) => r.ms > 0), 'four timings');
+  assert(s.tfjs && s.tfjs.threads === 2 && s.tfjs.shimmed, 'TF.js on 2 threads with the shim: ' + JSON.stringify(s.tfjs));
+  const ort = s.results.find((r) => r.lib.startsWith('ONNX'));
+  assert(ort.maxAbsDiffVsPyTorch < 1e-3, 'ORT output vs PyTorch ' + ort.maxAbsDiffVsPyTorch);
+  await page.close();
+  return s.results.map((r) => `${r.bench} ${r.lib.split(' (')[0]} ${r.ms.toFixed(0)} ms`).join(', ');
+});
+
+let passed = 0, failed = 0, skipped = 0;
 const t0 = Date.now();
 for (const t of tests) {
   if (filter && !t.name.includes(filter)) continue;
   const s = Date.now();
   try {
     const note = await t.fn();
+    if (note && note.skip) {
+      skipped++;
+      console.log(`skip ${t.name}: ${note.skip}`);
+      continue;
+    }
     passed++;
     console.log(`ok   ${t.name} (${((Date.now() - s) / 1000).toFixed(1)} s)${note ? '\n     ' + note : ''}`);
   } catch (e) {
@@ -173,5 +197,6 @@ for (const t of tests) {
 await browser.close();
 await isolated.close(); await plain.close();
 console.log(`page tests: ${((Date.now() - t0) / 1000).toFixed(0)} s, screenshots in ${path.relative(root, shots)}/`);
-console.log(`${passed} passed, ${failed} failed`);
+if (skipped) console.log(`${skipped} skipped (see the skip lines for why)`);
+console.log(`${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`);
 process.exit(failed ? 1 : 0);

@@ -50,7 +50,7 @@ static int push(collector *c, PyObject *o) {
   } else if (PyFloat_Check(o)) {
     cat = 2;
     f = PyFloat_AS_DOUBLE(o);
-    i = (int64_t)f;
+    i = f > -9.2e18 && f < 9.2e18 ? (int64_t)f : 0; /* nan, inf and huge values have no int64 (UB to cast) */
   } else if (pyct_is_tensor(o)) {
     ct_tensor *t = TT(o);
     if (ct_numel(t) != 1) {
@@ -413,9 +413,15 @@ static PyObject *m_tensor(PyObject *m, PyObject *args, PyObject *kwargs) {
   PyObject *a[5];
   if (!pyct_args("tensor", args, 0, kwargs, kw, 1, a)) return NULL;
   int dt;
-  if (!pyct_dtype_opt(a[1], &dt) || !pyct_device_ok(a[2])) return NULL;
+  ct_device dev;
+  if (!pyct_dtype_opt(a[1], &dt) || !pyct_device_arg(a[2], &dev)) return NULL;
   ct_tensor *t = pyct_from_data(a[0], dt, NULL);
   if (!t) return NULL;
+  if (dev.type != CT_DEVICE_CPU) { /* built on the host, then copied over */
+    ct_tensor *m = ct_to_device(t, dev);
+    ct_release(t);
+    if (!(t = m)) return pyct_raise();
+  }
   if (a[3] && PyObject_IsTrue(a[3])) {
     if (!ct_dtype_is_floating(ct_tensor_dtype(t))) {
       ct_release(t);

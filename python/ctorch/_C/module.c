@@ -1,5 +1,6 @@
 /* ctorch._C: module init, dtypes, errors and argument helpers shared by every binding. */
 #include "pyct.h"
+#include "ctorch/cuda.h"
 #include <string.h>
 
 PyObject *pyct_tensor_class = NULL;
@@ -275,24 +276,64 @@ int pyct_shape_varargs(PyObject *args, Py_ssize_t start, int64_t *shape, int *n)
   return r;
 }
 
-int pyct_device_ok(PyObject *dev) {
+/* A device argument (None, "cpu", "cuda:1", torch.device, an int index = cuda) into *d. Devices the
+ * library cannot reach raise PyTorch's errors: without CUDA, torch's CPU-only build's AssertionError
+ * (a second line says why when the backend is compiled in but finds no GPU). */
+int pyct_device_arg(PyObject *dev, ct_device *d) {
+  *d = ct_cpu();
   if (!dev || dev == Py_None) return 1;
-  PyObject *s = PyObject_Str(dev);
+  PyObject *s = PyLong_Check(dev) && !PyBool_Check(dev) ? PyUnicode_FromFormat("cuda:%S", dev) : PyObject_Str(dev);
   if (!s) return 0;
   const char *c = PyUnicode_AsUTF8(s);
-  int ok = c && (strcmp(c, "cpu") == 0 || strcmp(c, "cpu:0") == 0);
-  int cuda = c && strncmp(c, "cuda", 4) == 0;
-  if (!ok) {
-    if (cuda)
-      PyErr_SetString(PyExc_AssertionError, "Torch not compiled with CUDA enabled");
-    else if (c)
-      PyErr_Format(PyExc_RuntimeError,
-                   "Expected one of cpu, cuda, ipu, xpu, mkldnn, opengl, opencl, ideep, hip, ve, fpga, ort, xla, lazy, "
-                   "vulkan, mps, meta, hpu, privateuseone device type at start of device string: %s",
-                   c);
+  int ok = 0;
+  if (!c) {
+  } else if (strcmp(c, "cpu") == 0 || strcmp(c, "cpu:0") == 0) {
+    ok = 1;
+  } else if (strncmp(c, "cuda", 4) == 0 && (c[4] == 0 || c[4] == ':')) {
+    int index = 0;
+    if (c[4] == ':') {
+      char *end = NULL;
+      long v = strtol(c + 5, &end, 10);
+      if (!c[5] || *end || v < 0 || v > 1000000) {
+        PyErr_Format(PyExc_RuntimeError, "Invalid device string: '%s'", c);
+        Py_DECREF(s);
+        return 0;
+      }
+      index = (int)v;
+    }
+    int n = ct_cuda_device_count();
+    if (n == 0) {
+      const char *why = ct_cuda_unavailable_reason();
+      if (why && *why)
+        PyErr_Format(PyExc_AssertionError, "Torch not compiled with CUDA enabled\n(ctorch: %s)", why);
+      else
+        PyErr_SetString(PyExc_AssertionError, "Torch not compiled with CUDA enabled");
+    } else if (index >= n) {
+      PyErr_Format(PyExc_RuntimeError, "CUDA error: invalid device ordinal");
+    } else {
+      *d = ct_cuda(index);
+      ok = 1;
+    }
+  } else {
+    PyErr_Format(PyExc_RuntimeError,
+                 "Expected one of cpu, cuda, ipu, xpu, mkldnn, opengl, opencl, ideep, hip, ve, fpga, ort, xla, lazy, "
+                 "vulkan, mps, meta, hpu, privateuseone device type at start of device string: %s",
+                 c);
   }
   Py_DECREF(s);
   return ok;
+}
+
+/* Callers that can only make CPU tensors: a reachable CUDA device is refused by name, never ignored. */
+int pyct_device_ok(PyObject *dev) {
+  ct_device d;
+  if (!pyct_device_arg(dev, &d)) return 0;
+  if (d.type != CT_DEVICE_CPU) {
+    PyErr_SetString(PyExc_NotImplementedError, "ctorch: this function makes CPU tensors only; create the tensor "
+                                               "on the CPU and move it with .to(device)");
+    return 0;
+  }
+  return 1;
 }
 
 int pyct_options(PyObject *dtype, PyObject *device, PyObject *requires_grad, ct_options *o, int *has_dtype) {
@@ -304,7 +345,7 @@ int pyct_options(PyObject *dtype, PyObject *device, PyObject *requires_grad, ct_
     o->dtype = d;
     if (has_dtype) *has_dtype = 1;
   }
-  if (!pyct_device_ok(device)) return 0;
+  if (!pyct_device_arg(device, &o->device)) return 0;
   if (requires_grad && requires_grad != Py_None) {
     bool b;
     if (!pyct_bool(requires_grad, &b)) return 0;
@@ -440,7 +481,30 @@ static PyObject *m_set_num_threads(PyObject *m, PyObject *a) {
 }
 static PyObject *m_live_tensors(PyObject *m, PyObject *a) { return PyLong_FromLongLong(ct_live_tensors()); }
 
+/* torch.cuda's queries over the C backend (0 devices without the backend, a driver or a GPU) */
+static PyObject *m_cuda_device_count(PyObject *m, PyObject *u) { return PyLong_FromLong(ct_cuda_device_count()); }
+static PyObject *m_cuda_reason(PyObject *m, PyObject *u) { return PyUnicode_FromString(ct_cuda_unavailable_reason()); }
+static PyObject *m_cuda_device_name(PyObject *m, PyObject *arg) {
+  long i = PyLong_AsLong(arg);
+  if (i == -1 && PyErr_Occurred()) return NULL;
+  if (i < 0 || i >= ct_cuda_device_count()) {
+    PyErr_SetString(PyExc_AssertionError, "Invalid device id");
+    return NULL;
+  }
+  return PyUnicode_FromString(ct_cuda_device_name((int)i));
+}
+static PyObject *m_cuda_synchronize(PyObject *m, PyObject *arg) {
+  long i = PyLong_AsLong(arg);
+  if (i == -1 && PyErr_Occurred()) return NULL;
+  if (ct_cuda_synchronize((int)i) != CT_OK) return pyct_raise();
+  Py_RETURN_NONE;
+}
+
 static PyMethodDef misc_functions[] = {
+  {"_cuda_device_count", m_cuda_device_count, METH_NOARGS, NULL},
+  {"_cuda_unavailable_reason", m_cuda_reason, METH_NOARGS, NULL},
+  {"_cuda_device_name", m_cuda_device_name, METH_O, NULL},
+  {"_cuda_synchronize", m_cuda_synchronize, METH_O, NULL},
   {"_set_classes", m_set_classes, METH_VARARGS, NULL},
   {"get_default_dtype", m_get_default_dtype, METH_NOARGS, NULL},
   {"set_default_dtype", m_set_default_dtype, METH_O, NULL},

@@ -2,6 +2,8 @@
  * the module functions torch.<op>(input, ...). Elementwise families are table driven
  * (X-macros); the rest are written one by one where PyTorch's overloads differ. */
 #include "ops_common.h"
+#include "core/internal.h" /* ct_dtype_torch_name */
+#include "ops/pointwise.h" /* ct_resize_out */
 #include <string.h>
 
 extern ct_tensor *ct_wrap_scalar(ct_scalar s);
@@ -74,8 +76,8 @@ int pyct_int_pair(PyObject *o, int n, int64_t def, int64_t *out, const char *wha
   return 1;
 }
 
-/* out=: the result is copied into `out` (PyTorch resizes an empty out; a shape mismatch is refused) */
-static PyObject *finish_out(PyObject *res, PyObject *out) {
+/* out=: the result is copied into `out`, resized like PyTorch resizes out= (a warning when it had elements) */
+static PyObject *finish_out(const char *name, PyObject *res, PyObject *out) {
   if (!res) return NULL;
   if (!pyct_is_tensor(out) || !pyct_is_tensor(res)) {
     Py_DECREF(res);
@@ -83,32 +85,78 @@ static PyObject *finish_out(PyObject *res, PyObject *out) {
     return NULL;
   }
   ct_tensor *o = TT(out), *r = TT(res);
-  int nd = ct_ndim(r);
-  if (ct_ndim(o) != nd || memcmp(ct_shape(o), ct_shape(r), sizeof(int64_t) * nd) != 0) {
-    Py_DECREF(res);
-    PyErr_SetString(PyExc_RuntimeError, "ctorch: out= needs a tensor of the result's shape");
-    return NULL;
-  }
   if (ct_requires_grad(o) || ct_requires_grad(r)) {
     if (ct_is_grad_enabled()) {
       Py_DECREF(res);
       PyErr_Format(PyExc_RuntimeError, "%s(): functions with out=... arguments don't support automatic "
-                   "differentiation, but one of the arguments requires grad.", "op");
+                   "differentiation, but one of the arguments requires grad.", name);
       return NULL;
     }
   }
-  if (!ct_can_cast(ct_tensor_dtype(r), ct_tensor_dtype(o))) {
+  ct_dtype rdt = ct_tensor_dtype(r); /* read before res (and r with it) is released */
+  if (!ct_can_cast(rdt, ct_tensor_dtype(o))) {
     Py_DECREF(res);
     PyErr_Format(PyExc_RuntimeError, "result type %s can't be cast to the desired output type %s",
-                 ct_dtype_name(ct_tensor_dtype(r)), ct_dtype_name(ct_tensor_dtype(o)));
+                 ct_dtype_torch_name(rdt), ct_dtype_torch_name(ct_tensor_dtype(o)));
     return NULL;
   }
+  ct_status st = ct_resize_out(o, ct_ndim(r), ct_shape(r));
+  if (st != CT_OK) {
+    Py_DECREF(res);
+    return pyct_raise();
+  }
   bool prev = ct_set_grad_enabled(false);
-  ct_status st = ct_copy_(o, r);
+  st = ct_copy_(o, r);
   ct_set_grad_enabled(prev);
   Py_DECREF(res);
   return pyct_status(st, out);
 }
+
+/* PyTorch turns a Python number given as `input` into a 0-dim tensor only in these functions */
+static const char *const number_input_ok[] = {
+  "add", "sub", "subtract", "mul", "multiply", "div", "divide", "true_divide", "floor_divide", "remainder", "pow",
+  "xlogy", "polygamma", "normal", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_left_shift",
+  "bitwise_right_shift", NULL};
+/* functions with several signatures in PyTorch: a non-tensor input is "an invalid combination of arguments"
+   (the others say "argument 'input' (position 1) must be Tensor") */
+static const char *const overloaded_fns[] = {
+  "addcdiv", "addcmul", "addmm", "addmv", "all", "any", "argsort", "baddbmm", "bernoulli", "clamp", "clamp_max",
+  "clamp_min", "clip", "copysign", "count_nonzero", "cummax", "cummin", "cumprod", "cumsum", "eq", "fmod", "gather",
+  "ge", "greater", "greater_equal", "gt", "index_add", "index_copy", "index_fill", "index_select", "le", "lerp",
+  "less", "less_equal", "log_softmax", "logsumexp", "lt", "masked_fill", "max", "mean", "median", "min", "mode",
+  "moveaxis", "movedim", "nanmedian", "narrow", "ne", "not_equal", "prod", "repeat_interleave", "round", "rsub",
+  "scatter", "scatter_add", "select", "softmax", "sort", "squeeze", "std", "std_mean", "sum", "tensor_split",
+  "transpose", "unbind", "unflatten", "var", "var_mean", NULL};
+static int name_in(const char *const *list, const char *name) {
+  for (; *list; list++)
+    if (strcmp(*list, name) == 0) return 1;
+  return 0;
+}
+static const char *arg_type_name(PyObject *o) { return pyct_is_tensor(o) ? "Tensor" : Py_TYPE(o)->tp_name; }
+/* PyTorch's "NAME() received an invalid combination of arguments - got (int, Tensor, dim=int), ..." */
+static void invalid_combination(const char *name, PyObject *args, PyObject *kwargs) {
+  char got[512];
+  size_t n = 0;
+  got[0] = 0;
+  for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(args) && n < sizeof got; i++)
+    n += (size_t)snprintf(got + n, sizeof got - n, "%s%s", i ? ", " : "", arg_type_name(PyTuple_GET_ITEM(args, i)));
+  if (kwargs) {
+    PyObject *k, *v;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(kwargs, &pos, &k, &v) && n < sizeof got) {
+      const char *ks = PyUnicode_Check(k) ? PyUnicode_AsUTF8(k) : NULL;
+      if (!ks) {
+        PyErr_Clear();
+        ks = "?";
+      }
+      n += (size_t)snprintf(got + n, sizeof got - n, "%s%s=%s", n ? ", " : "", ks, arg_type_name(v));
+    }
+  }
+  PyErr_Format(PyExc_TypeError, "%s() received an invalid combination of arguments - got (%s), but expected one of:",
+               name, got);
+}
+
+PyObject *pyct_finish_out(const char *name, PyObject *res, PyObject *out) { return finish_out(name, res, out); }
 
 PyObject *pyct_as_method(const char *name, pyct_meth m, PyObject *args, PyObject *kwargs) {
   PyObject *input = NULL, *out = NULL, *kw = NULL, *rest = NULL, *res = NULL;
@@ -148,12 +196,15 @@ PyObject *pyct_as_method(const char *name, pyct_meth m, PyObject *args, PyObject
   if (!rest) goto done;
   if (!pyct_is_tensor(input)) {
     /* a Python number as input (torch.add(2, t)) becomes a wrapped 0-dim tensor */
-    if (pyct_is_number(input)) {
+    if (pyct_is_number(input) && name_in(number_input_ok, name)) {
       ct_tensor *w = pyct_operand(input);
       if (!w) goto done;
       PyObject *wi = pyct_wrap(w);
       if (!wi) goto done;
       Py_SETREF(input, wi);
+    } else if (name_in(overloaded_fns, name)) {
+      invalid_combination(name, args, kwargs);
+      goto done;
     } else {
       PyErr_Format(PyExc_TypeError, "%s(): argument 'input' (position 1) must be Tensor, not %s", name,
                    Py_TYPE(input)->tp_name);
@@ -161,7 +212,7 @@ PyObject *pyct_as_method(const char *name, pyct_meth m, PyObject *args, PyObject
     }
   }
   res = m(input, rest, kw);
-  if (res && out) res = finish_out(res, out);
+  if (res && out) res = finish_out(name, res, out);
 done:
   Py_XDECREF(input);
   Py_XDECREF(out);
@@ -864,13 +915,37 @@ METHOD(mode) {
   if (ct_mode(SELF, d, keep, &v, &i) != CT_OK) return pyct_raise();
   return pyct_return_pair("mode", v, i);
 }
+/* unique(dim=...) and unique_consecutive are composed of C ops in ctorch/_unique.py */
+static PyObject *call_unique_py(const char *fn, PyObject *self, PyObject *dim, bool ri, bool rc) {
+  PyObject *mod = PyImport_ImportModule("ctorch._unique");
+  if (!mod) return NULL;
+  PyObject *r = PyObject_CallMethod(mod, fn, "OOOO", self, dim ? dim : Py_None, ri ? Py_True : Py_False,
+                                    rc ? Py_True : Py_False);
+  Py_DECREF(mod);
+  return r;
+}
+METHOD(unique_consecutive) {
+  ARGS("unique_consecutive", 0, "return_inverse", "return_counts", "dim");
+  bool ri, rc;
+  int64_t d;
+  if (!opt_bool(a[0], false, &ri) || !opt_bool(a[1], false, &rc)) return NULL;
+  if (GIVEN(a[2]) && !pyct_int64(a[2], &d, "dim")) return NULL;
+  PyObject *mod = PyImport_ImportModule("ctorch._unique");
+  if (!mod) return NULL;
+  PyObject *r = PyObject_CallMethod(mod, "unique_consecutive", "OOOO", self, ri ? Py_True : Py_False,
+                                    rc ? Py_True : Py_False, GIVEN(a[2]) ? a[2] : Py_None);
+  Py_DECREF(mod);
+  return r;
+}
+FN(unique_consecutive)
 METHOD(unique) {
   ARGS("unique", 0, "sorted", "return_inverse", "return_counts", "dim");
   bool s, ri, rc;
   if (!opt_bool(a[0], true, &s) || !opt_bool(a[1], false, &ri) || !opt_bool(a[2], false, &rc)) return NULL;
   if (GIVEN(a[3])) {
-    PyErr_SetString(PyExc_NotImplementedError, "unique(dim=...) is not implemented in ctorch");
-    return NULL;
+    int64_t d;
+    if (!pyct_int64(a[3], &d, "dim")) return NULL;
+    return call_unique_py("unique_dim", self, a[3], ri, rc);
   }
   ct_tensor *o[3] = {NULL, NULL, NULL};
   if (ct_unique(SELF, s, ri, rc, &o[0], ri ? &o[1] : NULL, rc ? &o[2] : NULL) != CT_OK) return pyct_raise();
@@ -886,9 +961,17 @@ FN(sort) FN(argsort) FN(msort) FN(topk) FN(kthvalue) FN(mode) FN(unique)
 METHOD(view) {
   int64_t shape[CT_MAX_DIMS];
   int n;
-  if (PyTuple_GET_SIZE(args) == 1 && PyObject_TypeCheck(PyTuple_GET_ITEM(args, 0), &Dtype_Type)) {
-    PyErr_SetString(PyExc_NotImplementedError, "view(dtype) is not implemented in ctorch");
-    return NULL;
+  /* view(dtype) / view(dtype=...): the same bytes as another dtype */
+  if (PyTuple_GET_SIZE(args) == 1 && PyObject_TypeCheck(PyTuple_GET_ITEM(args, 0), &Dtype_Type) &&
+      !(kwargs && PyDict_GET_SIZE(kwargs)))
+    return pyct_wrap(ct_view_dtype(SELF, ((DtypeObject *)PyTuple_GET_ITEM(args, 0))->dt));
+  if (PyTuple_GET_SIZE(args) == 0 && kwargs && PyDict_GET_SIZE(kwargs) == 1) {
+    PyObject *d = PyDict_GetItemString(kwargs, "dtype");
+    if (d) {
+      ct_dtype dt;
+      if (!pyct_dtype_arg(d, &dt)) return NULL;
+      return pyct_wrap(ct_view_dtype(SELF, dt));
+    }
   }
   if (kwargs && PyDict_GET_SIZE(kwargs)) {
     PyObject *s = PyDict_GetItemString(kwargs, "size");
@@ -1064,7 +1147,14 @@ METHOD(as_strided) {
 }
 FN(squeeze) FN(unsqueeze) FN(flatten) FN(ravel) FN(unflatten) FN(narrow) FN(select) FN(diagonal) FN(movedim)
 FN(as_strided)
-METHOD(contiguous) { return pyct_wrap(ct_contiguous(SELF)); }
+METHOD(contiguous) {
+  /* PyTorch returns the tensor itself (the same Python object) when it is already contiguous */
+  if (ct_is_contiguous(SELF)) {
+    Py_INCREF(self);
+    return self;
+  }
+  return pyct_wrap(ct_contiguous(SELF));
+}
 METHOD(clone) { return pyct_wrap(ct_clone(SELF)); }
 METHOD(detach) { NOARGS("detach"); return pyct_wrap(ct_detach(SELF)); }
 METHOD(detach_) { NOARGS("detach_"); return pyct_status(ct_detach_(SELF), self); }
@@ -1100,7 +1190,24 @@ METHOD(to) {
     } else if (x != Py_None)
       device = x;
   }
-  if (!pyct_device_ok(device)) return NULL;
+  ct_device dev = ct_tensor_device(SELF);
+  if (GIVEN(device) && !pyct_device_arg(device, &dev)) return NULL;
+  ct_device cur = ct_tensor_device(SELF);
+  if (dev.type != cur.type || dev.index != cur.index) {
+    /* another device: the move is the copy (differentiable: ToCopyBackward0), then the dtype */
+    ct_tensor *moved = ct_to_device(SELF, dev);
+    if (!moved) return pyct_raise();
+    PyObject *m = pyct_wrap(moved);
+    if (!m || !GIVEN(dtype)) return m;
+    ct_dtype dt2;
+    if (!pyct_dtype_arg(dtype, &dt2)) {
+      Py_DECREF(m);
+      return NULL;
+    }
+    PyObject *r = to_dtype(m, dt2, false);
+    Py_DECREF(m);
+    return r;
+  }
   if (!GIVEN(dtype)) {
     if (copy) return pyct_wrap(ct_clone(SELF));
     Py_INCREF(self);
@@ -1131,13 +1238,34 @@ METHOD(type_as) {
   if (!o) return NULL;
   return to_dtype(self, ct_tensor_dtype(o), false);
 }
-METHOD(cpu) {
-  Py_INCREF(self);
-  return self;
+static PyObject *to_device_obj(PyObject *self, ct_device dev) {
+  ct_device cur = ct_tensor_device(SELF);
+  if (cur.type == dev.type && cur.index == dev.index) {
+    Py_INCREF(self);
+    return self;
+  }
+  return pyct_wrap(ct_to_device(SELF, dev));
 }
+METHOD(cpu) {
+  ARGS("cpu", 0, "memory_format");
+  return to_device_obj(self, ct_cpu());
+}
+/* cuda(device=None, non_blocking=False, memory_format=...): device None = cuda:0 */
 METHOD(cuda) {
-  PyErr_SetString(PyExc_AssertionError, "Torch not compiled with CUDA enabled");
-  return NULL;
+  ARGS("cuda", 0, "device", "non_blocking", "memory_format");
+  ct_device dev;
+  PyObject *d = GIVEN(a[0]) ? a[0] : NULL;
+  PyObject *dflt = NULL;
+  if (!d) d = dflt = PyUnicode_FromString("cuda");
+  if (!d) return NULL;
+  int ok = pyct_device_arg(d, &dev);
+  Py_XDECREF(dflt);
+  if (!ok) return NULL;
+  if (dev.type != CT_DEVICE_CUDA) {
+    PyErr_Format(PyExc_RuntimeError, "Invalid device, must be cuda device");
+    return NULL;
+  }
+  return to_device_obj(self, dev);
 }
 
 /* ---- in-place fills and copies ---- */
@@ -1195,7 +1323,7 @@ PyMethodDef pyct_ops1_methods[] = {
   MDEF(logsumexp), MDEF(argmax), MDEF(argmin), MDEF(var), MDEF(std), MDEF(norm), MDEF(all), MDEF(any),
   MDEF(count_nonzero), MDEF(cumsum), MDEF(cumsum_), MDEF(cumprod), MDEF(cumprod_), MDEF(cummax), MDEF(cummin),
   MDEF(sort), MDEF(argsort), MDEF(msort), MDEF(topk), MDEF(kthvalue), MDEF(median), MDEF(nanmedian), MDEF(mode),
-  MDEF(unique), MDEF(view), MDEF(reshape), MDEF(view_as), MDEF(reshape_as), MDEF(expand_as), MDEF(permute),
+  MDEF(unique), MDEF(unique_consecutive), MDEF(view), MDEF(reshape), MDEF(view_as), MDEF(reshape_as), MDEF(expand_as), MDEF(permute),
   MDEF(transpose), MDEF_AS("swapaxes", transpose), MDEF_AS("swapdims", transpose), MDEF(t), MDEF(adjoint),
   MDEF(expand), MDEF(broadcast_to), MDEF(squeeze), MDEF(unsqueeze), MDEF(flatten), MDEF(ravel), MDEF(unflatten),
   MDEF(narrow), MDEF(select), MDEF(diagonal), MDEF(unfold), MDEF(movedim), MDEF_AS("moveaxis", movedim),
@@ -1218,7 +1346,7 @@ PyMethodDef pyct_ops1_functions[] = {
   FDEF(min), FDEF(amax), FDEF(amin), FDEF(logsumexp), FDEF(argmax), FDEF(argmin), FDEF(var), FDEF(std),
   FDEF(var_mean), FDEF(std_mean), FDEF(norm), FDEF(all), FDEF(any), FDEF(count_nonzero), FDEF(cumsum), FDEF(cumprod),
   FDEF(cummax), FDEF(cummin), FDEF(sort), FDEF(argsort), FDEF(msort), FDEF(topk), FDEF(kthvalue), FDEF(median),
-  FDEF(nanmedian), FDEF(mode), FDEF(unique), FDEF(reshape), FDEF(permute), FDEF(transpose),
+  FDEF(nanmedian), FDEF(mode), FDEF(unique), FDEF(unique_consecutive), FDEF(reshape), FDEF(permute), FDEF(transpose),
   FDEF_AS("swapaxes", transpose), FDEF_AS("swapdims", transpose), FDEF(t), FDEF(adjoint), FDEF(broadcast_to),
   FDEF(squeeze), FDEF(unsqueeze), FDEF(flatten), FDEF(ravel), FDEF(unflatten), FDEF(narrow), FDEF(select),
   FDEF(diagonal), FDEF(movedim), FDEF_AS("moveaxis", movedim), FDEF(as_strided), FDEF(clone), FDEF(detach),

@@ -211,6 +211,7 @@ static PyObject *f_scalar_tensor(PyObject *mod, PyObject *args, PyObject *kwargs
     int hd;                                                                                       \
     if (!x || !pyct_options(a[1], a[3], a[4], &o, &hd)) return NULL;                              \
     if (!hd) o.dtype = ct_tensor_dtype(x);                                                        \
+    if (!GIVEN(a[3])) o.device = ct_tensor_device(x); /* *_like: the input's device */           \
     return pyct_wrap(call);                                                                       \
   }
 LIKE(zeros_like, ct_zeros_like(x, &o))
@@ -224,6 +225,7 @@ static PyObject *f_full_like(PyObject *mod, PyObject *args, PyObject *kwargs) {
   int hd;
   if (!x || !pyct_scalar(a[1], &v) || !pyct_options(a[2], a[4], a[5], &o, &hd)) return NULL;
   if (!hd) o.dtype = ct_tensor_dtype(x);
+  if (!GIVEN(a[4])) o.device = ct_tensor_device(x);
   return pyct_wrap(ct_full_like(x, v, &o));
 }
 
@@ -244,6 +246,7 @@ static int new_args(PyObject *self, const char *fname, PyObject *args, PyObject 
   int hd;
   if (!pyct_options(a[1], a[3], a[4], o, &hd)) return 0;
   if (!hd) o->dtype = ct_tensor_dtype(SELF);
+  if (!GIVEN(a[3])) o->device = ct_tensor_device(SELF); /* new_*: self's device */
   return 1;
 }
 METHOD(new_zeros) {
@@ -276,6 +279,7 @@ METHOD(new_full) {
   if (!pyct_shape_seq(a[0], shape, &n) || !pyct_scalar(a[1], &v) || !pyct_options(a[2], a[4], a[5], &o, &hd))
     return NULL;
   if (!hd) o.dtype = ct_tensor_dtype(SELF);
+  if (!GIVEN(a[4])) o.device = ct_tensor_device(SELF);
   return pyct_wrap(ct_full(n, shape, v, o));
 }
 METHOD(new_tensor) {
@@ -301,12 +305,7 @@ METHOD(new_tensor) {
     int n = pyct_tensor_list(a[0], #name, ts, MAXT);                                      \
     if (n < 0 || !opt_i64(a[1], 0, &dim, "dim")) return NULL;                             \
     PyObject *r = pyct_wrap(call);                                                        \
-    if (r && GIVEN(a[2])) {                                                               \
-      PyObject *out = a[2];                                                               \
-      ct_status st = ct_copy_(TT(out), TT(r));                                            \
-      Py_DECREF(r);                                                                       \
-      return pyct_status(st, out);                                                        \
-    }                                                                                     \
+    if (r && GIVEN(a[2])) return pyct_finish_out(#name, r, a[2]);                         \
     return r;                                                                             \
   }
 JOIN(cat, ct_cat(n, (const ct_tensor *const *)ts, dim))
@@ -578,10 +577,17 @@ METHOD(gather) {
   return pyct_wrap(ct_gather(SELF, d, i));
 }
 static PyObject *scatter_impl(PyObject *self, PyObject *args, PyObject *kwargs, int inplace) {
-  ARGS(inplace ? "scatter_" : "scatter", 3, "dim", "index", "src", "*", "value", "reduce");
+  ARGS(inplace ? "scatter_" : "scatter", 2, "dim", "index", "src", "*", "value", "reduce");
   int64_t d;
   ct_tensor *i;
   if (!pyct_int64(a[0], &d, "dim") || !(i = tensor_arg(a[1], "scatter", "index", 2))) return NULL;
+  /* the source is `src` (a tensor or number) or the keyword `value` (scatter_(0, idx, value=1)) */
+  if (!GIVEN(a[2])) a[2] = a[3];
+  if (!GIVEN(a[2])) {
+    PyErr_Format(PyExc_TypeError, "%s() received an invalid combination of arguments - got (int, Tensor), but "
+                 "expected one of:", inplace ? "scatter_" : "scatter");
+    return NULL;
+  }
   if (GIVEN(a[4])) {
     const char *r = PyUnicode_AsUTF8(a[4]);
     if (!r) return NULL;

@@ -27,6 +27,9 @@
   }
 typedef PyObject *(*pyct_meth)(PyObject *, PyObject *, PyObject *);
 PyObject *pyct_as_method(const char *name, pyct_meth m, PyObject *args, PyObject *kwargs);
+/* Writes the result res (stolen) into the tensor out as PyTorch's out= does (type check, cast check,
+   resize); returns a new reference to out, or NULL with the exception set. */
+PyObject *pyct_finish_out(const char *name, PyObject *res, PyObject *out);
 
 static inline int opt_i64(PyObject *o, int64_t def, int64_t *v, const char *what) {
   if (!GIVEN(o)) {

@@ -52,6 +52,8 @@ int pyct_shape_varargs(PyObject *args, Py_ssize_t start, int64_t *shape, int *n)
 int pyct_shape_seq(PyObject *o, int64_t *shape, int *n);
 /* Device check: None or cpu; else raises. */
 int pyct_device_ok(PyObject *dev);
+/* A device argument into *d (CUDA when the backend finds a GPU); 0 with a Python error. */
+int pyct_device_arg(PyObject *dev, ct_device *d);
 /* Factory keyword options. */
 int pyct_options(PyObject *dtype, PyObject *device, PyObject *requires_grad, ct_options *o, int *has_dtype);
 /* Tensor from any operand: tensor (new ref), number (wrapped-number 0-dim), or nested data. */

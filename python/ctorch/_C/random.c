@@ -178,6 +178,7 @@ static PyObject *f_randperm(PyObject *mod, PyObject *args, PyObject *kwargs) {
     int hd;                                                                                      \
     if (!x || !pyct_options(a[2], a[4], a[5], &o, &hd)) return NULL;                             \
     if (!hd) o.dtype = ct_tensor_dtype(x);                                                       \
+    if (!GIVEN(a[4])) o.device = ct_tensor_device(x);                                            \
     ct_generator *g = pyct_generator(a[1]);                                                      \
     if (!g && PyErr_Occurred()) return NULL;                                                     \
     return pyct_wrap(call);                                                                      \
@@ -197,6 +198,7 @@ static PyObject *f_randint_like(PyObject *mod, PyObject *args, PyObject *kwargs)
   int hd;
   if (!pyct_options(a[4], a[6], a[7], &o, &hd)) return NULL;
   if (!hd) o.dtype = ct_tensor_dtype(x);
+  if (!GIVEN(a[6])) o.device = ct_tensor_device(x);
   ct_generator *g = pyct_generator(a[3]);
   if (!g && PyErr_Occurred()) return NULL;
   return pyct_wrap(ct_randint_like(x, lo, hi, &o, g));

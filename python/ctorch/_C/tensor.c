@@ -1,5 +1,6 @@
 /* ctorch._C._TensorBase: the C half of ctorch.Tensor (properties, operators, indexing). */
 #include "pyct.h"
+#include "core/internal.h" /* struct ct_tensor: the storage's size */
 #include <string.h>
 
 extern ct_tensor *ct_wrap_scalar(ct_scalar s);
@@ -166,13 +167,28 @@ static PyObject *get_grad_fn_name(TensorObject *s, void *c) {
   return PyUnicode_FromString(n);
 }
 static PyObject *get_false(TensorObject *s, void *c) { Py_RETURN_FALSE; }
-static PyObject *get_is_cpu(TensorObject *s, void *c) { Py_RETURN_TRUE; }
+static PyObject *get_is_cpu(TensorObject *s, void *c) {
+  return PyBool_FromLong(ct_tensor_device(s->t).type == CT_DEVICE_CPU);
+}
+static PyObject *get_is_cuda(TensorObject *s, void *c) {
+  return PyBool_FromLong(ct_tensor_device(s->t).type == CT_DEVICE_CUDA);
+}
+/* "cpu" or "cuda:N" (Tensor.device builds its torch.device from this) */
+static PyObject *get_device_str(TensorObject *s, void *c) {
+  ct_device d = ct_tensor_device(s->t);
+  if (d.type == CT_DEVICE_CPU) return PyUnicode_FromString("cpu");
+  return PyUnicode_FromFormat("%s:%d", ct_device_type_name(d.type), d.index);
+}
 static PyObject *get_base(TensorObject *s, void *c) {
   ct_tensor *b = ct_view_base(s->t);
   if (!b) Py_RETURN_NONE;
   return pyct_wrap(ct_retain(b));
 }
 static PyObject *get_ptr(TensorObject *s, void *c) { return PyLong_FromVoidPtr(ct_data_ptr(s->t)); }
+/* bytes of the whole storage under the tensor (untyped_storage().nbytes()), not only the view's extent */
+static PyObject *get_storage_nbytes(TensorObject *s, void *c) {
+  return PyLong_FromSize_t(s->t->storage ? s->t->storage->nbytes : 0);
+}
 static PyObject *get_handle(TensorObject *s, void *c) { return PyLong_FromVoidPtr(s->t); }
 
 static PyGetSetDef tensor_getset[] = {
@@ -187,7 +203,8 @@ static PyGetSetDef tensor_getset[] = {
   {"mT", (getter)get_mT, NULL, NULL, NULL},
   {"_version", (getter)get_version, NULL, NULL, NULL},
   {"_grad_fn_name", (getter)get_grad_fn_name, NULL, NULL, NULL},
-  {"is_cuda", (getter)get_false, NULL, NULL, NULL},
+  {"is_cuda", (getter)get_is_cuda, NULL, NULL, NULL},
+  {"_device_str", (getter)get_device_str, NULL, NULL, NULL},
   {"is_sparse", (getter)get_false, NULL, NULL, NULL},
   {"is_quantized", (getter)get_false, NULL, NULL, NULL},
   {"is_meta", (getter)get_false, NULL, NULL, NULL},
@@ -195,6 +212,7 @@ static PyGetSetDef tensor_getset[] = {
   {"is_cpu", (getter)get_is_cpu, NULL, NULL, NULL},
   {"_base", (getter)get_base, NULL, NULL, NULL},
   {"_ptr", (getter)get_ptr, NULL, NULL, NULL},
+  {"_storage_bytes", (getter)get_storage_nbytes, NULL, NULL, NULL},
   {"_handle", (getter)get_handle, NULL, NULL, NULL},
   {NULL}};
 
@@ -253,11 +271,20 @@ static PyObject *inplace(PyObject *a, PyObject *b, bin_tt_ tt, bin_ts_ ts) {
 
 static ct_tensor *rsub_s(const ct_tensor *t, ct_scalar s) { return ct_rsub_scalar(t, s); }
 static ct_tensor *rpow_s(const ct_tensor *t, ct_scalar s) { return ct_pow_scalar_tensor(s, t); }
+/* number / tensor is reciprocal(tensor) * number in PyTorch (Tensor.__rdiv__): the same two
+   roundings (visible in bfloat16) and the same MulBackward0 node. */
+static ct_tensor *rdiv_s(const ct_tensor *t, ct_scalar s) {
+  ct_tensor *r = ct_reciprocal(t);
+  if (!r) return NULL;
+  ct_tensor *out = ct_mul_scalar(r, s);
+  ct_release(r);
+  return out;
+}
 
 static PyObject *nb_add(PyObject *a, PyObject *b) { return binop(a, b, ct_add, ct_add_scalar, 1, NULL); }
 static PyObject *nb_sub(PyObject *a, PyObject *b) { return binop(a, b, ct_sub, ct_sub_scalar, 0, rsub_s); }
 static PyObject *nb_mul(PyObject *a, PyObject *b) { return binop(a, b, ct_mul, ct_mul_scalar, 1, NULL); }
-static PyObject *nb_div(PyObject *a, PyObject *b) { return binop(a, b, ct_div, ct_div_scalar, 0, NULL); }
+static PyObject *nb_div(PyObject *a, PyObject *b) { return binop(a, b, ct_div, ct_div_scalar, 0, rdiv_s); }
 static PyObject *nb_floordiv(PyObject *a, PyObject *b) {
   return binop(a, b, ct_floor_divide, ct_floor_divide_scalar, 0, NULL);
 }
@@ -612,6 +639,39 @@ static PyObject *t_element_size(TensorObject *s, PyObject *u) {
 static PyObject *t_storage_offset(TensorObject *s, PyObject *u) {
   return PyLong_FromLongLong(ct_storage_offset(s->t));
 }
+/* Tensor.resize_(*sizes): PyTorch's geometry (contiguous strides from the storage offset); the storage
+   grows when too small (every view of it sees the new memory) and never shrinks; no version bump. */
+static PyObject *t_resize_(TensorObject *s, PyObject *args, PyObject *kw) {
+  int64_t shape[CT_MAX_DIMS];
+  int n;
+  if (kw && PyDict_GET_SIZE(kw) && !(PyDict_GET_SIZE(kw) == 1 && PyDict_GetItemString(kw, "memory_format"))) {
+    PyErr_SetString(PyExc_TypeError, "resize_() received an invalid combination of arguments");
+    return NULL;
+  }
+  if (!pyct_shape_varargs(args, 0, shape, &n)) return NULL;
+  ct_tensor *t = s->t;
+  if (ct_requires_grad(t)) {
+    PyErr_SetString(PyExc_RuntimeError, "cannot resize variables that require grad");
+    return NULL;
+  }
+  for (int d = 0; d < n; d++)
+    if (shape[d] < 0) {
+      PyErr_SetString(PyExc_RuntimeError, "numel: integer multiplication overflow"); /* PyTorch's wording */
+      return NULL;
+    }
+  int64_t numel = ct_shape_numel(n, shape), need = 0;
+  if (numel < 0) return pyct_raise();
+  if (numel > 0 && (!ct_mul_ok(t->offset + numel, (int64_t)ct_dtype_size(t->dtype), &need) || need < 0)) {
+    PyErr_SetString(PyExc_RuntimeError, "numel: integer multiplication overflow");
+    return NULL;
+  }
+  if (ct_storage_grow(t->storage, (size_t)need) != CT_OK) return pyct_raise();
+  t->ndim = n;
+  for (int d = 0; d < n; d++) t->shape[d] = shape[d];
+  ct_contiguous_strides(n, t->shape, t->stride);
+  Py_INCREF(s);
+  return (PyObject *)s;
+}
 static PyObject *t_is_contiguous(TensorObject *s, PyObject *args, PyObject *kw) {
   return PyBool_FromLong(ct_is_contiguous(s->t));
 }
@@ -685,6 +745,7 @@ static PyMethodDef tensor_base_methods[] = {
   {"element_size", (PyCFunction)t_element_size, METH_NOARGS, NULL},
   {"storage_offset", (PyCFunction)t_storage_offset, METH_NOARGS, NULL},
   {"is_contiguous", (PyCFunction)(void (*)(void))t_is_contiguous, METH_VARARGS | METH_KEYWORDS, NULL},
+  {"resize_", (PyCFunction)(void (*)(void))t_resize_, METH_VARARGS | METH_KEYWORDS, NULL},
   {"is_floating_point", (PyCFunction)t_is_floating_point, METH_NOARGS, NULL},
   {"is_complex", (PyCFunction)t_is_complex, METH_NOARGS, NULL},
   {"data_ptr", (PyCFunction)t_data_ptr, METH_NOARGS, NULL},

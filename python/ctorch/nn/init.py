@@ -120,7 +120,22 @@ def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0):
 
 
 def dirac_(tensor, groups=1):
-    raise NotImplementedError("nn.init.dirac_ is not implemented in ctorch")
+    """Identity convolution kernels: a 1 at the centre tap of channel d -> d in each group."""
+    nd = tensor.dim()
+    if nd not in (3, 4, 5):
+        raise ValueError("Only tensors with 3, 4, or 5 dimensions are supported")
+    sizes = tensor.size()
+    if sizes[0] % groups != 0:
+        raise ValueError("dim 0 must be divisible by groups")
+    per_group = sizes[0] // groups
+    min_dim = min(per_group, sizes[1])
+    centre = tuple(s // 2 for s in sizes[2:])
+    with no_grad():
+        tensor.zero_()
+        for g in range(groups):
+            for d in range(min_dim):
+                tensor[(g * per_group + d, d) + centre] = 1
+    return tensor
 
 
 def orthogonal_(tensor, gain=1):

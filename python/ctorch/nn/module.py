@@ -27,6 +27,15 @@ class _Handle:
         self.d.pop(self.id, None)
 
 
+def _typename(o):
+    """torch.typename: 'torch.FloatTensor' for a tensor, else the qualified class name."""
+    if isinstance(o, _C._TensorBase):
+        return o.type()
+    m = type(o).__module__
+    m = "torch" + m[6:] if m.startswith("ctorch") else m
+    return type(o).__qualname__ if m in ("builtins", "__builtin__", None) else m + "." + type(o).__qualname__
+
+
 def _addindent(s, n):
     lines = s.split("\n")
     if len(lines) == 1:
@@ -83,8 +92,7 @@ class Module:
             self._parameters[name] = None
         elif not isinstance(param, Parameter):
             raise TypeError("cannot assign '{}' object to parameter '{}' (torch.nn.Parameter or None required)"
-                            .format(type(param).__module__.replace("ctorch", "torch") + "." +
-                                    type(param).__name__, name))
+                            .format(_typename(param), name))
         else:
             self._parameters[name] = param
 
@@ -99,7 +107,7 @@ class Module:
             raise KeyError("attribute '{}' already exists".format(name))
         if tensor is not None and not isinstance(tensor, _C._TensorBase):
             raise TypeError("cannot assign '{}' object to buffer '{}' (torch Tensor or None required)"
-                            .format(type(tensor).__name__, name))
+                            .format(_typename(tensor), name))
         self._buffers[name] = tensor
         if persistent:
             self._non_persistent_buffers_set.discard(name)
@@ -149,8 +157,7 @@ class Module:
         if params is not None and name in params:
             if value is not None:
                 raise TypeError("cannot assign '{}' as parameter '{}' (torch.nn.Parameter or None expected)"
-                                .format("torch." + type(value).__name__ if isinstance(value, _C._TensorBase)
-                                        else type(value).__name__, name))
+                                .format(_typename(value), name))
             self.register_parameter(name, value)
             return
         modules = self.__dict__.get("_modules")
@@ -165,14 +172,14 @@ class Module:
         if modules is not None and name in modules:
             if value is not None:
                 raise TypeError("cannot assign '{}' as child module '{}' (torch.nn.Module or None expected)"
-                                .format(type(value).__name__, name))
+                                .format(_typename(value), name))
             modules[name] = value
             return
         buffers = self.__dict__.get("_buffers")
         if buffers is not None and name in buffers:
             if value is not None and not isinstance(value, _C._TensorBase):
                 raise TypeError("cannot assign '{}' as buffer '{}' (torch.Tensor or None expected)"
-                                .format(type(value).__name__, name))
+                                .format(_typename(value), name))
             buffers[name] = value
             return
         object.__setattr__(self, name, value)
@@ -291,10 +298,17 @@ class Module:
             with no_grad():
                 new = fn(p)
             if new is not p:
-                np_ = Parameter(new, p.requires_grad)
-                if p.grad is not None:
-                    np_.grad = fn(p.grad)
-                self._parameters[key] = np_
+                try:
+                    # PyTorch keeps the Parameter object (an optimizer made before .to()/.cuda() still
+                    # holds the module's parameters) and swaps its data
+                    p.data = new
+                    if p.grad is not None:
+                        p.grad = fn(p.grad)
+                except (RuntimeError, TypeError):
+                    np_ = Parameter(new, p.requires_grad)
+                    if p.grad is not None:
+                        np_.grad = fn(p.grad)
+                    self._parameters[key] = np_
         for key, b in self._buffers.items():
             if b is not None:
                 self._buffers[key] = fn(b)
@@ -302,27 +316,35 @@ class Module:
 
     def to(self, *args, **kwargs):
         dtype = kwargs.get("dtype")
+        device = kwargs.get("device")
         for a in args:
             if isinstance(a, _C.dtype):
                 dtype = a
             elif isinstance(a, _C._TensorBase):
                 dtype = a.dtype
-        if "device" in kwargs or args:
-            for a in list(args) + [kwargs.get("device")]:
-                if a is not None and not isinstance(a, (_C.dtype, _C._TensorBase, bool)):
-                    _C.zeros(0, device=a)  # raises for unavailable devices
-        if dtype is None:
-            return self
-        if not dtype.is_floating_point:
+                device = a._device_str
+            elif a is not None and not isinstance(a, bool):
+                device = a
+        if device is not None:
+            device = str(_C.zeros(0, device=device)._device_str)  # raises PyTorch's error for unusable devices
+        if dtype is not None and not dtype.is_floating_point:
             raise TypeError("nn.Module.to only accepts floating point or complex dtypes, but got desired dtype="
                             + str(dtype))
-        return self._apply(lambda t: t.to(dtype) if t.is_floating_point() else t)
+        if dtype is None and device is None:
+            return self
+
+        def convert(t):
+            d = dtype if dtype is not None and t.is_floating_point() else None
+            if device is not None and t._device_str != device:
+                return t.to(device, d) if d is not None else t.to(device)
+            return t.to(d) if d is not None else t
+        return self._apply(convert)
 
     def cpu(self):
-        return self
+        return self._apply(lambda t: t.cpu())
 
     def cuda(self, device=None):
-        raise AssertionError("Torch not compiled with CUDA enabled")
+        return self._apply(lambda t: t.cuda(device))
 
     def float(self):
         return self._apply(lambda t: t.float() if t.is_floating_point() else t)

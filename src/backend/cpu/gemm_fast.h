@@ -30,4 +30,10 @@ ct_status ct_fast_gemm(const ct_fgemm *g);
 /* Which micro-kernel the fast GEMM uses now, e.g. "avx512 12x32". */
 const char *ct_fast_gemm_kernel_name(ct_dtype dt);
 
+/* A 64-byte aligned scratch buffer from the GEMM's buffer cache (reused across calls, so
+ * large workspaces are not page-faulted each time); NULL when out of memory. Give it back
+ * with ct_fast_buf_put. */
+void *ct_fast_buf_get(size_t bytes);
+void ct_fast_buf_put(void *p);
+
 #endif

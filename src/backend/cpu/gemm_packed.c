@@ -75,6 +75,10 @@ static void buf_put(void *q) {
   free(p);
 }
 
+/* The same cache for other kernels' temporary workspaces (kernels_conv.c's im2col buffers). */
+void *ct_fast_buf_get(size_t bytes) { return buf_get(bytes); }
+void ct_fast_buf_put(void *p) { buf_put(p); }
+
 /* ---- micro-kernels: c[MR x NR] (row stride ldc, unit column stride) = (acc ? c : 0) + a-panel * b-panel
  * a: kc groups of MR values; b: kc groups of NR values (both packed, 64-byte aligned). ---- */
 typedef void (*ukr_f32)(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, int acc);

@@ -321,6 +321,7 @@ static void fill_table(void) {
   ct_cuda_register_pointwise(table);
   ct_cuda_register_reduce(table);
   ct_cuda_register_linalg(table);
+  ct_cuda_register_shape(table);
 }
 static ct_kernel_fn cu_kernel(int op) {
   pthread_once(&table_once, fill_table);

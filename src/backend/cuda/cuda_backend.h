@@ -32,6 +32,7 @@ bool ct_cuda_tf32(void);
 void ct_cuda_register_pointwise(ct_kernel_fn *tab);
 void ct_cuda_register_reduce(ct_kernel_fn *tab);
 void ct_cuda_register_linalg(ct_kernel_fn *tab);
+void ct_cuda_register_shape(ct_kernel_fn *tab);
 /* Frees the cuBLAS handles (called from empty_cache at exit paths: optional). */
 
 /* ---- the strided iterator, as the kernels receive it ----

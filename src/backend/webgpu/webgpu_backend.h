@@ -44,6 +44,8 @@ void wg_flush(void);
  * next synchronisation reads it. */
 void wg_arm_flag(void);
 wg_buf *wg_flag_buffer(void);
+/* Waits for the recorded work and reads the flag now: "index out of range in self" if set. */
+ct_status wg_take_flag(void);
 /* The device's limits after the request. */
 uint64_t wg_max_binding(void);
 uint32_t wg_max_groups(void);

@@ -718,6 +718,13 @@ static ct_status check_flag_locked(void) {
   return CT_ERR(CT_ERR_INDEX, "index out of range in self (reported by the WebGPU device at synchronisation)");
 }
 
+ct_status wg_take_flag(void) {
+  G.flag_armed = true;
+  ct_status st = check_flag_locked();
+  if (st == CT_ERR_INDEX) return CT_ERR(CT_ERR_INDEX, "index out of range in self"); /* PyTorch's words, at the call */
+  return st;
+}
+
 static ct_status wg_sync(int dev) {
   (void)dev;
   CT_TRY(wg_ready());

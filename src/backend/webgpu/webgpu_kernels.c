@@ -60,6 +60,9 @@ static const char *flit(double v, char *buf) {
 
 /* ---- errors worded for the parity harness's "no kernel" count ---- */
 static ct_status unsupported(const ct_call *c, const char *why) {
+  /* CT_WEBGPU_DEBUG=1 prints each refusal with its reason (the parity count keeps only the op) */
+  const char *dbg = getenv("CT_WEBGPU_DEBUG");
+  if (dbg && *dbg == '1') fprintf(stderr, "webgpu refused %s: %s\n", ct_op_info_of(c->op)->id, why);
   return CT_ERR(CT_ERR_NOT_IMPLEMENTED, "Could not run 'aten::%s' with arguments from the 'WebGPU' backend. %s",
                 ct_op_info_of(c->op)->id, why);
 }
@@ -71,6 +74,11 @@ static ct_status need_f32(const ct_call *c, const ct_tensor *t) {
   char m[160];
   snprintf(m, sizeof m, "The WebGPU backend computes this op in float32 only (got %s).", ct_dtype_name(t->dtype));
   return unsupported(c, m);
+}
+
+/* float32, or bool (comparisons, masks) */
+static ct_status need_f32b(const ct_call *c, const ct_tensor *t) {
+  return t->dtype == CT_BOOL ? CT_OK : need_f32(c, t);
 }
 
 /* ---- bindings: one per distinct buffer ---- */
@@ -177,6 +185,7 @@ static void emit_offsets(sb *s, const char *idx, const geom *g, const int64_t *b
 static void load_f32(char *out, size_t n, int bi, ct_dtype dt, const char *o) {
   if (dt == CT_FLOAT32) snprintf(out, n, "bitcast<f32>(b%d[%s])", bi, o);
   else if (dt == CT_INT32) snprintf(out, n, "f32(bitcast<i32>(b%d[%s]))", bi, o);
+  else if (dt == CT_BOOL) snprintf(out, n, "f32((b%d[(%s) >> 2u] >> (((%s) & 3u) * 8u)) & 0xffu)", bi, o, o);
   else snprintf(out, n, "wi64(b%d[2u * (%s)], b%d[2u * (%s) + 1u])", bi, o, bi, o);
 }
 /* Stores f32 expression v into the element at o. */
@@ -191,6 +200,14 @@ static void emit_store_f32(sb *s, int bi, ct_dtype dt, const char *o, const char
 /* helpers every pointwise shader carries (unused functions cost nothing) */
 static const char *WGSL_MATH =
     "fn wisnan(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }\n"
+    /* x != 0 by its bits: NaN counts as nonzero (C's bool), whatever the compiler does with NaN compares */
+    "fn wnz(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) != 0u; }\n"
+    /* signed 64-bit compare of (lo, hi) words: -1, 0, 1 */
+    "fn wc64(a: vec2<u32>, b: vec2<u32>) -> i32 {\n"
+    "  let ah = bitcast<i32>(a.y); let bh = bitcast<i32>(b.y);\n"
+    "  if (ah != bh) { return select(1, -1, ah < bh); }\n"
+    "  if (a.x != b.x) { return select(1, -1, a.x < b.x); }\n"
+    "  return 0;\n}\n"
     "fn werfc(x: f32) -> f32 {\n"
     "  let z = abs(x);\n"
     "  let t = 1.0 / (1.0 + 0.5 * z);\n"
@@ -268,8 +285,21 @@ static void grid(int64_t groups, uint32_t *gx, uint32_t *gy) {
   }
 }
 
+/* Float parameters of the next elementwise kernel (set under the lock by its caller):
+ * values that change from call to call (an optimizer's step size, add's alpha) come in
+ * a parameter buffer read as bitcast<f32>(pr[k]) rather than as literals, so that a
+ * training loop compiles its pipelines once instead of at every step. */
+static float ew_pf[4];
+static int ew_npf;
+static bool uses_params(const char *expr, const char *pre) {
+  return ew_npf > 0 && ((expr && strstr(expr, "pr[")) || (pre && strstr(pre, "pr[")));
+}
+static void emit_params(sb *s, const bindset *bs) {
+  sbf(s, "@group(0) @binding(%d) var<storage, read> pr: array<u32>;\n", bs->n);
+}
+
 /* Compiles and dispatches; takes ownership of the source text. */
-static ct_status launch(sb *s, bindset *bs, uint32_t gx, uint32_t gy, uint32_t gz) {
+static ct_status launch_p(sb *s, bindset *bs, uint32_t gx, uint32_t gy, uint32_t gz, bool params) {
   if (s->oom) {
     free(s->p);
     return CT_ERR(CT_ERR_OOM, "out of memory generating WGSL");
@@ -277,8 +307,14 @@ static ct_status launch(sb *s, bindset *bs, uint32_t gx, uint32_t gy, uint32_t g
   wg_pipe *p = wg_pipeline(s->p);
   free(s->p);
   if (!p) return ct_last_status();
+  if (params) {
+    uint32_t w[4];
+    memcpy(w, ew_pf, sizeof w);
+    return wg_dispatch_p(p, bs->n, bs->b, w, ew_npf, gx, gy, gz);
+  }
   return wg_dispatch(p, bs->n, bs->b, gx, gy, gz);
 }
+static ct_status launch(sb *s, bindset *bs, uint32_t gx, uint32_t gy, uint32_t gz) { return launch_p(s, bs, gx, gy, gz, false); }
 
 /* The kernel's frame: readiness, lock. */
 #define WG_BEGIN(c)              \
@@ -351,6 +387,44 @@ static ct_status ew_run(int nt, ct_tensor *const *ts, int mode, const char *expr
   }
   geom g;
   geom_make(&g, o->ndim, o->shape, nt, st);
+  if (o->dtype == CT_BOOL) {
+    /* bytes in u32 words: a thread owns one output word and fills its (up to) four
+     * elements, keeping the bytes outside the tensor; needs a contiguous output */
+    if (mode != 0 || !ct_is_contiguous(o))
+      return CT_ERR(CT_ERR_NOT_IMPLEMENTED, "Could not run this op with arguments from the 'WebGPU' backend: a bool "
+                                            "output must be contiguous there.");
+    int64_t w0i = o->offset / 4, w1i = (o->offset + n - 1) / 4, nw = w1i - w0i + 1;
+    uint32_t gx, gy;
+    grid((nw + 255) / 256, &gx, &gy);
+    sb s = {0};
+    emit_bindings(&s, &bs);
+    bool usep = uses_params(expr, pre);
+    if (usep) emit_params(&s, &bs);
+    sbf(&s, "%s", WGSL_MATH);
+    if (pre) sbf(&s, "%s", pre);
+    sbf(&s, "@compute @workgroup_size(256)\nfn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32) {\n");
+    sbf(&s, "  let wi = (wid.y * %uu + wid.x) * 256u + li;\n  if (wi >= %lldu) { return; }\n", gx, (long long)nw);
+    sbf(&s, "  let wb = %lldu + wi;\n  var word: u32 = b%d[wb];\n", (long long)w0i, bi[0]);
+    sbf(&s, "  for (var j: u32 = 0u; j < 4u; j = j + 1u) {\n    let bp = wb * 4u + j;\n");
+    sbf(&s, "    if (bp < %lldu || bp >= %lldu) { continue; }\n    let i = bp - %lldu;\n", (long long)o->offset,
+        (long long)(o->offset + n), (long long)o->offset);
+    emit_offsets(&s, "i", &g, base, "o");
+    char buf[256];
+    for (int k = 1; k < nt; k++) {
+      char oo[16];
+      snprintf(oo, sizeof oo, "o%d", k);
+      load_f32(buf, sizeof buf, bi[k], ts[k]->dtype, oo);
+      sbf(&s, "  let x%d = %s;\n", k, buf);
+      if (ts[k]->dtype == CT_INT64) sbf(&s, "  let q%d = vec2<u32>(b%d[2u * %s], b%d[2u * %s + 1u]);\n", k, bi[k], oo, bi[k], oo);
+      else if (ts[k]->dtype == CT_INT32)
+        sbf(&s, "  let q%d = vec2<u32>(b%d[%s], select(0u, 0xffffffffu, bitcast<i32>(b%d[%s]) < 0));\n", k, bi[k], oo, bi[k], oo);
+    }
+    /* bool(v): nonzero, NaN included */
+    sbf(&s, "  let v: f32 = %s;\n", expr);
+    sbf(&s, "  word = (word & ~(0xffu << (j * 8u))) | (select(0u, 1u, wnz(v)) << (j * 8u));\n  }\n");
+    sbf(&s, "  b%d[wb] = word;\n}\n", bi[0]);
+    return launch_p(&s, &bs, gx, gy, 1, usep);
+  }
   /* an output whose elements repeat (a gradient accumulated through an overlapping
    * view): one invocation walks the elements in order, as the CPU does */
   bool serial = !injective(o);
@@ -359,7 +433,9 @@ static ct_status ew_run(int nt, ct_tensor *const *ts, int mode, const char *expr
   grid(groups, &gx, &gy);
   sb s = {0};
   emit_bindings(&s, &bs);
-  if (mode == 0) sbf(&s, "%s", WGSL_MATH);
+  bool usep = mode == 0 && uses_params(expr, pre);
+  if (usep) emit_params(&s, &bs);
+  if (mode == 0 || mode == 3) sbf(&s, "%s", WGSL_MATH);
   if (pre) sbf(&s, "%s", pre);
   if (serial) {
     sbf(&s, "@compute @workgroup_size(1)\nfn main() {\n  for (var i: u32 = 0u; i < %lldu; i = i + 1u) { body(i); }\n}\n",
@@ -377,6 +453,9 @@ static ct_status ew_run(int nt, ct_tensor *const *ts, int mode, const char *expr
       snprintf(oo, sizeof oo, "o%d", k);
       load_f32(buf, sizeof buf, bi[k], ts[k]->dtype, oo);
       sbf(&s, "  let x%d = %s;\n", k, buf);
+      if (ts[k]->dtype == CT_INT64) sbf(&s, "  let q%d = vec2<u32>(b%d[2u * %s], b%d[2u * %s + 1u]);\n", k, bi[k], oo, bi[k], oo);
+      else if (ts[k]->dtype == CT_INT32)
+        sbf(&s, "  let q%d = vec2<u32>(b%d[%s], select(0u, 0xffffffffu, bitcast<i32>(b%d[%s]) < 0));\n", k, bi[k], oo, bi[k], oo);
     }
     sbf(&s, "  let v: f32 = %s;\n", expr);
     emit_store_f32(&s, bi[0], o->dtype, "o0", "v");
@@ -389,12 +468,19 @@ static ct_status ew_run(int nt, ct_tensor *const *ts, int mode, const char *expr
     else
       sbf(&s, "  { let w = b%d[o1]; b%d[2u * o0] = w; b%d[2u * o0 + 1u] = select(0u, 0xffffffffu, bitcast<i32>(w) < 0); }\n",
           bi[1], bi[0], bi[0]);
+  } else if (mode == 3) { /* ts = {o, x, mask}, x of o's dtype: mask ? the constant words : x's words */
+    char m[256];
+    load_f32(m, sizeof m, bi[2], ts[2]->dtype, "o2");
+    if (words_of(o->dtype) == 1) sbf(&s, "  b%d[o0] = select(b%d[o1], %uu, wnz(%s));\n", bi[0], bi[1], w0, m);
+    else
+      sbf(&s, "  { let f = wnz(%s); b%d[2u * o0] = select(b%d[2u * o1], %uu, f); b%d[2u * o0 + 1u] = select(b%d[2u * o1 + 1u], %uu, f); }\n",
+          m, bi[0], bi[1], w0, bi[0], bi[1], w1);
   } else {
     if (words_of(o->dtype) == 1) sbf(&s, "  b%d[o0] = %uu;\n", bi[0], w0);
     else sbf(&s, "  b%d[2u * o0] = %uu;\n  b%d[2u * o0 + 1u] = %uu;\n", bi[0], w0, bi[0], w1);
   }
   sbf(&s, "}\n");
-  return launch(&s, &bs, gx, gy, 1);
+  return launch_p(&s, &bs, gx, gy, 1, usep);
 }
 
 /* ---- fill, copy ---- */
@@ -420,17 +506,50 @@ static ct_status k_fill(const ct_call *c) {
   return st;
 }
 
+/* o = x converted (expects the lock held and the dtypes checked) */
+static ct_status copy_run(ct_tensor *o, ct_tensor *x) {
+  ct_tensor *ts[2] = {o, x};
+  if (o->dtype == CT_BOOL || x->dtype == CT_BOOL) return ew_run(2, ts, 0, "x1", 0, 0, NULL); /* 0/1, nonzero */
+  if (o->dtype == CT_FLOAT32 && x->dtype != CT_FLOAT32) return ew_run(2, ts, 0, "x1", 0, 0, NULL);
+  if (x->dtype == CT_FLOAT32 && o->dtype != CT_FLOAT32) return ew_run(2, ts, 0, "x1", 0, 0, NULL); /* truncates */
+  return ew_run(2, ts, 1, NULL, 0, 0, NULL); /* the same dtype, or int32 <-> int64 */
+}
+static bool copyable(ct_dtype dt) { return words_of(dt) || dt == CT_BOOL; }
+
 static ct_status k_copy(const ct_call *c) {
   WG_BEGIN(c);
   ct_tensor *o = c->out[0], *x = c->in[0];
-  if (!words_of(o->dtype)) return need_f32(c, o);
-  if (!words_of(x->dtype)) return need_f32(c, x);
-  ct_tensor *ts[2] = {o, x};
+  if (!copyable(o->dtype)) return need_f32(c, o);
+  if (!copyable(x->dtype)) return need_f32(c, x);
+  /* bool <-> int64 goes through f32, exact for 0/1 and for nonzero-ness */
+  if (o->dtype == CT_BOOL && !ct_is_contiguous(o)) return unsupported(c, "A bool destination must be contiguous.");
   wg_lock();
-  ct_status st;
-  if (o->dtype == CT_FLOAT32 && x->dtype != CT_FLOAT32) st = ew_run(2, ts, 0, "x1", 0, 0, NULL);
-  else if (x->dtype == CT_FLOAT32 && o->dtype != CT_FLOAT32) st = ew_run(2, ts, 0, "x1", 0, 0, NULL); /* truncates */
-  else st = ew_run(2, ts, 1, NULL, 0, 0, NULL); /* the same dtype, or int32 <-> int64 */
+  ct_status st = copy_run(o, x);
+  wg_unlock();
+  return st;
+}
+
+/* cat along k0: each input (a.i[i] >= 0) copied into its slice of the output */
+static ct_status k_cat(const ct_call *c) {
+  WG_BEGIN(c);
+  ct_tensor *o = c->out[0];
+  int dim = (int)c->a.k[0];
+  if (!words_of(o->dtype)) return need_f32(c, o);
+  for (int i = 0; i < c->n_in; i++)
+    if (c->a.i[i] >= 0 && !words_of(c->in[i]->dtype)) return need_f32(c, c->in[i]);
+  wg_lock();
+  ct_status st = CT_OK;
+  int64_t off = 0;
+  for (int i = 0; i < c->n_in && st == CT_OK; i++) {
+    ct_tensor *x = c->in[i];
+    if (c->a.i[i] < 0) continue; /* a skipped legacy empty [0] input */
+    ct_tensor v = *o; /* a borrowed view of the slice: output strides, input shape */
+    v.ndim = x->ndim;
+    for (int d = 0; d < x->ndim; d++) v.shape[d] = x->shape[d];
+    v.offset = o->offset + off * o->stride[dim];
+    st = copy_run(&v, x);
+    off += x->shape[dim];
+  }
   wg_unlock();
   return st;
 }
@@ -525,6 +644,14 @@ static ct_status k_unary_deriv(const ct_call *c) {
     snprintf(e, sizeof e, order == 1 ? "x1 * (0.5 * (1.0 + gt(x2).x) + 0.5 * x2 * gt(x2).z * gt(x2).y)"
                                      : "x1 * gt(x2).z * (gt(x2).y - x2 * gt(x2).x * gt(x2).y * gt(x2).y + 0.5 * x2 * 6.0 * "
                                        "0.7978845608028654 * 0.044715 * x2)");
+  } else if (op == CT_OP_clamp) { /* h inside [lo, hi] (NaN x or a NaN bound: 0), as the CPU */
+    char cond[200] = "!wisnan(x2)";
+    if ((at->k[0] && isnan(at->f[0])) || (at->k[1] && isnan(at->f[1]))) snprintf(cond, sizeof cond, "false");
+    else {
+      if (at->k[0]) snprintf(cond + strlen(cond), sizeof cond - strlen(cond), " && x2 >= %s", flit(at->f[0], a));
+      if (at->k[1]) snprintf(cond + strlen(cond), sizeof cond - strlen(cond), " && x2 <= %s", flit(at->f[1], b));
+    }
+    snprintf(e, sizeof e, order == 1 ? "select(0.0, x1, %s)" : "0.0", cond);
   } else if (op == CT_OP_silu) {
     pre = "fn sg(x: f32) -> f32 { return 1.0 / (1.0 + exp(-x)); }\n";
     snprintf(e, sizeof e, order == 1 ? "x1 * sg(x2) * (1.0 + x2 * (1.0 - sg(x2)))"
@@ -544,18 +671,19 @@ static ct_status k_unary_deriv(const ct_call *c) {
 
 static ct_status k_binary(const ct_call *c) {
   WG_BEGIN(c);
-  for (int i = 0; i < 2; i++) CT_TRY(need_f32(c, c->in[i]));
+  for (int i = 0; i < 2; i++) CT_TRY(c->op == CT_OP_masked_zero && i == 1 ? need_f32b(c, c->in[i]) : need_f32(c, c->in[i]));
   CT_TRY(need_f32(c, c->out[0]));
   char e[512], a[40];
+  float pf = 0;
   const ct_attrs *at = &c->a;
   switch (c->op) {
     case CT_OP_add:
       if (at->f[0] == 1) snprintf(e, sizeof e, "x1 + x2");
-      else snprintf(e, sizeof e, "x1 + %s * x2", flit(at->f[0], a));
+      else snprintf(e, sizeof e, "x1 + bitcast<f32>(pr[0]) * x2"), pf = (float)at->f[0];
       break;
     case CT_OP_sub:
       if (at->f[0] == 1) snprintf(e, sizeof e, "x1 - x2");
-      else snprintf(e, sizeof e, "x1 - %s * x2", flit(at->f[0], a));
+      else snprintf(e, sizeof e, "x1 - bitcast<f32>(pr[0]) * x2"), pf = (float)at->f[0];
       break;
     case CT_OP_mul: snprintf(e, sizeof e, "x1 * x2"); break;
     case CT_OP_div:
@@ -567,9 +695,159 @@ static ct_status k_binary(const ct_call *c) {
     case CT_OP_fmin: snprintf(e, sizeof e, "select(select(min(x1, x2), x1, wisnan(x2)), x2, wisnan(x1))"); break;
     case CT_OP_pow: snprintf(e, sizeof e, "wpow(x1, x2)"); break;
     case CT_OP_atan2: snprintf(e, sizeof e, "watan2(x1, x2)"); break;
-    case CT_OP_masked_zero: snprintf(e, sizeof e, "select(x1, 0.0, x2 != 0.0)"); break;
+    case CT_OP_masked_zero: snprintf(e, sizeof e, "select(x1, 0.0, wnz(x2))"); break;
     default: return unsupported(c, "This op has no WGSL kernel yet.");
   }
+  (void)a;
+  ct_tensor *ts[3] = {c->out[0], c->in[0], c->in[1]};
+  wg_lock();
+  ew_pf[0] = pf;
+  ew_npf = 1;
+  ct_status st = ew_run(3, ts, 0, e, 0, 0, NULL);
+  ew_npf = 0;
+  wg_unlock();
+  return st;
+}
+
+/* ---- bool results: comparisons, logical ops, NaN tests (f32 or bool inputs: int64
+ * through f32 would not be exact beyond 2^24, so integer inputs are refused) ---- */
+static ct_status k_bool(const ct_call *c) {
+  WG_BEGIN(c);
+  bool cmp = c->op == CT_OP_eq || c->op == CT_OP_ne || c->op == CT_OP_lt || c->op == CT_OP_le || c->op == CT_OP_gt ||
+             c->op == CT_OP_ge;
+  bool logical = c->op == CT_OP_logical_and || c->op == CT_OP_logical_or || c->op == CT_OP_logical_xor ||
+                 c->op == CT_OP_logical_not;
+  bool ints = cmp && c->in[0]->dtype == c->in[1]->dtype && (c->in[0]->dtype == CT_INT64 || c->in[0]->dtype == CT_INT32);
+  for (int i = 0; i < c->n_in && !ints; i++) {
+    ct_dtype dt = c->in[i]->dtype;
+    /* nonzero-ness survives the conversion of integers to f32 */
+    if (!(logical && (dt == CT_INT64 || dt == CT_INT32))) CT_TRY(need_f32b(c, c->in[i]));
+  }
+  if (c->out[0]->dtype != CT_BOOL) return unsupported(c, "Expected a bool output.");
+  const char *e;
+  switch (c->op) {
+    case CT_OP_eq: e = "select(0.0, 1.0, x1 == x2)"; break;
+    case CT_OP_ne: e = "select(0.0, 1.0, x1 != x2)"; break; /* NaN != NaN */
+    case CT_OP_lt: e = "select(0.0, 1.0, x1 < x2)"; break;
+    case CT_OP_le: e = "select(0.0, 1.0, x1 <= x2)"; break;
+    case CT_OP_gt: e = "select(0.0, 1.0, x1 > x2)"; break;
+    case CT_OP_ge: e = "select(0.0, 1.0, x1 >= x2)"; break;
+    case CT_OP_logical_and: e = "select(0.0, 1.0, wnz(x1) && wnz(x2))"; break;
+    case CT_OP_logical_or: e = "select(0.0, 1.0, wnz(x1) || wnz(x2))"; break;
+    case CT_OP_logical_xor: e = "select(0.0, 1.0, wnz(x1) != wnz(x2))"; break;
+    case CT_OP_logical_not: e = "select(0.0, 1.0, !wnz(x1))"; break;
+    case CT_OP_isnan: e = "select(0.0, 1.0, wisnan(x1))"; break;
+    case CT_OP_isinf: e = "select(0.0, 1.0, (bitcast<u32>(x1) & 0x7fffffffu) == 0x7f800000u)"; break;
+    case CT_OP_isfinite: e = "select(0.0, 1.0, (bitcast<u32>(x1) & 0x7f800000u) != 0x7f800000u)"; break;
+    default: return unsupported(c, "This op has no WGSL kernel yet.");
+  }
+  /* the comparisons of NaN: WGSL leaves them to the implementation; these inputs are
+   * tested for NaN explicitly so that == < <= > >= are false and != true */
+  char e2[512];
+  if (ints) {
+    const char *rel = c->op == CT_OP_eq ? "==" : c->op == CT_OP_ne ? "!=" : c->op == CT_OP_lt ? "<" : c->op == CT_OP_le ? "<="
+                    : c->op == CT_OP_gt ? ">" : ">=";
+    snprintf(e2, sizeof e2, "select(0.0, 1.0, wc64(q1, q2) %s 0)", rel);
+  } else if (c->op >= 0 && (c->op == CT_OP_eq || c->op == CT_OP_lt || c->op == CT_OP_le || c->op == CT_OP_gt || c->op == CT_OP_ge))
+    snprintf(e2, sizeof e2, "select(%s, 0.0, wisnan(x1) || wisnan(x2))", e);
+  else if (c->op == CT_OP_ne) snprintf(e2, sizeof e2, "select(%s, 1.0, wisnan(x1) || wisnan(x2))", e);
+  else snprintf(e2, sizeof e2, "%s", e);
+  if (!ct_is_contiguous(c->out[0])) return unsupported(c, "A bool output must be contiguous.");
+  ct_tensor *ts[3] = {c->out[0], c->in[0], c->n_in > 1 ? c->in[1] : NULL};
+  wg_lock();
+  ct_status st = ew_run(1 + c->n_in, ts, 0, e2, 0, 0, NULL);
+  wg_unlock();
+  return st;
+}
+
+/* ---- ternary float32 ops: where, lerp, addcmul, addcdiv, clamp (scalar and tensor) ---- */
+static ct_status k_ternary(const ct_call *c) {
+  WG_BEGIN(c);
+  const ct_attrs *at = &c->a;
+  CT_TRY(need_f32(c, c->out[0]));
+  for (int i = 0; i < c->n_in; i++) {
+    if (c->op == CT_OP_where && i == 0) {
+      if (c->in[0]->dtype != CT_BOOL && c->in[0]->dtype != CT_FLOAT32) return need_f32b(c, c->in[0]);
+    } else CT_TRY(need_f32(c, c->in[i]));
+  }
+  char e[768], a[40], b[40];
+  switch (c->op) {
+    case CT_OP_where: snprintf(e, sizeof e, "select(x3, x2, wnz(x1))"); break;
+    case CT_OP_lerp: /* the CPU's two-sided form, exact at w = 0 and 1 */
+      snprintf(e, sizeof e, "select(x2 - (x2 - x1) * (1.0 - x3), x1 + x3 * (x2 - x1), abs(x3) < 0.5)");
+      break;
+    case CT_OP_lerp_scalar:
+      snprintf(e, sizeof e, "select(x2 - (x2 - x1) * (1.0 - bitcast<f32>(pr[0])), x1 + bitcast<f32>(pr[0]) * (x2 - x1), "
+                            "abs(bitcast<f32>(pr[0])) < 0.5)");
+      break;
+    case CT_OP_addcmul: snprintf(e, sizeof e, "x1 + bitcast<f32>(pr[0]) * x2 * x3"); break;
+    case CT_OP_addcdiv: snprintf(e, sizeof e, "x1 + bitcast<f32>(pr[0]) * x2 / x3"); break;
+    case CT_OP_clamp: {
+      /* NaN in x stays; a NaN bound gives NaN (the CPU's order: low bound first) */
+      char lo[160] = "y", hi[160] = "y";
+      /* a NaN bound compares false on the CPU, which leaves x: omitted here likewise */
+      if (at->k[0] && !isnan(at->f[0])) snprintf(lo, sizeof lo, "select(y, %s, y < %s)", flit(at->f[0], a), flit(at->f[0], a));
+      snprintf(e, sizeof e, "wclamp(x1)");
+      if (at->k[1] && !isnan(at->f[1])) snprintf(hi, sizeof hi, "select(y, %s, y > %s)", flit(at->f[1], b), flit(at->f[1], b));
+      char pre[700];
+      snprintf(pre, sizeof pre,
+               "fn wclamp(x: f32) -> f32 {\n  if (wisnan(x)) { return x; }\n  var y = x;\n  y = %s;\n  y = %s;\n  return y;\n}\n",
+               lo, hi);
+      ct_tensor *ts[2] = {c->out[0], c->in[0]};
+      wg_lock();
+      ct_status st = ew_run(2, ts, 0, e, 0, 0, pre);
+      wg_unlock();
+      return st;
+    }
+    case CT_OP_clamp_tensor: {
+      bool hl = at->k[0], hh = at->k[1];
+      int kl = 2, kh = hl ? 3 : 2;
+      char lo[120] = "", hi[120] = "";
+      if (hl) snprintf(lo, sizeof lo, "if (wisnan(x%d)) { return wnan(); } if (y < x%d) { y = x%d; }", kl, kl, kl);
+      if (hh) snprintf(hi, sizeof hi, "if (wisnan(x%d)) { return wnan(); } if (y > x%d) { y = x%d; }", kh, kh, kh);
+      char pre[600];
+      snprintf(pre, sizeof pre, "fn wclampt(x1: f32, x2: f32, x3: f32) -> f32 {\n  if (wisnan(x1)) { return x1; }\n"
+                                "  var y = x1;\n  %s\n  %s\n  return y;\n}\n", lo, hi);
+      snprintf(e, sizeof e, "wclampt(x1, %s, %s)", c->n_in > 1 ? "x2" : "0.0", c->n_in > 2 ? "x3" : "0.0");
+      ct_tensor *ts[4] = {c->out[0], c->in[0], c->n_in > 1 ? c->in[1] : NULL, c->n_in > 2 ? c->in[2] : NULL};
+      wg_lock();
+      ct_status st = ew_run(1 + c->n_in, ts, 0, e, 0, 0, pre);
+      wg_unlock();
+      return st;
+    }
+    default: return unsupported(c, "This op has no WGSL kernel yet.");
+  }
+  ct_tensor *ts[4] = {c->out[0], c->in[0], c->n_in > 1 ? c->in[1] : NULL, c->n_in > 2 ? c->in[2] : NULL};
+  wg_lock();
+  ew_pf[0] = (float)at->f[0];
+  ew_npf = 1;
+  ct_status st = ew_run(1 + c->n_in, ts, 0, e, 0, 0, NULL);
+  ew_npf = 0;
+  wg_unlock();
+  return st;
+}
+
+/* ---- masked_fill with a number: out = mask ? v : x (float32 values, a bool mask) ---- */
+static ct_status k_masked_fill(const ct_call *c) {
+  WG_BEGIN(c);
+  ct_dtype od = c->out[0]->dtype;
+  if ((od == CT_INT64 || od == CT_INT32) && c->in[0]->dtype == od && c->in[1]->dtype == CT_BOOL) {
+    /* integers: the value's exact words (through f32 they would round beyond 2^24) */
+    const ct_scalar *v = &c->a.s[0];
+    int64_t iv = v->kind == CT_SCALAR_FLOAT ? (int64_t)v->f : v->i;
+    uint64_t u = (uint64_t)iv;
+    ct_tensor *ts[3] = {c->out[0], c->in[0], c->in[1]};
+    wg_lock();
+    ct_status st = ew_run(3, ts, 3, NULL, (uint32_t)u, (uint32_t)(u >> 32), NULL);
+    wg_unlock();
+    return st;
+  }
+  CT_TRY(need_f32(c, c->out[0]));
+  CT_TRY(need_f32(c, c->in[0]));
+  if (c->in[1]->dtype != CT_BOOL) return need_f32b(c, c->in[1]);
+  const ct_scalar *v = &c->a.s[0];
+  char e[160], a[40];
+  snprintf(e, sizeof e, "select(x1, %s, wnz(x2))", flit(v->kind == CT_SCALAR_FLOAT ? v->f : (double)v->i, a));
   ct_tensor *ts[3] = {c->out[0], c->in[0], c->in[1]};
   wg_lock();
   ct_status st = ew_run(3, ts, 0, e, 0, 0, NULL);
@@ -986,7 +1264,9 @@ static ct_status k_embedding(const ct_call *c) {
   sbf(&s, "  else { atomicMax(&b%d[0], 1u); }\n", bs.atomic_idx);
   sbf(&s, "  b%d[k1 + j * %lldu] = v;\n}\n", bo, (long long)o->stride[o->ndim - 1]);
   st = launch(&s, &bs, gx, gy, 1);
-  if (st == CT_OK) wg_arm_flag();
+  /* a bad index is an error of this call, as on the CPU: wait for the flag here (one
+   * read-back per embedding, as the CUDA backend does) rather than at a later sync */
+  if (st == CT_OK) st = wg_take_flag();
   wg_unlock();
   return st;
 }
@@ -1048,6 +1328,191 @@ static ct_status k_embedding_backward(const ct_call *c) {
   return st;
 }
 
+/* ---- gather along k0 and scatter_add (its backward): float32 values, int64/int32
+ * indices. The op layer has checked the indices on the host; the kernels still guard
+ * (an index outside the dim reads 0 / adds nothing), so nothing reads out of bounds. ---- */
+/* WGSL: index element at offset expression o of binding bi as i32 (int64 beyond i32: -2^31) */
+static void idx_i32(char *out, size_t n, int bi, ct_dtype dt, const char *o) {
+  if (dt == CT_INT64)
+    snprintf(out, n, "select(-2147483647 - 1, bitcast<i32>(b%d[2u * (%s)]), b%d[2u * (%s) + 1u] == select(0u, 0xffffffffu, "
+             "bitcast<i32>(b%d[2u * (%s)]) < 0))", bi, o, bi, o, bi, o);
+  else snprintf(out, n, "bitcast<i32>(b%d[%s])", bi, o);
+}
+
+static ct_status gather_run(const ct_call *c, const ct_tensor *x, const ct_tensor *ix, ct_tensor *o, int dim);
+static ct_status k_gather(const ct_call *c) {
+  WG_BEGIN(c);
+  const ct_tensor *x = c->in[0], *ix = c->in[1];
+  ct_tensor *o = c->out[0];
+  CT_TRY(need_f32(c, x));
+  CT_TRY(need_f32(c, o));
+  if (ix->dtype != CT_INT64 && ix->dtype != CT_INT32) return unsupported(c, "Indices must be int64 or int32.");
+  if (ct_numel(o) == 0) return CT_OK;
+  if (o->ndim != ix->ndim || (x->ndim && x->ndim != o->ndim)) return unsupported(c, "Unexpected ranks.");
+  return gather_run(c, x, ix, o, (int)c->a.k[0]);
+}
+
+/* index_select: gather with the 1-D index broadcast over the other dims */
+static ct_status k_index_select(const ct_call *c) {
+  WG_BEGIN(c);
+  const ct_tensor *x = c->in[0], *ix = c->in[1];
+  ct_tensor *o = c->out[0];
+  CT_TRY(need_f32(c, x));
+  CT_TRY(need_f32(c, o));
+  if (ix->dtype != CT_INT64 && ix->dtype != CT_INT32) return unsupported(c, "Indices must be int64 or int32.");
+  if (ct_numel(o) == 0) return CT_OK;
+  if (x->ndim && x->ndim != o->ndim) return unsupported(c, "Unexpected ranks.");
+  int dim = (int)c->a.k[0];
+  ct_tensor iv = *ix; /* a borrowed view: out's shape, the index's stride along dim */
+  iv.ndim = o->ndim;
+  for (int d = 0; d < o->ndim; d++) {
+    iv.shape[d] = o->shape[d];
+    iv.stride[d] = (x->ndim && d == dim && ix->ndim) ? ix->stride[0] : 0;
+  }
+  return gather_run(c, x, &iv, o, dim);
+}
+
+static ct_status gather_run(const ct_call *c, const ct_tensor *x, const ct_tensor *ix, ct_tensor *o, int dim) {
+  (void)c;
+  int64_t n = ct_numel(o);
+  int64_t size = x->ndim ? x->shape[dim] : 1, sd = x->ndim ? x->stride[dim] : 0;
+  int64_t st[3][CT_MAX_DIMS];
+  for (int d = 0; d < o->ndim; d++) {
+    st[0][d] = o->stride[d];
+    st[1][d] = ix->stride[d];
+    st[2][d] = (x->ndim && d != dim) ? x->stride[d] : 0;
+  }
+  geom g;
+  geom_make(&g, o->ndim, o->shape, 3, st);
+  int64_t base[3] = {o->offset, ix->offset, x->offset};
+  wg_lock();
+  ct_status stt = check_extent(x);
+  if (stt == CT_OK) stt = check_extent(ix);
+  if (stt == CT_OK) stt = check_extent(o);
+  if (stt != CT_OK) {
+    wg_unlock();
+    return stt;
+  }
+  bindset bs = {{0}, 0, -1};
+  int bo = bind_of(&bs, o), bx = bind_of(&bs, ix), bsrc = bind_of(&bs, x);
+  uint32_t gx, gy;
+  grid((n + 255) / 256, &gx, &gy);
+  char ld[400];
+  idx_i32(ld, sizeof ld, bx, ix->dtype, "o1");
+  sb s = {0};
+  emit_bindings(&s, &bs);
+  sbf(&s, "@compute @workgroup_size(256)\nfn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32) {\n");
+  sbf(&s, "  let i = (wid.y * %uu + wid.x) * 256u + li;\n  if (i >= %lldu) { return; }\n", gx, (long long)n);
+  emit_offsets(&s, "i", &g, base, "o");
+  sbf(&s, "  var v: i32 = %s;\n  if (v < 0) { v = v + %lld; }\n", ld, (long long)size);
+  sbf(&s, "  var r: u32 = 0u;\n  if (v >= 0 && v < %lld) { r = b%d[o2 + u32(v) * %lldu]; }\n  b%d[o0] = r;\n}\n",
+      (long long)size, bsrc, (long long)sd, bo);
+  stt = launch(&s, &bs, gx, gy, 1);
+  wg_unlock();
+  return stt;
+}
+
+/* out = self; out[c with dim -> idx[p]] += src[p]: a thread per output element walks the
+ * index positions along dim in order (the CPU's summation order, no float atomics) */
+static ct_status k_scatter_add(const ct_call *c) {
+  WG_BEGIN(c);
+  if (c->op != CT_OP_scatter_add || c->n_in < 3) return unsupported(c, "Only scatter_add has a WGSL kernel.");
+  ct_tensor *o = c->out[0], *self = c->in[0], *ix = c->in[1], *src = c->in[2];
+  CT_TRY(need_f32(c, o));
+  CT_TRY(need_f32(c, self));
+  CT_TRY(need_f32(c, src));
+  if (ix->dtype != CT_INT64 && ix->dtype != CT_INT32) return unsupported(c, "Indices must be int64 or int32.");
+  int64_t n = ct_numel(o);
+  if (n == 0) return CT_OK;
+  int nd = o->ndim;
+  if (nd == 0 || ix->ndim != nd || src->ndim != nd) return unsupported(c, "Only tensors of one rank >= 1 have a WGSL kernel.");
+  if (src->storage == o->storage || ix->storage == o->storage)
+    return unsupported(c, "The source or index shares the output's memory.");
+  int dim = (int)c->a.k[0];
+  wg_lock();
+  ct_status stt = copy_run(o, self);
+  if (stt == CT_OK) stt = check_extent(ix);
+  if (stt == CT_OK) stt = check_extent(src);
+  if (stt == CT_OK) stt = check_extent(o);
+  if (stt != CT_OK || ct_numel(ix) == 0) {
+    wg_unlock();
+    return stt;
+  }
+  bindset bs = {{0}, 0, -1};
+  int bo = bind_of(&bs, o), bx = bind_of(&bs, ix), bsrc = bind_of(&bs, src);
+  uint32_t gx, gy;
+  grid((n + 255) / 256, &gx, &gy);
+  char ld[400];
+  sb s = {0};
+  emit_bindings(&s, &bs);
+  sbf(&s, "@compute @workgroup_size(256)\nfn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32) {\n");
+  sbf(&s, "  let i = (wid.y * %uu + wid.x) * 256u + li;\n  if (i >= %lldu) { return; }\n", gx, (long long)n);
+  sbf(&s, "  var q: u32 = i;\n  var oo: u32 = %lldu;\n  var ib: u32 = %lldu;\n  var sbs: u32 = %lldu;\n  var cd: u32 = 0u;\n",
+      (long long)o->offset, (long long)ix->offset, (long long)src->offset);
+  for (int d = nd - 1; d >= 0; d--) {
+    sbf(&s, "  { let c = q %% %lldu; q = q / %lldu;\n    oo = oo + c * %lldu;\n", (long long)o->shape[d],
+        (long long)o->shape[d], (long long)o->stride[d]);
+    if (d == dim) sbf(&s, "    cd = c;\n  }\n");
+    else
+      sbf(&s, "    if (c >= %lldu) { return; }\n    ib = ib + c * %lldu; sbs = sbs + c * %lldu;\n  }\n",
+          (long long)ix->shape[d], (long long)ix->stride[d], (long long)src->stride[d]);
+  }
+  char o1[64];
+  snprintf(o1, sizeof o1, "ib + k * %lldu", (long long)ix->stride[dim]);
+  idx_i32(ld, sizeof ld, bx, ix->dtype, o1);
+  sbf(&s, "  var acc: f32 = bitcast<f32>(b%d[oo]);\n", bo);
+  sbf(&s, "  for (var k: u32 = 0u; k < %lldu; k = k + 1u) {\n    var v: i32 = %s;\n    if (v < 0) { v = v + %lld; }\n",
+      (long long)ix->shape[dim], ld, (long long)o->shape[dim]);
+  sbf(&s, "    if (v >= 0 && u32(v) == cd) { acc = acc + bitcast<f32>(b%d[sbs + k * %lldu]); }\n  }\n", bsrc,
+      (long long)src->stride[dim]);
+  sbf(&s, "  b%d[oo] = bitcast<u32>(acc);\n}\n", bo);
+  stt = launch(&s, &bs, gx, gy, 1);
+  wg_unlock();
+  return stt;
+}
+
+/* arange / linspace / logspace: the CPU's double formula on the host, uploaded (exact,
+ * and no kernel to compile for a one-off fill) */
+static ct_status k_arange(const ct_call *c) {
+  WG_BEGIN(c);
+  ct_tensor *o = c->out[0];
+  if (o->dtype != CT_FLOAT32 && o->dtype != CT_INT64 && o->dtype != CT_INT32) return need_f32(c, o);
+  int64_t n = ct_numel(o);
+  if (n == 0) return CT_OK;
+  if (n > 1 && (o->ndim != 1 || o->stride[0] != 1)) return unsupported(c, "Only a contiguous output is supported.");
+  CT_TRY(check_extent(o));
+  size_t isz = ct_dtype_size(o->dtype);
+  char *buf = malloc((size_t)n * isz);
+  if (!buf) return CT_ERR(CT_ERR_OOM, "out of memory (%lld bytes)", (long long)(n * (int64_t)isz));
+  for (int64_t i = 0; i < n; i++) {
+    char *p = buf + i * (int64_t)isz;
+    double v;
+    int64_t iv = 0;
+    bool is_int = o->dtype != CT_FLOAT32;
+    if (c->a.k[0] == 0) {
+      v = c->a.f[0] + (double)i * c->a.f[1];
+      iv = c->a.s[0].i + i * c->a.s[1].i;
+    } else {
+      double start = c->a.f[0], end = c->a.f[1], step = n > 1 ? (end - start) / (double)(n - 1) : 0;
+      int64_t half = n / 2;
+      v = n == 1 ? start : i < half ? start + step * (double)i : end - step * (double)(n - 1 - i);
+      if (c->a.k[0] == 2) v = pow(c->a.f[2], v);
+      iv = (int64_t)v;
+    }
+    if (!is_int) {
+      float f = (float)v;
+      memcpy(p, &f, 4);
+    } else if (o->dtype == CT_INT64) memcpy(p, &iv, 8);
+    else {
+      int32_t w = (int32_t)iv;
+      memcpy(p, &w, 4);
+    }
+  }
+  ct_status st = ct_webgpu_backend.upload(o->storage, (size_t)o->offset * isz, buf, (size_t)n * isz);
+  free(buf);
+  return st;
+}
+
 /* ---- the table ---- */
 static ct_kernel_fn table[CT_OP_COUNT];
 static pthread_once_t table_once = PTHREAD_ONCE_INIT;
@@ -1065,6 +1530,19 @@ static void table_init(void) {
   static const int binary_ops[] = {CT_OP_add,  CT_OP_sub,  CT_OP_mul, CT_OP_div,   CT_OP_maximum, CT_OP_minimum,
                                    CT_OP_fmax, CT_OP_fmin, CT_OP_pow, CT_OP_atan2, CT_OP_masked_zero};
   for (size_t i = 0; i < sizeof binary_ops / sizeof binary_ops[0]; i++) table[binary_ops[i]] = k_binary;
+  static const int bool_ops[] = {CT_OP_eq, CT_OP_ne, CT_OP_lt, CT_OP_le, CT_OP_gt, CT_OP_ge, CT_OP_logical_and,
+                                 CT_OP_logical_or, CT_OP_logical_xor, CT_OP_logical_not, CT_OP_isnan, CT_OP_isinf,
+                                 CT_OP_isfinite};
+  for (size_t i = 0; i < sizeof bool_ops / sizeof bool_ops[0]; i++) table[bool_ops[i]] = k_bool;
+  static const int tern_ops[] = {CT_OP_where, CT_OP_lerp, CT_OP_lerp_scalar, CT_OP_addcmul, CT_OP_addcdiv,
+                                 CT_OP_clamp, CT_OP_clamp_tensor};
+  for (size_t i = 0; i < sizeof tern_ops / sizeof tern_ops[0]; i++) table[tern_ops[i]] = k_ternary;
+  table[CT_OP_cat] = k_cat;
+  table[CT_OP_masked_fill] = k_masked_fill;
+  table[CT_OP_gather] = k_gather;
+  table[CT_OP_index_select] = k_index_select;
+  table[CT_OP_arange] = k_arange;
+  table[CT_OP_scatter_add] = k_scatter_add;
   table[CT_OP_sum] = table[CT_OP_amax] = table[CT_OP_amin] = table[CT_OP_max] = table[CT_OP_min] = k_reduce;
   table[CT_OP_norm_moments] = k_norm_moments;
   table[CT_OP_softmax] = table[CT_OP_log_softmax] = k_softmax;

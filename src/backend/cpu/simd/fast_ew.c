@@ -3,6 +3,7 @@
  * run time by ct_simd_active(). Threads come from ct_cpu_foreach / ct_parallel_for as
  * in the reference kernels. */
 #include "fast_ew.h"
+#include "fast_norm.h"
 #include "../cpu_iter.h"
 #include "simd.h"
 #include <math.h>
@@ -30,6 +31,22 @@ static double log_d(double v) { return log(v); }
 #define ERFC_UOFF -1.3913043478260871
 static const double erfc_q[ERFC_DEG + 1] = {0.24573858325621073, 0.22091536227414424, 0.027759502394870073, -0.0048067633364669944, -0.00087173717002431205, 0.00040108782370780168, -1.4399469696515277e-05, -3.0283429549935956e-05, 9.9804096375758514e-06, 1.2164681127116588e-07, -1.1705103619744611e-06, 2.7327297317007389e-07, 3.2070915760028726e-08};
 
+/* gelu's erfc(a) e^(a^2) / t as a polynomial in u = 2.2 / (1 + a) - 1.2 (a in [0, 10]), fitted
+ * for this file (least squares on Chebyshev nodes, relative weights; see gelu_erf_vec) */
+#define GELU_Q0 8.759760065e-01f
+#define GELU_Q1 2.000319674e-01f
+#define GELU_Q2 -8.112617784e-02f
+#define GELU_Q3 -4.111512418e-03f
+#define GELU_Q4 1.433331002e-02f
+#define GELU_Q5 -6.010428971e-03f
+#define GELU_Q6 3.613192319e-04f
+#define GELU_Q7 1.129100975e-03f
+#define GELU_Q8 -8.696718520e-04f
+#define GELU_Q9 2.986583223e-04f
+#define GELU_Q10 6.836703988e-05f
+#define GELU_Q11 -1.132483900e-04f
+#define GELU_Q12 3.230861245e-05f
+
 /* ---- instantiations ---- */
 #if defined(__x86_64__)
 #define SFX avx512
@@ -37,24 +54,28 @@ static const double erfc_q[ERFC_DEG + 1] = {0.24573858325621073, 0.2209153622741
 #define VB 64
 #define VFMA_F(a, b, c) ((__typeof__(a))_mm512_fmadd_ps((__m512)(a), (__m512)(b), (__m512)(c)))
 #define VFMA_D(a, b, c) ((__typeof__(a))_mm512_fmadd_pd((__m512d)(a), (__m512d)(b), (__m512d)(c)))
+#define VRCP_F(a) ((__typeof__(a))_mm512_rcp14_ps((__m512)(a)))
 #include "fast_ew_impl.h"
 #undef SFX
 #undef TGT
 #undef VB
 #undef VFMA_F
 #undef VFMA_D
+#undef VRCP_F
 
 #define SFX avx2
 #define TGT __attribute__((target("avx2,fma")))
 #define VB 32
 #define VFMA_F(a, b, c) ((__typeof__(a))_mm256_fmadd_ps((__m256)(a), (__m256)(b), (__m256)(c)))
 #define VFMA_D(a, b, c) ((__typeof__(a))_mm256_fmadd_pd((__m256d)(a), (__m256d)(b), (__m256d)(c)))
+#define VRCP_F(a) ((__typeof__(a))_mm256_rcp_ps((__m256)(a)))
 #include "fast_ew_impl.h"
 #undef SFX
 #undef TGT
 #undef VB
 #undef VFMA_F
 #undef VFMA_D
+#undef VRCP_F
 #endif
 
 #define SFX c
@@ -62,12 +83,14 @@ static const double erfc_q[ERFC_DEG + 1] = {0.24573858325621073, 0.2209153622741
 #define VB 16
 #define VFMA_F(a, b, c) ((a) * (b) + (c))
 #define VFMA_D(a, b, c) ((a) * (b) + (c))
+#define VRCP_F(a) (1.0f / (a))
 #include "fast_ew_impl.h"
 #undef SFX
 #undef TGT
 #undef VB
 #undef VFMA_F
 #undef VFMA_D
+#undef VRCP_F
 
 /* ---- dispatch ---- */
 static void k_unary(int op, int gt, const float *x, float *y, int64_t n) {
@@ -102,14 +125,35 @@ static float k_minmax(const float *x, int64_t n, int sign) {
 #endif
   return minmax_c(x, n, sign);
 }
-static void k_softmax_row(const float *x, float *y, int64_t n, int log) {
+/* the fused row kernels (fast_norm.h) */
 #if defined(__x86_64__)
-  ct_simd_isa l = ct_simd_active();
-  if (l == CT_SIMD_AVX512) return softmax_row_avx512(x, y, n, log);
-  if (l == CT_SIMD_AVX2) return softmax_row_avx2(x, y, n, log);
+#define PICK(fn, ...)                                                   \
+  do {                                                                  \
+    ct_simd_isa l_ = ct_simd_active();                                  \
+    if (l_ == CT_SIMD_AVX512) return fn##_avx512(__VA_ARGS__);          \
+    if (l_ == CT_SIMD_AVX2) return fn##_avx2(__VA_ARGS__);              \
+    return fn##_c(__VA_ARGS__);                                         \
+  } while (0)
+#else
+#define PICK(fn, ...) return fn##_c(__VA_ARGS__)
 #endif
-  softmax_row_c(x, y, n, log);
+static void k_softmax_row2(const float *x, float *y, int64_t n, int log, const float *nx, float *ny) {
+  PICK(softmax_row2, x, y, n, log, nx, ny);
 }
+void ct_fast_norm_fwd_row(const float *x, const float *w, const float *b, float *y, int64_t n, double eps, int rms,
+                          float *mean, float *rstd, const float *nx, float *ny) {
+  PICK(norm_fwd_row, x, w, b, y, n, eps, rms, mean, rstd, nx, ny);
+}
+void ct_fast_norm_bwd_row(const float *x, const float *g, const float *w, float mean, float rstd, float *dx, float *dw,
+                          float *db, int64_t n, int rms) {
+  PICK(norm_bwd_row, x, g, w, mean, rstd, dx, dw, db, n, rms);
+}
+double ct_fast_lse_row(const float *x, const float *w, int64_t n, double *sx) { PICK(lse_row, x, w, n, sx); }
+void ct_fast_ce_bwd_row(const float *x, const float *w, float *dx, int64_t n, float lse, float ca, float cb) {
+  PICK(ce_bwd_row, x, w, dx, n, lse, ca, cb);
+}
+#undef PICK
+
 static void k_moments_row(const float *x, int64_t n, double *mean, double *var) {
 #if defined(__x86_64__)
   ct_simd_isa l = ct_simd_active();
@@ -242,7 +286,11 @@ typedef struct {
 } fs_ctx;
 static void fs_rows(void *vctx, int64_t begin, int64_t end) {
   fs_ctx *s = vctx;
-  for (int64_t r = begin; r < end; r++) k_softmax_row(s->x + r * s->len, s->y + r * s->len, s->len, s->log);
+  for (int64_t r = begin; r < end; r++) {
+    bool more = r + 1 < end; /* prefetch the next row of this range while this one computes */
+    k_softmax_row2(s->x + r * s->len, s->y + r * s->len, s->len, s->log, more ? s->x + (r + 1) * s->len : NULL,
+                   more ? s->y + (r + 1) * s->len : NULL);
+  }
 }
 
 bool ct_fast_softmax(const ct_call *c, ct_status *st) {

@@ -1,0 +1,23 @@
+/* Fused float32 row kernels (fast_ew_impl.h, per ISA) used by the fused norm, softmax and
+ * cross-entropy kernels (kernels_norm.c, fast_ew.c). Each works on one contiguous row of n
+ * floats; optional arrays may be NULL. */
+#ifndef CT_FAST_NORM_H
+#define CT_FAST_NORM_H
+#include <stdbool.h>
+#include <stdint.h>
+
+/* layer_norm (rms = 0) / rms_norm (rms = 1): y = (x - mean) * rstd [* w] [+ b]; *mean (0 for
+ * rms) and *rstd = 1 / sqrt(var + eps) out. nx / ny: the next row's input and output (same
+ * length), prefetched while this row computes; NULL for none. */
+void ct_fast_norm_fwd_row(const float *x, const float *w, const float *b, float *y, int64_t n, double eps, int rms,
+                          float *mean, float *rstd, const float *nx, float *ny);
+/* dx (may be NULL) = rstd (gw - mean(gw) - xh mean(gw xh)), gw = g [* w], xh = (x - mean) rstd
+ * (rms: no mean(gw) term); dw += g xh, db += g. */
+void ct_fast_norm_bwd_row(const float *x, const float *g, const float *w, float mean, float rstd, float *dx, float *dw,
+                          float *db, int64_t n, int rms);
+/* log-sum-exp of a row; *sx = sum(x [* w]) when sx != NULL. */
+double ct_fast_lse_row(const float *x, const float *w, int64_t n, double *sx);
+/* dx = ca exp(x - lse) - cb [* w]. */
+void ct_fast_ce_bwd_row(const float *x, const float *w, float *dx, int64_t n, float lse, float ca, float cb);
+
+#endif

@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# `ctorch train-gpt`: option errors, a tiny run's evaluation lines and outputs, and --resume: a
+# run stopped at step 3 and resumed to step 6 ends in the same bytes (model, optimizer, RNG) and
+# prints the same last evaluation as an uninterrupted 6-step run. Seconds, no data download.
+# Usage: tests/test_train_gpt.sh BUILD_DIR   (from the repo root)
+set -u
+B=${1:-build}
+C="$B/ctorch"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+pass=0 fail=0
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
+# runs the command, expects exit status $1 and output containing $2
+expect_run() {
+  local want_rc=$1 want=$2
+  shift 2
+  out=$("$@" 2>&1); rc=$?
+  if [ "$rc" != "$want_rc" ]; then bad "$* exited $rc (wanted $want_rc): $out"; return; fi
+  case "$out" in *"$want"*) ok ;; *) bad "$*: output lacks '$want': $out" ;; esac
+}
+
+# 1. help and option errors
+expect_run 0 "--beta1 X, --beta2 X AdamW betas (default 0.9, 0.99)" "$C" train-gpt --help
+case "$out" in *"--warmup N           linear warmup steps (default 100)"*) ok ;; *) bad "--help: warmup default: $out" ;; esac
+case "$out" in *"the final one uses at least 200"*) ok ;; *) bad "--help: final evaluation: $out" ;; esac
+expect_run 2 "--beta2 expects a number in [0, 0.999999], got '1.5'" "$C" train-gpt --beta2 1.5
+expect_run 2 "unknown option '--bogus'" "$C" train-gpt --bogus 1
+expect_run 1 "cannot resume from '$tmp/nowhere'" "$C" train-gpt --resume "$tmp/nowhere"
+
+# 2. a tiny run: evaluation lines, the final one over 200 batches, outputs written
+for i in $(seq 1 300); do echo "the quick brown fox number $i jumps over the lazy dog"; done > "$tmp/text.txt"
+# warmup 100 > steps: the learning rate does not depend on --steps, so 3 + 3 steps equal 6
+A=(--data "$tmp/text.txt" --tokenizer char --layers 1 --heads 2 --width 16 --context 16 --batch 4 --eval-every 3
+   --eval-iters 2 --warmup 100 --lr 1e-2 --sample-tokens 0 --quiet --threads 1)
+expect_run 0 "step 6 train loss" "$C" train-gpt "${A[@]}" --steps 6 --out "$tmp/straight"
+straight=$out
+for l in "step 0 train loss" "step 3 train loss" "done: 6 steps"; do
+  case "$out" in *"$l"*) ok ;; *) bad "tiny run: no '$l' in: $out" ;; esac
+done
+for f in model.safetensors config.json checkpoint.safetensors log.json loss.svg; do
+  [ -s "$tmp/straight/$f" ] && ok || bad "tiny run did not write $f"
+done
+grep -q '"beta2": 0.98999999999999999' "$tmp/straight/config.json" && ok || bad "config.json lacks beta2 0.99"
+
+# 3. --resume: 3 steps, then 3 more from the checkpoint
+expect_run 0 "step 3 train loss" "$C" train-gpt "${A[@]}" --steps 3 --out "$tmp/split"
+expect_run 0 "resuming at step 3" "$C" train-gpt --resume "$tmp/split" --steps 6 --quiet --sample-tokens 0 --threads 1
+want=$(echo "$straight" | grep '^step 6 ')
+got=$(echo "$out" | grep '^step 6 ')
+[ -n "$want" ] && [ "$want" = "$got" ] && ok || bad "resumed '$got' differs from uninterrupted '$want'"
+for f in model.safetensors checkpoint.safetensors; do
+  cmp -s "$tmp/straight/$f" "$tmp/split/$f" && ok || bad "resumed run's $f differs from the uninterrupted run's"
+done
+echo "test_train_gpt: $pass passed, $fail failed"
+[ $fail = 0 ]
