@@ -255,6 +255,48 @@ class Tensor(_C._TensorBase):
     def real(self):
         return self
 
+    # in-place shape ops: the view op, then the handle takes its geometry (see _inplace_view_)
+    def squeeze_(self, *args, **kwargs):
+        return self._inplace_view_(self.squeeze(*args, **kwargs))
+
+    def unsqueeze_(self, *args, **kwargs):
+        return self._inplace_view_(self.unsqueeze(*args, **kwargs))
+
+    def t_(self):
+        if self.dim() > 2:
+            raise RuntimeError("t_() expects a tensor with <= 2 dimensions, but self is %dD" % self.dim())
+        return self._inplace_view_(self.t())
+
+    def transpose_(self, dim0, dim1):
+        return self._inplace_view_(self.transpose(dim0, dim1))
+
+    swapdims_ = transpose_
+    swapaxes_ = transpose_
+
+    def as_strided_(self, size, stride, storage_offset=None):
+        return self._inplace_view_(self.as_strided(size, stride, storage_offset))
+
+    def fill_diagonal_(self, fill_value, wrap=False):
+        nd = self.dim()
+        if nd < 2:
+            raise RuntimeError("dimensions must larger than 1")
+        shape = self.shape
+        if nd > 2 and _builtins.any(s != shape[0] for s in shape):
+            raise RuntimeError("all dimensions of input must be of equal length")
+        # the diagonal is one strided run: step = sum of the strides
+        n = _builtins.min(shape)
+        step = _builtins.sum(self.stride())
+        rows, cols = shape[0], shape[1]
+        if nd == 2 and wrap and rows > cols + 1:
+            # PyTorch's wrap restarts the diagonal every cols + 1 rows
+            if not self.is_contiguous():
+                for r0 in _builtins.range(0, rows, cols + 1):
+                    self[r0:r0 + cols].diagonal().fill_(fill_value)
+                return self
+            n = len(_builtins.range(0, rows * cols, cols + 1))
+        self.as_strided((n,), (step,), self.storage_offset()).fill_(fill_value)
+        return self
+
     def register_hook(self, hook):
         return _RemovableHandle(self, self._register_hook(hook))
 
@@ -322,7 +364,7 @@ class Tensor(_C._TensorBase):
                 self.shape == other.shape and self.stride() == other.stride())
 
     def dim_order(self):
-        return tuple(sorted(range(self.dim()), key=lambda d: -self.stride(d)))
+        return tuple(sorted(_builtins.range(self.dim()), key=lambda d: -self.stride(d)))
 
     def apply_(self, fn):
         flat = self.reshape(-1).tolist()
@@ -607,3 +649,7 @@ def cdist(x1, x2, p=2.0):
 def _make_torch_alias():
     """`import torch` inside code run by ctorch finds ctorch when asked (tests use this)."""
     return _sys.modules[__name__]
+
+
+from . import _gap  # noqa: E402
+_gap.install(_sys.modules[__name__])

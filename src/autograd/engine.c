@@ -292,6 +292,7 @@ static ct_status run_engine(int n_roots, ct_tensor *const *roots, ct_tensor *con
               x->saved_out[j].t->output_nr = j;
             }
         ct_clear_error();
+        uint64_t err0 = ct_error_serial();
         st = x->backward(x, x->gbuf, gin);
         if (create_graph)
           for (int j = 0; j < x->n_out; j++)
@@ -300,6 +301,15 @@ static ct_status run_engine(int n_roots, ct_tensor *const *roots, ct_tensor *con
               ct_node_release(x);
             }
         if (st == CT_OK && ct_last_status() != CT_OK) st = ct_last_status();
+        /* a step that failed, was cleared by a later op and left an input without its
+         * gradient would read as a zero gradient: report it instead */
+        if (st == CT_OK && ct_error_serial() != err0)
+          for (int i = 0; i < x->n_in; i++)
+            if (!gin[i] && x->next[i].fn) {
+              st = CT_ERR(CT_ERR_RUNTIME, "%s: computing the gradient of input %d failed: %s", x->name ? x->name : "backward",
+                          i, ct_error_recent());
+              break;
+            }
       }
       for (int i = 0; i < x->n_in; i++) {
         ct_own(gin[i]);

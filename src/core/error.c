@@ -1,11 +1,16 @@
 /* Thread-local error state: every public function leaves its reason here. */
 #include "internal.h"
 #include <stdio.h>
+#include <string.h>
 #include <stdlib.h>
 #include <pthread.h>
 
 static _Thread_local char err_msg[1024];
 static _Thread_local ct_status err_status = CT_OK;
+/* Errors raised so far and the latest message, kept across ct_clear_error: the autograd
+ * engine uses them to notice a backward step that failed and was then cleared. */
+static _Thread_local uint64_t err_serial;
+static _Thread_local char err_recent[1024];
 
 ct_status ct_set_error(ct_status st, const char *fmt, ...) {
   va_list ap;
@@ -13,8 +18,13 @@ ct_status ct_set_error(ct_status st, const char *fmt, ...) {
   vsnprintf(err_msg, sizeof err_msg, fmt, ap);
   va_end(ap);
   err_status = st;
+  err_serial++;
+  memcpy(err_recent, err_msg, sizeof err_recent);
   return st;
 }
+
+uint64_t ct_error_serial(void) { return err_serial; }
+const char *ct_error_recent(void) { return err_recent; }
 
 static ct_warn_fn warn_fn = NULL;
 static void *warn_user = NULL;

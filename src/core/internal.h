@@ -13,6 +13,9 @@ ct_status ct_set_error(ct_status st, const char *fmt, ...) __attribute__((format
 void ct_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Prefix the current message (for adding context). */
 #define CT_ERR(st, ...) ct_set_error((st), __VA_ARGS__)
+/* Count of errors set on this thread, and the latest message (survives ct_clear_error). */
+uint64_t ct_error_serial(void);
+const char *ct_error_recent(void);
 /* Evaluate a ct_status expression; return it on failure. */
 #define CT_TRY(expr)                    \
   do {                                  \

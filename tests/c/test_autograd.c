@@ -1,6 +1,8 @@
 /* Autograd semantics against PyTorch 1.13 (expected values and messages printed by
  * PyTorch for the same programs). */
 #include "test.h"
+#include "autograd/autograd.h"
+#include "ops/op_table.h"
 
 static ct_tensor *vec(const double *v, int n, bool rg) {
   int64_t s = n;
@@ -254,4 +256,31 @@ TEST(autograd_grad_dtype_and_broadcast) {
   CHECK_OK(ct_backward(y, NULL, false, false));
   CHECK(ct_tensor_dtype(ct_grad(h)) == CT_FLOAT16 && ct_ndim(ct_grad(h)) == 1);
   CHECK_NEAR(tt_at(ct_grad(h), 2), 6, 0);
+}
+
+/* A backward step whose error is cleared by a later successful op must not read as a zero
+ * gradient: the engine notices the error raised during the formula and reports it. */
+static ct_status bw_loses_error(ct_node *n, ct_tensor *const *g, ct_tensor **gin) {
+  (void)n;
+  (void)g;
+  ct_set_error(CT_ERR_RUNTIME, "no kernel for this step");
+  ct_clear_error(); /* as a later op that succeeds would */
+  gin[0] = NULL;
+  return CT_OK;
+}
+
+TEST(autograd_cleared_error_in_backward_is_reported) {
+  double v[3] = {1, 2, 3};
+  ct_tensor *x = vec(v, 3, true);
+  bool prev = ct_set_grad_enabled(false);
+  ct_tensor *y = ct_add(x, x);
+  ct_set_grad_enabled(prev);
+  CHECK(y && !ct_requires_grad(y));
+  CHECK(ct_record_node(CT_OP_copy, 1, &x, 1, &y, NULL, CT_SAVE_NONE, bw_loses_error, "LosesErrorBackward") != NULL);
+  ct_tensor *s = ct_sum(y);
+  CHECK_ERR(ct_backward(s, NULL, false, false), "computing the gradient of input 0 failed: no kernel for this step");
+  CHECK(ct_grad(x) == NULL);
+  ct_release(s);
+  ct_release(y);
+  ct_release(x);
 }

@@ -539,11 +539,7 @@ def squeeze_unsqueeze_inplace(L):
 
 # Gaps in ctorch, each with the reason (strict: a fix makes the test fail until it is removed here).
 XFAIL = {
-    "reshape_copy_has_no_base": "ctorch's reshape copy is a view of an internal contiguous copy, so _base is set",
     "data_has_its_own_version_counter": "ctorch keeps one version counter per storage; PyTorch's .data gets its own",
-    "base_identity": "ctorch wraps each returned handle in a new Python object, so `v._base is b` is False",
-    "fill_diagonal_inplace": "Tensor.fill_diagonal_ is not implemented",
-    "squeeze_unsqueeze_inplace": "in-place shape ops (squeeze_, unsqueeze_, t_) are not implemented",
 }
 
 

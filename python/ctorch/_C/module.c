@@ -34,6 +34,32 @@ PyObject *pyct_wrap_as(PyTypeObject *cls, ct_tensor *t) {
   return (PyObject *)o;
 }
 
+static void link_one(PyObject *self, PyObject *r) {
+  if (!pyct_is_tensor(r)) return;
+  TensorObject *v = (TensorObject *)r, *s = (TensorObject *)self;
+  ct_tensor *root = ct_view_base(v->t);
+  if (!root || r == self || v->base_obj) return;
+  PyObject *bo = NULL;
+  if (s->t == root)
+    bo = self;
+  else if (s->base_obj && TT(s->base_obj) == root)
+    bo = s->base_obj;
+  if (bo) {
+    Py_INCREF(bo);
+    v->base_obj = bo;
+  }
+}
+
+PyObject *pyct_link_base(PyObject *self, PyObject *r) {
+  if (!r || !self || !pyct_is_tensor(self)) return r;
+  if (PyTuple_Check(r)) {
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(r); i++) link_one(self, PyTuple_GET_ITEM(r, i));
+  } else {
+    link_one(self, r);
+  }
+  return r;
+}
+
 PyObject *pyct_wrap(ct_tensor *t) {
   PyTypeObject *cls = pyct_tensor_class ? (PyTypeObject *)pyct_tensor_class : &TensorBase_Type;
   return pyct_wrap_as(cls, t);

@@ -983,6 +983,16 @@ METHOD(view) {
     return NULL;
   return pyct_wrap(ct_view(SELF, n, shape));
 }
+/* reshape that had to copy returns a view of ctorch's internal clone; PyTorch's copy
+   (_unsafe_view of a clone) is no view, so drop that base (nothing else refers to it). */
+static PyObject *wrap_reshape(const ct_tensor *x, ct_tensor *r) {
+  if (r && r->base && !ct_shares_storage(r, x)) {
+    ct_tensor *b = r->base;
+    r->base = NULL;
+    ct_unhold(b);
+  }
+  return pyct_wrap(r);
+}
 METHOD(reshape) {
   int64_t shape[CT_MAX_DIMS];
   int n;
@@ -994,7 +1004,7 @@ METHOD(reshape) {
     }
   } else if (!pyct_shape_varargs(args, 0, shape, &n))
     return NULL;
-  return pyct_wrap(ct_reshape(SELF, n, shape));
+  return wrap_reshape(SELF, ct_reshape(SELF, n, shape));
 }
 static PyObject *f_reshape(PyObject *mod, PyObject *args, PyObject *kwargs) {
   ARGS("reshape", 2, "input", "shape");
@@ -1002,7 +1012,7 @@ static PyObject *f_reshape(PyObject *mod, PyObject *args, PyObject *kwargs) {
   int64_t shape[CT_MAX_DIMS];
   int n;
   if (!x || !pyct_shape_seq(a[1], shape, &n)) return NULL;
-  return pyct_wrap(ct_reshape(x, n, shape));
+  return wrap_reshape(x, ct_reshape(x, n, shape));
 }
 #define AS_OTHER(name)                                                  \
   METHOD(name) {                                                        \

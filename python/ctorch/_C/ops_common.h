@@ -15,7 +15,13 @@
     return NULL;                                                                 \
   }
 #define GIVEN(o) ((o) && (o) != Py_None)
-#define METHOD(name) static PyObject *m_##name(PyObject *self, PyObject *args, PyObject *kwargs)
+/* Each method's result goes through pyct_link_base (views keep their base's Python object). */
+#define METHOD(name)                                                                    \
+  static PyObject *m_##name##_body(PyObject *self, PyObject *args, PyObject *kwargs);  \
+  static PyObject *m_##name(PyObject *self, PyObject *args, PyObject *kwargs) {        \
+    return pyct_link_base(self, m_##name##_body(self, args, kwargs));                  \
+  }                                                                                     \
+  static PyObject *m_##name##_body(PyObject *self, PyObject *args, PyObject *kwargs)
 #define MDEF(name) {#name, (PyCFunction)(void (*)(void))m_##name, METH_VARARGS | METH_KEYWORDS, NULL}
 #define MDEF_AS(pyname, name) {pyname, (PyCFunction)(void (*)(void))m_##name, METH_VARARGS | METH_KEYWORDS, NULL}
 #define FDEF(name) {#name, (PyCFunction)(void (*)(void))f_##name, METH_VARARGS | METH_KEYWORDS, NULL}

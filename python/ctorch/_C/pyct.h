@@ -10,6 +10,7 @@ typedef struct {
   PyObject_HEAD
   ct_tensor *t;
   PyObject *grad_cache; /* last wrapper returned by .grad (keeps `x.grad is x.grad`) */
+  PyObject *base_obj;   /* the Python object of this view's base, when known (`v._base is b`) */
 } TensorObject;
 
 typedef struct {
@@ -34,6 +35,9 @@ extern PyObject *pyct_dtypes[CT_NUM_DTYPES];
 PyObject *pyct_raise(void);                  /* Python exception from ct_last_error(); returns NULL */
 PyObject *pyct_wrap(ct_tensor *t);           /* steals t; NULL t -> raises */
 PyObject *pyct_wrap_as(PyTypeObject *cls, ct_tensor *t);
+/* Returns r (stolen); when r (or a tensor in the tuple r) is a view of self's root, it keeps
+   that root's Python object (self, or self's own base_obj) as its base_obj. */
+PyObject *pyct_link_base(PyObject *self, PyObject *r);
 PyObject *pyct_status(ct_status st, PyObject *ret); /* CT_OK -> new ref of ret (or None) */
 static inline int pyct_is_tensor(PyObject *o) { return PyObject_TypeCheck(o, &TensorBase_Type); }
 static inline ct_tensor *TT(PyObject *o) { return ((TensorObject *)o)->t; }

@@ -7,6 +7,7 @@ extern ct_tensor *ct_wrap_scalar(ct_scalar s);
 
 static void tensor_dealloc(TensorObject *self) {
   Py_CLEAR(self->grad_cache);
+  Py_CLEAR(self->base_obj);
   ct_release(self->t);
   self->t = NULL;
   Py_TYPE(self)->tp_free((PyObject *)self);
@@ -157,9 +158,9 @@ static PyObject *get_T(TensorObject *s, void *c) {
   int nd = ct_ndim(s->t);
   int64_t dims[CT_MAX_DIMS];
   for (int i = 0; i < nd; i++) dims[i] = nd - 1 - i;
-  return pyct_wrap(ct_permute(s->t, nd, dims));
+  return pyct_link_base((PyObject *)s, pyct_wrap(ct_permute(s->t, nd, dims)));
 }
-static PyObject *get_mT(TensorObject *s, void *c) { return pyct_wrap(ct_mT(s->t)); }
+static PyObject *get_mT(TensorObject *s, void *c) { return pyct_link_base((PyObject *)s, pyct_wrap(ct_mT(s->t))); }
 static PyObject *get_version(TensorObject *s, void *c) { return PyLong_FromUnsignedLongLong(ct_version(s->t)); }
 static PyObject *get_grad_fn_name(TensorObject *s, void *c) {
   const char *n = ct_grad_fn_name(s->t);
@@ -182,6 +183,10 @@ static PyObject *get_device_str(TensorObject *s, void *c) {
 static PyObject *get_base(TensorObject *s, void *c) {
   ct_tensor *b = ct_view_base(s->t);
   if (!b) Py_RETURN_NONE;
+  if (s->base_obj && TT(s->base_obj) == b) {
+    Py_INCREF(s->base_obj);
+    return s->base_obj;
+  }
   return pyct_wrap(ct_retain(b));
 }
 static PyObject *get_ptr(TensorObject *s, void *c) { return PyLong_FromVoidPtr(ct_data_ptr(s->t)); }
@@ -561,7 +566,11 @@ static int parse_index(index_spec *sp, PyObject *idx) {
   return 1;
 }
 
+static PyObject *tensor_getitem_body(PyObject *self, PyObject *idx);
 static PyObject *tensor_getitem(PyObject *self, PyObject *idx) {
+  return pyct_link_base(self, tensor_getitem_body(self, idx));
+}
+static PyObject *tensor_getitem_body(PyObject *self, PyObject *idx) {
   ct_tensor *t = TT(self);
   /* fast paths: x[i] and x[a:b] */
   if (PyLong_CheckExact(idx)) {
@@ -735,6 +744,38 @@ static PyObject *t_array_interface(TensorObject *s, PyObject *u) {
   return Py_BuildValue("(NNNs)", PyLong_FromVoidPtr(p), shape, strides, ts[dt]);
 }
 
+
+/* self._inplace_view_(v): the in-place shape ops (squeeze_, unsqueeze_, t_...) where v is the
+   view op's result on self. Without autograd history the handle takes v's geometry, so every
+   reference to it sees the change (as PyTorch's in-place metadata change); with history the
+   Python object moves to v, whose grad_fn records the view. Bumps the version as PyTorch does. */
+static PyObject *t_inplace_view_(TensorObject *s, PyObject *v) {
+  if (!pyct_is_tensor(v) || !ct_shares_storage(TT(v), s->t) || ct_tensor_dtype(TT(v)) != ct_tensor_dtype(s->t)) {
+    PyErr_SetString(PyExc_TypeError, "_inplace_view_: expected a view of self");
+    return NULL;
+  }
+  ct_tensor *t = s->t, *n = TT(v);
+  if (ct_is_grad_enabled() && ct_requires_grad(t) && ct_is_leaf(t)) {
+    PyErr_SetString(PyExc_RuntimeError, ct_is_view(t)
+                    ? "a view of a leaf Variable that requires grad is being used in an in-place operation."
+                    : "a leaf Variable that requires grad is being used in an in-place operation.");
+    return NULL;
+  }
+  if (n->grad_fn) {
+    ct_retain(n);
+    s->t = n;
+    ct_release(t);
+  } else {
+    t->ndim = n->ndim;
+    memcpy(t->shape, n->shape, sizeof(int64_t) * (size_t)n->ndim);
+    memcpy(t->stride, n->stride, sizeof(int64_t) * (size_t)n->ndim);
+    t->offset = n->offset;
+  }
+  ct_bump_version(s->t);
+  Py_INCREF(s);
+  return (PyObject *)s;
+}
+
 static PyMethodDef tensor_base_methods[] = {
   {"_make_subclass", (PyCFunction)(void (*)(void))tensor_make_subclass,
    METH_VARARGS | METH_KEYWORDS | METH_STATIC, NULL},
@@ -756,12 +797,26 @@ static PyMethodDef tensor_base_methods[] = {
   {"_is_same", (PyCFunction)t_is_same, METH_O, NULL},
   {"_shares_storage", (PyCFunction)t_shares_storage, METH_O, NULL},
   {"_array_interface", (PyCFunction)t_array_interface, METH_NOARGS, NULL},
+  {"_inplace_view_", (PyCFunction)t_inplace_view_, METH_O, NULL},
   {NULL}};
+
+/* The Python subclass ctorch.Tensor is collected by the GC; these let it see and break the
+   view -> base object reference (e.g. a base whose __dict__ holds its view). */
+static int tensor_traverse(TensorObject *s, visitproc visit, void *arg) {
+  Py_VISIT(s->base_obj);
+  return 0;
+}
+static int tensor_clear(TensorObject *s) {
+  Py_CLEAR(s->base_obj);
+  return 0;
+}
 
 PyTypeObject TensorBase_Type = {
   PyVarObject_HEAD_INIT(NULL, 0).tp_name = "torch._C._TensorBase",
   .tp_basicsize = sizeof(TensorObject),
   .tp_dealloc = (destructor)tensor_dealloc,
+  .tp_traverse = (traverseproc)tensor_traverse,
+  .tp_clear = (inquiry)tensor_clear,
   .tp_as_number = &tensor_as_number,
   .tp_as_mapping = &tensor_as_mapping,
   .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE,

@@ -6,9 +6,12 @@
  * one adjoint (backward) kernel serve all four, from per-op tap lists.
  * Attributes (set by src/ops/pool.c): i[0..2) kernel, i[2..4) stride, i[4..6) padding,
  * i[6..8) dilation; k0 count_include_pad, k1 divisor_override (0: none), k2 align_corners;
- * f0, f1: scale factors of H and W (0: none). */
+ * f0, f1: scale factors of H and W (0: none).
+ * float32 / float64 on contiguous tensors take the fast kernels of pool_fast.h first. */
 #include "kernels_nn.h"
+#include "simd/simd.h"
 #include <math.h>
+#include "pool_fast.h"
 
 /* ---- max pools ---- */
 typedef struct {
@@ -69,6 +72,8 @@ static ct_status maxpool_run(const ct_call *c, bool adaptive) {
   ct_tensor *y = c->out[0], *ix = c->out[1];
   int64_t n = ct_numel(y);
   if (n == 0) return CT_OK;
+  ct_status fst;
+  if (pf_maxpool(c, adaptive, &fst)) return fst;
   mp_ctx m = {c, NULL, NULL, NULL, x->shape[2], x->shape[3], y->shape[2], y->shape[3], adaptive};
   double *xb = nn_load_f64(x);
   double *yb = xb ? nn_alloc(n, sizeof(double)) : NULL;
@@ -95,6 +100,8 @@ ct_status ct_cpu_adaptive_max_pool2d(const ct_call *c) { return maxpool_run(c, t
 
 /* gx[N, C, H, W] = 0; gx[plane][idx] += g (in[0] g, in[1] indices). */
 ct_status ct_cpu_max_pool_scatter(const ct_call *c) {
+  ct_status fst;
+  if (pf_max_scatter(c, &fst)) return fst;
   ct_tensor *o = c->out[0];
   int64_t n = ct_numel(o), m = ct_numel(c->in[0]);
   int64_t planes = o->shape[0] * o->shape[1], isz = o->shape[2] * o->shape[3], osz = planes ? m / planes : 0;
@@ -258,6 +265,9 @@ static ct_status taps_make(taps *t, const ct_call *c, int fwd_op, int dim, int64
   return CT_OK;
 }
 
+#define CT_POOL_FAST_AVG
+#include "pool_fast.h"
+
 static int fwd_op_of(int op) {
   switch (op) {
     case CT_OP_avg_pool2d_backward: return CT_OP_avg_pool2d;
@@ -337,6 +347,13 @@ static ct_status lin_run(const ct_call *c, bool fwd) {
   if (st) {
     taps_free(&l.th);
     return st;
+  }
+  if (pf_avg_ok(c, fop)) {
+    pf_avg_ctx f = {&l.th, &l.tw, l.H, l.W, l.OH, l.OW, ct_cpu_ptr(in), ct_cpu_ptr(o), dbl, fwd};
+    ct_parallel_for(planes, 1 + 4096 / (l.H * l.W + l.OH * l.OW + 1), pf_avg_range, &f);
+    taps_free(&l.th);
+    taps_free(&l.tw);
+    return CT_OK;
   }
   l.integer = !ct_dtype_is_floating(o->dtype);
   void *src = l.integer ? (void *)nn_load_i64(in) : (void *)nn_load_f64(in);
