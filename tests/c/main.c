@@ -59,6 +59,44 @@ int tt_allclose(const ct_tensor *a, const ct_tensor *b, double rtol, double atol
   return ok;
 }
 
+void tt_same_as_cpu(const char *file, int line, const char *dev, const char *what, const ct_tensor *ref,
+                    const ct_tensor *got, double rtol, double atol) {
+  if (!ref || !got) {
+    ct_test_fail(file, line, "%s: cpu %s, %s %s (%s)", what, ref ? "ok" : "NULL", dev, got ? "ok" : "NULL",
+                 ct_last_error());
+    return;
+  }
+  if (ct_tensor_dtype(ref) != ct_tensor_dtype(got)) {
+    ct_test_fail(file, line, "%s: dtype %s on %s, %s on cpu", what, ct_dtype_name(ct_tensor_dtype(got)), dev,
+                 ct_dtype_name(ct_tensor_dtype(ref)));
+    return;
+  }
+  int64_t n = ct_numel(ref);
+  bool shp = ct_ndim(ref) == ct_ndim(got);
+  for (int d = 0; shp && d < ct_ndim(ref); d++) shp = ct_shape(ref)[d] == ct_shape(got)[d];
+  if (!shp) {
+    ct_test_fail(file, line, "%s: shapes differ", what);
+    return;
+  }
+  double *x = malloc((size_t)(n ? n : 1) * 8), *y = malloc((size_t)(n ? n : 1) * 8);
+  if (!x || !y || ct_copy_to_buffer(ref, x, CT_FLOAT64, n) || ct_copy_to_buffer(got, y, CT_FLOAT64, n)) {
+    ct_test_fail(file, line, "%s: reading values failed: %s", what, ct_last_error());
+  } else {
+    int64_t worst = -1;
+    double ws = 0;
+    for (int64_t i = 0; i < n; i++) {
+      if ((isnan(x[i]) && isnan(y[i])) || x[i] == y[i]) continue;
+      double sc = fabs(y[i] - x[i]) / (atol + rtol * fabs(x[i]));
+      if (!(sc <= 1) && (worst < 0 || !(sc <= ws))) worst = i, ws = sc;
+    }
+    if (worst >= 0)
+      ct_test_fail(file, line, "%s: element %lld: %s %.10g, cpu %.10g (rtol %g atol %g)", what, (long long)worst, dev,
+                   y[worst], x[worst], rtol, atol);
+  }
+  free(x);
+  free(y);
+}
+
 int main(int argc, char **argv) {
   const char *filter = argc > 1 ? argv[1] : NULL;
   int passed = 0, failed = 0;

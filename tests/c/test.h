@@ -55,5 +55,9 @@ ct_tensor *tt_from(const double *v, int ndim, const int64_t *shape, ct_dtype dt)
 double tt_at(const ct_tensor *t, int64_t i);
 /* max |a-b| <= atol + rtol*|b| over all elements, shapes equal */
 int tt_allclose(const ct_tensor *a, const ct_tensor *b, double rtol, double atol);
+/* Cross-backend check: got (on device `dev`, named in messages) against ref (CPU): same dtype and
+ * shape, every element within atol + rtol*|ref| (NaN matches NaN); fails naming the worst element. */
+void tt_same_as_cpu(const char *file, int line, const char *dev, const char *what, const ct_tensor *ref,
+                    const ct_tensor *got, double rtol, double atol);
 
 #endif

@@ -31,42 +31,8 @@ static bool gpu(void) {
 static ct_tensor *G(const ct_tensor *t) { return ct_to_device(t, ct_cuda(0)); }
 static ct_tensor *H(const ct_tensor *t) { return ct_to_device(t, ct_cpu()); }
 
-/* got (any device) against ref (CPU): same dtype and shape, values within tolerance
- * (NaN matches NaN); reports the worst element. */
-static void same(const char *what, const ct_tensor *ref, const ct_tensor *got, double rtol, double atol) {
-  if (!ref || !got) {
-    ct_test_fail(__FILE__, __LINE__, "%s: cpu %s, cuda %s (%s)", what, ref ? "ok" : "NULL", got ? "ok" : "NULL",
-                 ct_last_error());
-    return;
-  }
-  if (ct_tensor_dtype(ref) != ct_tensor_dtype(got)) {
-    ct_test_fail(__FILE__, __LINE__, "%s: dtype %s on cuda, %s on cpu", what, ct_dtype_name(ct_tensor_dtype(got)),
-                 ct_dtype_name(ct_tensor_dtype(ref)));
-    return;
-  }
-  int64_t n = ct_numel(ref);
-  if (ct_ndim(ref) != ct_ndim(got) || ct_numel(got) != n) {
-    ct_test_fail(__FILE__, __LINE__, "%s: shapes differ", what);
-    return;
-  }
-  double *x = malloc((size_t)(n ? n : 1) * 8), *y = malloc((size_t)(n ? n : 1) * 8);
-  if (!x || !y || ct_copy_to_buffer(ref, x, CT_FLOAT64, n) || ct_copy_to_buffer(got, y, CT_FLOAT64, n)) {
-    ct_test_fail(__FILE__, __LINE__, "%s: reading values failed: %s", what, ct_last_error());
-  } else {
-    int64_t worst = -1;
-    double ws = 0;
-    for (int64_t i = 0; i < n; i++) {
-      if ((isnan(x[i]) && isnan(y[i])) || x[i] == y[i]) continue;
-      double sc = fabs(y[i] - x[i]) / (atol + rtol * fabs(x[i]));
-      if (!(sc <= 1) && (worst < 0 || !(sc <= ws))) worst = i, ws = sc;
-    }
-    if (worst >= 0)
-      ct_test_fail(__FILE__, __LINE__, "%s: element %lld: cuda %.10g, cpu %.10g (rtol %g atol %g)", what,
-                   (long long)worst, y[worst], x[worst], rtol, atol);
-  }
-  free(x);
-  free(y);
-}
+/* got (on the GPU) against ref (CPU): tt_same_as_cpu */
+#define same(what, ref, got, rtol, atol) tt_same_as_cpu(__FILE__, __LINE__, "cuda", what, ref, got, rtol, atol)
 
 /* Random values with specials mixed in (float dtypes), a fixed stream. */
 static ct_tensor *rnd(int nd, const int64_t *shape, ct_dtype dt, bool specials) {

@@ -39,43 +39,7 @@ static bool wgpu(void) {
 
 static ct_tensor *W(const ct_tensor *t) { return ct_to_device(t, ct_webgpu()); }
 
-#define SAME(what, ref, got, rtol, atol) same_at(__LINE__, what, ref, got, rtol, atol)
-static void same_at(int line, const char *what, const ct_tensor *ref, const ct_tensor *got, double rtol, double atol) {
-  if (!ref || !got) {
-    ct_test_fail(__FILE__, line, "%s: cpu %s, webgpu %s (%s)", what, ref ? "ok" : "NULL", got ? "ok" : "NULL",
-                 ct_last_error());
-    return;
-  }
-  if (ct_tensor_dtype(ref) != ct_tensor_dtype(got)) {
-    ct_test_fail(__FILE__, line, "%s: dtype %s on webgpu, %s on cpu", what, ct_dtype_name(ct_tensor_dtype(got)),
-                 ct_dtype_name(ct_tensor_dtype(ref)));
-    return;
-  }
-  int64_t n = ct_numel(ref);
-  bool shp = ct_ndim(ref) == ct_ndim(got);
-  for (int d = 0; shp && d < ct_ndim(ref); d++) shp = ct_shape(ref)[d] == ct_shape(got)[d];
-  if (!shp) {
-    ct_test_fail(__FILE__, line, "%s: shapes differ", what);
-    return;
-  }
-  double *x = malloc((size_t)(n ? n : 1) * 8), *y = malloc((size_t)(n ? n : 1) * 8);
-  if (!x || !y || ct_copy_to_buffer(ref, x, CT_FLOAT64, n) || ct_copy_to_buffer(got, y, CT_FLOAT64, n)) {
-    ct_test_fail(__FILE__, line, "%s: reading values failed: %s", what, ct_last_error());
-  } else {
-    int64_t worst = -1;
-    double ws = 0;
-    for (int64_t i = 0; i < n; i++) {
-      if ((isnan(x[i]) && isnan(y[i])) || x[i] == y[i]) continue;
-      double sc = fabs(y[i] - x[i]) / (atol + rtol * fabs(x[i]));
-      if (!(sc <= 1) && (worst < 0 || !(sc <= ws))) worst = i, ws = sc;
-    }
-    if (worst >= 0)
-      ct_test_fail(__FILE__, line, "%s: element %lld: webgpu %.10g, cpu %.10g (rtol %g atol %g)", what,
-                   (long long)worst, y[worst], x[worst], rtol, atol);
-  }
-  free(x);
-  free(y);
-}
+#define SAME(what, ref, got, rtol, atol) tt_same_as_cpu(__FILE__, __LINE__, "webgpu", what, ref, got, rtol, atol)
 
 static ct_generator *gen(void) {
   static ct_generator *g;
