@@ -4,9 +4,10 @@
 Everything is the same as tools/cmd_train_gpt.c, down to the random numbers (ctorch's generator
 reproduces PyTorch's CPU mt19937 streams):
   - data: the file's bytes; --tokenizer char: the sorted distinct characters (UTF-8), byte: 0..255;
-    the first 90% of the tokens train, the last 10% validate (n_val = n // 10);
-  - model: GPT-2's architecture as src/models/gpt.c builds it (Conv1D weights [in, out] with biases,
-    pre-LayerNorm eps 1e-5, learned positions, tied lm_head, gelu tanh, causal attention, dropout),
+    the first int(n * 0.9) tokens train, the rest validate (nanoGPT's split);
+  - model: the GPT as src/models/gpt.c builds it (Conv1D weights [in, out], pre-LayerNorm eps 1e-5,
+    learned positions, tied lm_head, causal attention, dropout), by default no biases (nanoGPT's
+    bias=False) and GPT-2's tanh GELU (--gelu erf: today's nanoGPT; --bias yes: GPT-2's block),
     initialised from torch.Generator().manual_seed(seed) in ctorch's parameter order: wte, wpe, and per
     layer c_attn, attn.c_proj, c_fc, mlp.c_proj weights N(0, 0.02) (the two projections
     0.02 / sqrt(2 n_layer)); biases 0, LayerNorms 1 and 0;
@@ -22,7 +23,8 @@ Both print `step N train loss X val loss Y` and `done: N steps in S s ...`.
 usage: /usr/bin/python3 bench/train_gpt_ref.py --data FILE [--tokenizer char|byte] [--layers N]
        [--heads N] [--width N] [--context N] [--batch N] [--steps N] [--lr X] [--min-lr X]
        [--warmup N] [--weight-decay X] [--grad-clip X] [--dropout P] [--beta1 X] [--beta2 X]
-       [--seed N] [--eval-every N] [--eval-iters N] [--threads N] [--json FILE] [--no-bias] [--gelu none]
+       [--seed N] [--eval-every N] [--eval-iters N] [--threads N] [--json FILE] [--bias yes|no]
+       [--gelu tanh|erf] [--decay-embeddings yes|no]
 Give it the options ctorch's run printed/used: the defaults here mirror `ctorch train-gpt --help`.
 """
 import argparse
@@ -181,23 +183,27 @@ def main():
     ap.add_argument("--eval-iters", type=int, default=20)
     ap.add_argument("--threads", type=int, default=0)
     ap.add_argument("--json", default=None)
-    # nanoGPT's variant of the architecture, for comparison only (ctorch builds GPT-2's):
-    ap.add_argument("--no-bias", action="store_true", help="no biases in the linear layers and LayerNorms")
-    ap.add_argument("--gelu", default="tanh", choices=["tanh", "none"], help="none: the exact (erf) GELU")
+    # the architecture's variant (ctorch's --bias / --gelu) and the weight decay's reach
+    ap.add_argument("--bias", default="no", choices=["yes", "no"], help="no: nanoGPT's bias=False")
+    ap.add_argument("--gelu", default="tanh", choices=["tanh", "erf", "none"], help="erf (= none): the exact GELU")
+    ap.add_argument("--decay-embeddings", default="yes", choices=["yes", "no"],
+                    help="no: weight decay on the linear layers' weights only (nanoGPT until May 2023)")
     a = ap.parse_args()
+    a.gelu = "tanh" if a.gelu == "tanh" else "none"
     if a.min_lr < 0:
         a.min_lr = a.lr / 10
     if a.threads > 0:
         torch.set_num_threads(a.threads)
     with open(a.data, "rb") as f:
         data, V = tokenize(f.read(), a.tokenizer)
-    n_val = data.numel() // 10
-    train, val = data[:data.numel() - n_val], data[data.numel() - n_val:]
+    n_train = int(data.numel() * 0.9)
+    train, val = data[:n_train], data[n_train:]
     g = torch.Generator().manual_seed(a.seed)
-    model = GPT(V, a.context, a.width, a.layers, a.heads, a.dropout, g, not a.no_bias, a.gelu)
+    model = GPT(V, a.context, a.width, a.layers, a.heads, a.dropout, g, a.bias == "yes", a.gelu)
     params = model.ordered_parameters()
-    decay = [p for p in params if p.dim() >= 2]
-    no_decay = [p for p in params if p.dim() < 2]
+    emb = {id(model.wte), id(model.wpe)}
+    decay = [p for p in params if p.dim() >= 2 and (a.decay_embeddings == "yes" or id(p) not in emb)]
+    no_decay = [p for p in params if not any(p is q for q in decay)]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": a.weight_decay},
                              {"params": no_decay, "weight_decay": 0.0}],
                             lr=a.lr, betas=(a.beta1, a.beta2), eps=1e-8)

@@ -16,7 +16,16 @@ For each case it writes, into OUT_DIR:
                                  <dt>.train.logits, <dt>.eval.logits (after the train step),
                                  <dt>.grad.<param name>, <dt>.buffer.<name> (running stats
                                  after one training-mode forward)
+Cases marked `margin` (the ResNets) are checked before they are written: a float32 implementation
+takes each ReLU's mask (and each max-pool's argmax) from values that carry float32 rounding, so an
+input sitting closer to zero than that rounding (or a near-tie in a pooling window) may fall on the
+other side in ctorch's summation order than in PyTorch's, and moves the gradients by percents. The
+script measures, in a float64 training-mode forward, every ReLU input's distance from zero and every
+pooling window's gap between its two largest values, in units of PyTorch's own float32 error of that
+tensor (max |f32 - f64| over the tensor), prints the smallest (also kept as the expected file's
+"mask_margin" metadata) and warns below MARGIN (2): the seeds in CASES were found with --find-seed.
 usage: /usr/bin/python3 tests/models_ref.py OUT_DIR [CASE ...]
+       /usr/bin/python3 tests/models_ref.py --find-seed CASE [FIRST_SEED]   (prints the first seed that passes)
 """
 import collections
 import copy
@@ -255,15 +264,21 @@ class VisionTransformer(nn.Module):
 
 
 # ---------------------------------------------------------------- cases
+MARGIN = 2.0  # smallest allowed ReLU / max-pool margin, in units of PyTorch's float32 error
+SEED_RESNET18 = 22
+SEED_RESNET18_CIFAR = 30
 CASES = {
-    # name: (builder, input shape, seed, check_init)
-    "mlp": (lambda: MLP(20, [32, 16, 5]), (4, 20), 11, True),
-    "cnn": (lambda: CNN(), (3, 1, 28, 28), 12, True),
-    "resnet18": (lambda: ResNet(num_classes=1000), (2, 3, 64, 64), 13, True),
-    "resnet18_cifar": (lambda: ResNet(num_classes=10, cifar=True), (2, 3, 32, 32), 14, True),
+    # name: (builder, input shape, seed, check_init, margin checked)
+    "mlp": (lambda: MLP(20, [32, 16, 5]), (4, 20), 11, True, False),
+    "cnn": (lambda: CNN(), (3, 1, 28, 28), 12, True, False),
+    # ResNets: the smallest inputs whose last stage still has 2x2 positions (BatchNorm over 8 values
+    # per channel; at 1x1 it normalises 2 values, which amplifies rounding by orders of magnitude), so
+    # few ReLU inputs (376k, 279k) can come near zero; seeds from --find-seed (margin >= MARGIN)
+    "resnet18": (lambda: ResNet(num_classes=1000), (2, 3, 64, 64), SEED_RESNET18, True, True),
+    "resnet18_cifar": (lambda: ResNet(num_classes=10, cifar=True), (2, 3, 16, 16), SEED_RESNET18_CIFAR, True, True),
     "vit_small": (lambda: VisionTransformer(img_size=32, patch_size=8, num_classes=10, embed_dim=48, depth=2,
-                                            num_heads=3), (2, 3, 32, 32), 15, True),
-    "vit_tiny16": (lambda: VisionTransformer(), (1, 3, 224, 224), 16, True),
+                                            num_heads=3), (2, 3, 32, 32), 15, True, False),
+    "vit_tiny16": (lambda: VisionTransformer(), (1, 3, 224, 224), 16, True, False),
 }
 
 
@@ -284,18 +299,85 @@ def randomize(model, g):
                 m.num_batches_tracked.fill_(3)
 
 
-def run_case(name, out_dir):
-    build, shape, seed, check_init = CASES[name]
+def make_case(name, seed):
+    """The model (randomised) and input of a case for a seed; also returns the initial state_dict."""
+    build, shape = CASES[name][:2]
     torch.manual_seed(seed)
     model = build()
-    if check_init:
-        sd = model.state_dict()
-        save_safetensors(os.path.join(out_dir, name + "_init.safetensors"), sd,
-                         {"seed": str(seed), "keys": ",".join(sd.keys())})
+    init = model.state_dict()
+    init = {k: v.clone() for k, v in init.items()}
     g = torch.Generator().manual_seed(1000 + seed)
     randomize(model, g)
+    return model, init, torch.randn(shape, generator=g), g
+
+
+def _mask_inputs(model, x, dt):
+    """Inputs of every ReLU and max-pool call of one training-mode forward in dtype dt."""
+    m = copy.deepcopy(model).to(dt).train()
+    got = []
+    hook = lambda mod, inp: got.append((isinstance(mod, nn.MaxPool2d), mod, inp[0].detach().clone()))
+    hs = [mod.register_forward_pre_hook(hook) for mod in m.modules() if isinstance(mod, (nn.ReLU, nn.MaxPool2d))]
+    m(x.to(dt))
+    for h in hs:
+        h.remove()
+    return got
+
+
+def _pool_gaps(pool, t):
+    """Per window: largest - second largest value (windows whose maximum is positive; after a ReLU,
+    windows of zeros tie exactly in every dtype and pick the same index)."""
+    k, s, p = pool.kernel_size, pool.stride, pool.padding
+    u = F.unfold(F.pad(t, (p, p, p, p), value=float("-inf")), k, stride=s)  # [N, C*k*k, L]
+    u = u.view(t.shape[0], t.shape[1], k * k, -1)
+    top = u.topk(2, dim=2).values
+    gap = top[:, :, 0] - top[:, :, 1]
+    return gap[top[:, :, 0] > 0]
+
+
+def mask_margin(model, x):
+    """Smallest distance of a ReLU input from zero (or of a max-pool window's top two values), in
+    units of PyTorch's float32 error of that tensor; also the smallest ReLU distance relative to the
+    tensor's largest magnitude."""
+    a64, a32 = _mask_inputs(model, x, torch.float64), _mask_inputs(model, x, torch.float32)
+    worst, worst_rel = float("inf"), float("inf")
+    for (is_pool, mod, p), (_, _, q) in zip(a64, a32):
+        err = (q.double() - p).abs().max().item()
+        if is_pool:
+            d = _pool_gaps(mod, p).min().item()
+            e = err * 2  # either of the two values may move
+        else:
+            d, e = p.abs().min().item(), err
+            worst_rel = min(worst_rel, d / p.abs().max().item())
+        worst = min(worst, d / e if e > 0 else float("inf"))
+    return worst, worst_rel
+
+
+def find_seed(name, first):
+    for seed in range(first, first + 100000):
+        model, _, x, _ = make_case(name, seed)
+        m, rel = mask_margin(model, x)
+        print("%s seed %d: margin %.3g x float32 error (relative %.3g)" % (name, seed, m, rel), flush=True)
+        if m >= MARGIN:
+            return seed
+
+
+def run_case(name, out_dir):
+    shape, seed, check_init, check_margin = CASES[name][1:]
+    model, init, x, g = make_case(name, seed)
+    if check_init:
+        save_safetensors(os.path.join(out_dir, name + "_init.safetensors"), init,
+                         {"seed": str(seed), "keys": ",".join(init.keys())})
+    meta = {"torch": torch.__version__}
+    if check_margin:
+        m, rel = mask_margin(model, x)
+        meta["mask_margin"] = "%.3g" % m
+        print("%s: ReLU/max-pool margin %.3g x PyTorch's float32 error (smallest |ReLU input| %.3g of its tensor's "
+              "largest)" % (name, m, rel))
+        if m < MARGIN:  # still written: the C test's float32 check then shows whether it matters here
+            print("%s: WARNING: seed %d leaves a ReLU input or pooling tie within %.3g float32 errors (< %g); the "
+                  "float32 comparison may flip a mask; pick another seed with --find-seed %s"
+                  % (name, seed, m, MARGIN, name), file=sys.stderr)
     save_safetensors(os.path.join(out_dir, name + "_weights.safetensors"), model.state_dict())
-    x = torch.randn(shape, generator=g)
     with torch.no_grad():
         r = torch.randn(model.eval()(x).shape, generator=g)
     exp = {"x": x, "r": r}
@@ -311,7 +393,7 @@ def run_case(name, out_dir):
                 exp[tag + ".buffer." + bn] = b.detach().clone()
         with torch.no_grad():
             exp[tag + ".eval.logits"] = m.eval()(x.to(dt))
-    save_safetensors(os.path.join(out_dir, name + "_expected.safetensors"), exp, {"torch": torch.__version__})
+    save_safetensors(os.path.join(out_dir, name + "_expected.safetensors"), exp, meta)
     cross_check(name, model, x)
 
 
@@ -350,6 +432,12 @@ def cross_check(name, model, x):
 def main():
     if len(sys.argv) < 2:
         sys.exit(__doc__)
+    torch.set_num_threads(1)
+    if sys.argv[1] == "--find-seed":
+        if len(sys.argv) < 3 or sys.argv[2] not in CASES:
+            sys.exit(__doc__)
+        print("seed", find_seed(sys.argv[2], int(sys.argv[3]) if len(sys.argv) > 3 else 0))
+        return
     out_dir = sys.argv[1]
     os.makedirs(out_dir, exist_ok=True)
     torch.set_num_threads(1)

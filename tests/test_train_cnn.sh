@@ -34,6 +34,11 @@ expect_run 2 "--data DIR is required" "$C" train-cnn
 expect_run 2 "unknown option '--bogus'" "$C" train-cnn --data . --bogus 1
 expect_run 2 "--epochs expects an integer" "$C" train-cnn --data . --epochs 0
 expect_run 0 "usage: ctorch train-cnn" "$C" train-cnn --help
+expect_run 1 "invalid device string 'gpu'" "$C" train-cnn --data . --device gpu --out "$tmp/od"
+# --device cuda where there is no GPU (or no CUDA build): a clear error, no crash
+if ! command -v nvidia-smi >/dev/null 2>&1; then
+  expect_run 1 "ctorch train-cnn: --device cuda: " "$C" train-cnn --data . --device cuda --out "$tmp/od"
+fi
 mkdir -p "$tmp/empty"
 expect_run 1 "no MNIST IDX pair in $tmp/empty" "$C" train-cnn --data "$tmp/empty" --out "$tmp/o0"
 mkdir -p "$tmp/damaged"

@@ -26,6 +26,9 @@ case "$out" in *"--warmup N           linear warmup steps (default 100)"*) ok ;;
 case "$out" in *"the final one uses at least 200"*) ok ;; *) bad "--help: final evaluation: $out" ;; esac
 expect_run 2 "--beta2 expects a number in [0, 0.999999], got '1.5'" "$C" train-gpt --beta2 1.5
 expect_run 2 "unknown option '--bogus'" "$C" train-gpt --bogus 1
+expect_run 2 "--bias must be yes or no, got 'maybe'" "$C" train-gpt --bias maybe
+expect_run 2 "--gelu must be tanh or erf, got 'relu'" "$C" train-gpt --gelu relu
+expect_run 2 "--decay-embeddings must be yes or no, got '1'" "$C" train-gpt --decay-embeddings 1
 expect_run 1 "cannot resume from '$tmp/nowhere'" "$C" train-gpt --resume "$tmp/nowhere"
 
 # 2. a tiny run: evaluation lines, the final one over 200 batches, outputs written
@@ -42,6 +45,15 @@ for f in model.safetensors config.json checkpoint.safetensors log.json loss.svg;
   [ -s "$tmp/straight/$f" ] && ok || bad "tiny run did not write $f"
 done
 grep -q '"beta2": 0.98999999999999999' "$tmp/straight/config.json" && ok || bad "config.json lacks beta2 0.99"
+# by default no biases (nanoGPT's bias=False) and GPT-2's tanh GELU; erf and biases on request
+grep -q '"bias": false' "$tmp/straight/config.json" && grep -q '"activation_function": "gelu_new"' "$tmp/straight/config.json" &&
+  ok || bad "config.json lacks the default variant (bias false, gelu_new)"
+case "$straight" in *"no biases, GELU tanh"*) ok ;; *) bad "default run does not say 'no biases, GELU tanh': $straight" ;; esac
+expect_run 0 "no biases, GELU erf" "$C" train-gpt "${A[@]}" --steps 1 --gelu erf --out "$tmp/erf"
+grep -q '"activation_function": "gelu"' "$tmp/erf/config.json" && ok || bad "--gelu erf run's config.json"
+expect_run 0 "biases, GELU tanh" "$C" train-gpt "${A[@]}" --steps 1 --bias yes --gelu tanh --decay-embeddings no --out "$tmp/gpt2"
+grep -q '"activation_function": "gelu_new"' "$tmp/gpt2/config.json" && ! grep -q '"bias": false' "$tmp/gpt2/config.json" &&
+  grep -q '"decay_embeddings": false' "$tmp/gpt2/config.json" && ok || bad "--bias yes --gelu tanh run's config.json"
 
 # 3. --resume: 3 steps, then 3 more from the checkpoint
 expect_run 0 "step 3 train loss" "$C" train-gpt "${A[@]}" --steps 3 --out "$tmp/split"

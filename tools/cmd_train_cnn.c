@@ -7,6 +7,7 @@
 #include "cli.h"
 #include "core/internal.h" /* CT_ERR for the command's own failures */
 #include "ctorch.h"
+#include "ctorch/cuda.h"
 #include "util/json.h"
 #include "util/trainlog.h"
 #include <errno.h>
@@ -20,7 +21,7 @@
 #include <unistd.h>
 
 typedef struct {
-  const char *data, *out, *resume;
+  const char *data, *out, *resume, *device;
   int64_t epochs, batch, seed, threads, train_size, eval_size, c1, c2, hidden, stop_after;
   double lr;
   bool quiet;
@@ -61,6 +62,7 @@ static void usage(void) {
          "  --conv2 N          channels of conv2 (default %lld)\n"
          "  --hidden N         width of fc1 (default %lld)\n"
          "  --threads N        CPU threads (default: all cores)\n"
+         "  --device D         cpu (default), cuda or cuda:N: where the model, the data and the steps live\n"
          "  --out DIR          writes checkpoint.safetensors, model.safetensors, training.svg and log.json\n"
          "                     after every epoch (default %s)\n"
          "  --resume DIR       continue the run whose checkpoint is in DIR (bit for bit as if it had not\n"
@@ -122,6 +124,7 @@ static int parse(int argc, char **argv, cnn_opts *o) {
     if (!strcmp(a, "--data")) o->data = v;
     else if (!strcmp(a, "--out")) o->out = v;
     else if (!strcmp(a, "--resume")) o->resume = v;
+    else if (!strcmp(a, "--device")) o->device = v;
     else if (!strcmp(a, "--stop-after-epoch")) ok = parse_i64(a, v, 1, 100000, &o->stop_after);
     else if (!strcmp(a, "--epochs")) ok = parse_i64(a, v, 1, 100000, &o->epochs);
     else if (!strcmp(a, "--batch")) ok = parse_i64(a, v, 1, 1 << 20, &o->batch);
@@ -511,7 +514,45 @@ int ct_cmd_train_cnn(int argc, char **argv) {
     fprintf(stderr, "ctorch train-cnn: cannot create %s: %s\n", o.out, strerror(errno));
     goto out;
   }
+  /* --device: resolved (and a missing GPU or driver reported) before any work */
+  ct_device dev = ct_cpu();
+  if (o.device && strcmp(o.device, "cpu")) {
+    char *end = NULL;
+    long idx = 0;
+    if (!strncmp(o.device, "cuda", 4) && (o.device[4] == 0 || o.device[4] == ':')) {
+      if (o.device[4] == ':') idx = strtol(o.device + 5, &end, 10);
+      if (o.device[4] == ':' && (end == o.device + 5 || *end || idx < 0 || idx > 1024)) {
+        fprintf(stderr, "ctorch train-cnn: --device: invalid device string '%s' (cpu, cuda or cuda:N)\n", o.device);
+        goto out;
+      }
+    } else {
+      fprintf(stderr, "ctorch train-cnn: --device: invalid device string '%s' (cpu, cuda or cuda:N)\n", o.device);
+      goto out;
+    }
+    if (!ct_cuda_is_available()) {
+      fprintf(stderr, "ctorch train-cnn: --device %s: %s\n", o.device, ct_cuda_unavailable_reason());
+      goto out;
+    }
+    if (idx >= ct_cuda_device_count()) {
+      fprintf(stderr, "ctorch train-cnn: --device %s: there are %d CUDA device(s)\n", o.device, ct_cuda_device_count());
+      goto out;
+    }
+    dev = ct_cuda((int)idx);
+  }
   if (!load_data(&o, &d)) goto out;
+  if (dev.type != CT_DEVICE_CPU) {
+    /* the whole (small) data set moves once; batches are gathered on the device */
+    ct_tensor **dt[4] = {&d.xtr, &d.ytr, &d.xte, &d.yte};
+    for (int k = 0; k < 4; k++) {
+      ct_tensor *t = ct_to_device(*dt[k], dev);
+      if (!t) {
+        fprintf(stderr, "ctorch train-cnn: moving the data to %s: %s\n", o.device, ct_last_error());
+        goto out;
+      }
+      ct_release(*dt[k]);
+      *dt[k] = t;
+    }
+  }
   int64_t n = ct_size(d.xtr, 0), H = ct_size(d.xtr, 2), W = ct_size(d.xtr, 3);
   if (H != W) {
     fprintf(stderr, "ctorch train-cnn: the images are %lldx%lld; the CNN takes square images\n", (long long)H,
@@ -526,6 +567,10 @@ int ct_cmd_train_cnn(int argc, char **argv) {
   /* torch.manual_seed(seed); model = CNN(...) draws the same initial weights */
   ct_manual_seed((uint64_t)o.seed);
   m = ct_cnn_new(&cfg);
+  if (m && dev.type != CT_DEVICE_CPU && ct_module_to_device(m, dev)) {
+    fprintf(stderr, "ctorch train-cnn: moving the model to %s: %s\n", o.device, ct_last_error());
+    goto out;
+  }
   ct_dict *pd = m ? ct_dict_new() : NULL;
   if (!pd || ct_module_named_parameters(m, pd)) {
     fprintf(stderr, "ctorch train-cnn: %s\n", ct_last_error());
@@ -595,6 +640,7 @@ int ct_cmd_train_cnn(int argc, char **argv) {
       int64_t len = n - s * o.batch < o.batch ? n - s * o.batch : o.batch;
       ct_scope *sc = ct_scope_begin();
       ct_tensor *idx = ct_narrow(perm, 0, s * o.batch, len);
+      if (idx && dev.type != CT_DEVICE_CPU) idx = ct_to_device(idx, dev);
       ct_tensor *xb = idx ? ct_index_select(d.xtr, 0, idx) : NULL, *yb = idx ? ct_index_select(d.ytr, 0, idx) : NULL;
       ct_tensor *out = xb && yb ? ct_module_forward(m, xb) : NULL;
       ct_tensor *loss = out ? ct_cross_entropy(out, yb, NULL, CT_REDUCTION_MEAN, -100, 0.0) : NULL;

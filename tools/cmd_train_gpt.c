@@ -20,6 +20,7 @@ typedef struct {
   int64_t layers, heads, width, context, batch, steps, warmup, eval_every, eval_iters, threads, sample_tokens, seed;
   double lr, min_lr, weight_decay, grad_clip, dropout, beta1, beta2;
   bool quiet;
+  bool bias, gelu_erf, decay_embeddings; /* the model's variant and the weight decay's reach */
 } train_opts;
 
 /* Batches of the last evaluation: one batch's loss varies by about 0.065 (Tiny Shakespeare, char
@@ -48,6 +49,11 @@ static void defaults(train_opts *o) {
   o->dropout = 0.0;
   o->beta1 = 0.9;
   o->beta2 = 0.99; /* nanoGPT's choice for small batches (few tokens per step) */
+  /* nanoGPT's train.py: bias=False; the MLP's GELU is GPT-2's tanh form (the issue's architecture,
+   * and nanoGPT's when it published 1.88); --gelu erf is today's nanoGPT (nn.GELU), --bias yes GPT-2's */
+  o->bias = false;
+  o->gelu_erf = false;
+  o->decay_embeddings = true;
 }
 
 static void usage(void) {
@@ -66,6 +72,8 @@ static void usage(void) {
          "  --width N            embedding width (default %lld)\n"
          "  --context N          context length (default %lld)\n"
          "  --dropout P          dropout probability (default %g)\n"
+         "  --bias yes|no        biases in the linear layers and LayerNorms (default %s; no: nanoGPT's bias=False)\n"
+         "  --gelu tanh|erf      the MLP's GELU (default %s; tanh: GPT-2's gelu_new, erf: today's nanoGPT nn.GELU)\n"
          "  --init DIR           start from a saved model (ctorch or Hugging Face GPT-2: config.json +\n"
          "                       model.safetensors): fine-tuning; its tokenizer is used\n"
          "training\n"
@@ -75,6 +83,7 @@ static void usage(void) {
          "  --min-lr X           final learning rate of the cosine decay (default lr / 10)\n"
          "  --warmup N           linear warmup steps (default %lld)\n"
          "  --weight-decay X     AdamW weight decay of the matrices (default %g)\n"
+         "  --decay-embeddings yes|no  weight decay on wte/wpe too (default %s; no: only the linear layers' weights)\n"
          "  --beta1 X, --beta2 X AdamW betas (default %g, %g)\n"
          "  --grad-clip X        clip the gradients' total norm (0: off; default %g)\n"
          "  --seed N             seeds initialisation, batches and dropout (default %lld)\n"
@@ -88,8 +97,18 @@ static void usage(void) {
          "  --sample-tokens N    tokens of the sample printed at the end (default %lld; 0: none)\n"
          "  --quiet              no progress bar\n",
          d.tokenizer, (long long)d.layers, (long long)d.heads, (long long)d.width, (long long)d.context, d.dropout,
-         (long long)d.batch, (long long)d.steps, d.lr, (long long)d.warmup, d.weight_decay, d.beta1, d.beta2, d.grad_clip,
+         d.bias ? "yes" : "no", d.gelu_erf ? "erf" : "tanh", (long long)d.batch, (long long)d.steps, d.lr,
+         (long long)d.warmup, d.weight_decay, d.decay_embeddings ? "yes" : "no", d.beta1, d.beta2, d.grad_clip,
          (long long)d.seed, (long long)d.eval_every, (long long)d.eval_iters, FINAL_EVAL_ITERS, (long long)d.sample_tokens);
+}
+
+static bool parse_yes_no(const char *name, const char *v, bool *out) {
+  if (!strcmp(v, "yes") || !strcmp(v, "no")) {
+    *out = !strcmp(v, "yes");
+    return true;
+  }
+  fprintf(stderr, "ctorch train-gpt: %s must be yes or no, got '%s'\n", name, v);
+  return false;
 }
 
 /* Parses argv into o; returns 0 ok, 1 error, 2 help shown. only_resume: just find --resume. */
@@ -149,6 +168,13 @@ static int parse(int argc, char **argv, train_opts *o, bool only_resume) {
     else if (!strcmp(a, "--beta2")) ok = gpt_parse_f64(a, v, 0, 0.999999, &o->beta2);
     else if (!strcmp(a, "--grad-clip")) ok = gpt_parse_f64(a, v, 0, 1e30, &o->grad_clip);
     else if (!strcmp(a, "--dropout")) ok = gpt_parse_f64(a, v, 0, 0.999999, &o->dropout);
+    else if (!strcmp(a, "--bias")) ok = parse_yes_no(a, v, &o->bias);
+    else if (!strcmp(a, "--decay-embeddings")) ok = parse_yes_no(a, v, &o->decay_embeddings);
+    else if (!strcmp(a, "--gelu")) {
+      ok = !strcmp(v, "tanh") || !strcmp(v, "erf") || !strcmp(v, "none");
+      if (ok) o->gelu_erf = strcmp(v, "tanh") != 0;
+      else fprintf(stderr, "ctorch train-gpt: --gelu must be tanh or erf, got '%s'\n", v);
+    }
     else {
       fprintf(stderr, "ctorch train-gpt: unknown option '%s' (see --help)\n", a);
       ok = false;
@@ -162,10 +188,11 @@ static int parse(int argc, char **argv, train_opts *o, bool only_resume) {
 static void opts_json(const train_opts *o, ctj_buf *b) {
   ctj_buf_printf(b, "\"ctorch_train\": {\"batch\": %lld, \"steps\": %lld, \"lr\": %.17g, \"min_lr\": %.17g, "
                     "\"warmup\": %lld, \"weight_decay\": %.17g, \"grad_clip\": %.17g, \"seed\": %lld, "
-                    "\"eval_every\": %lld, \"eval_iters\": %lld, \"beta1\": %.17g, \"beta2\": %.17g, \"data\": ",
+                    "\"eval_every\": %lld, \"eval_iters\": %lld, \"beta1\": %.17g, \"beta2\": %.17g, "
+                    "\"decay_embeddings\": %s, \"data\": ",
                  (long long)o->batch, (long long)o->steps, o->lr, o->min_lr, (long long)o->warmup, o->weight_decay,
                  o->grad_clip, (long long)o->seed, (long long)o->eval_every, (long long)o->eval_iters, o->beta1,
-                 o->beta2);
+                 o->beta2, o->decay_embeddings ? "true" : "false");
   if (o->data) ctj_buf_str(b, o->data, strlen(o->data));
   else ctj_buf_puts(b, "null");
   ctj_buf_puts(b, "}");
@@ -185,6 +212,8 @@ static void opts_from_json(train_opts *o, const ctj *t, char **owned) {
   o->eval_iters = (int64_t)ctj_get_num(t, "eval_iters", (double)o->eval_iters);
   o->beta1 = ctj_get_num(t, "beta1", o->beta1);
   o->beta2 = ctj_get_num(t, "beta2", o->beta2);
+  const ctj *de = ctj_get(t, "decay_embeddings");
+  if (de && de->type == CTJ_BOOL) o->decay_embeddings = de->b;
   const char *d = ctj_get_str(t, "data", NULL);
   if (d) o->data = *owned = strdup(d); /* freed by the caller */
 }
@@ -489,7 +518,8 @@ int ct_cmd_train_gpt(int argc, char **argv) {
   if (!tok) FAIL("%s", ct_last_error());
   size_t n_ids;
   CHECK_ST(ct_tokenizer_encode(tok, text, text_n, &ids, &n_ids));
-  int64_t n_val = (int64_t)n_ids / 10, n_train = (int64_t)n_ids - n_val;
+  /* nanoGPT's split: the first int(n * 0.9) tokens train */
+  int64_t n_train = (int64_t)(n_ids / 10 * 9 + n_ids % 10 * 9 / 10), n_val = (int64_t)n_ids - n_train;
   split tr = {ids, n_train}, va = {ids + n_train, n_val};
 
   /* model */
@@ -506,7 +536,7 @@ int ct_cmd_train_gpt(int argc, char **argv) {
     }
   } else {
     cfg = (ct_gpt_config){ct_tokenizer_vocab_size(tok), o.context, o.width, o.layers, o.heads, o.dropout, 1e-5};
-    if (!(m = ct_gpt_new(&cfg, g))) FAIL("%s", ct_last_error());
+    if (!(m = ct_gpt_new_variant(&cfg, o.bias, o.gelu_erf ? "none" : "tanh", g))) FAIL("%s", ct_last_error());
   }
   cfg = *ct_gpt_get_config(m);
   if (o.context > cfg.n_positions) o.context = cfg.n_positions;
@@ -515,7 +545,8 @@ int ct_cmd_train_gpt(int argc, char **argv) {
          "more than the context (%lld) + 1",
          (long long)n_ids, (long long)n_train, (long long)n_val, (long long)o.context);
 
-  /* AdamW: weight decay on the matrices and embeddings, none on biases and LayerNorms (as nanoGPT) */
+  /* AdamW: weight decay on the matrices and embeddings, none on biases and LayerNorms (as nanoGPT);
+   * --decay-embeddings no: on the linear layers' weights only (nanoGPT until May 2023) */
   const ct_dict *P = ct_gpt_parameters(m);
   int64_t np = ct_dict_len(P), nd = 0, nn = 0;
   decay = calloc((size_t)np, sizeof *decay);
@@ -524,7 +555,9 @@ int ct_cmd_train_gpt(int argc, char **argv) {
   if (!decay || !no_decay || !allp) FAIL("out of memory");
   for (int64_t i = 0; i < np; i++) {
     ct_tensor *p = allp[i] = ct_dict_tensor(P, i);
-    if (ct_ndim(p) >= 2) decay[nd++] = p;
+    const char *name = ct_dict_name(P, i);
+    bool emb = strstr(name, ".wte.") || strstr(name, ".wpe.");
+    if (ct_ndim(p) >= 2 && (o.decay_embeddings || !emb)) decay[nd++] = p;
     else no_decay[nn++] = p;
   }
   ct_optim_options oo = ct_optim_defaults(CT_OPTIM_ADAMW);
@@ -553,9 +586,12 @@ int ct_cmd_train_gpt(int argc, char **argv) {
   if (o.out && !make_dir(o.out)) goto done;
 
   bool bar = !o.quiet && isatty(2);
-  printf("GPT: %lld layers, %lld heads, width %lld, context %lld, vocab %lld (%s tokenizer): %.2fM parameters\n",
+  printf("GPT: %lld layers, %lld heads, width %lld, context %lld, vocab %lld (%s tokenizer), %s, GELU %s: %.2fM "
+         "parameters\n",
          (long long)cfg.n_layer, (long long)cfg.n_head, (long long)cfg.n_embd, (long long)o.context,
-         (long long)cfg.vocab_size, ct_tokenizer_kind_name(ct_tokenizer_get_kind(tok)), (double)ct_gpt_num_params(m) / 1e6);
+         (long long)cfg.vocab_size, ct_tokenizer_kind_name(ct_tokenizer_get_kind(tok)),
+         ct_gpt_has_bias(m) ? "biases" : "no biases", strcmp(ct_gpt_gelu(m), "tanh") ? "erf" : "tanh",
+         (double)ct_gpt_num_params(m) / 1e6);
   printf("data: %s, %zu bytes -> %zu tokens (%lld train, %lld val); batch %lld x %lld, %lld steps, lr %g, %d threads\n",
          o.data ? o.data : "built-in stories", text_n, n_ids, (long long)n_train, (long long)n_val, (long long)o.batch,
          (long long)o.context, (long long)o.steps, o.lr, ct_get_num_threads());

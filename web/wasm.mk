@@ -40,6 +40,10 @@ WASM_MT_LDFLAGS := -pthread -sPTHREAD_POOL_SIZE=Module.ctorchPoolSize -Wno-pthre
 
 WASM_JS := $(sort $(wildcard web/js/*.mjs web/js/*.d.ts))
 WASM_PKG_FILES := $(WASM_JS:web/js/%=$(WASM_PKG)/%) $(WASM_PKG)/package.json $(WASM_PKG)/README.md
+# The declarations also as index.d.mts, which package.json "exports" names: TypeScript's node16/
+# nodenext resolution reads a .d.ts of a package without "type": "module" as CommonJS, so
+# `import load from 'ctorch'` would not type-check against index.mjs (an ES module).
+WASM_PKG_FILES += $(WASM_PKG)/index.d.mts
 
 .PHONY: wasm test-wasm test-wasm-api test-wasm-parity test-wasm-pages wasm-pack wasm-clean wasm-serve
 wasm: $(WASM_PKG)/ctorch-st.mjs $(WASM_PKG)/ctorch-mt.mjs $(WASM_PKG_FILES)
@@ -66,6 +70,9 @@ $(WASM_PKG)/ctorch-mt.mjs: $(WASM_GLUE_MT) $(WASM_DIR)/libctorch-mt.a web/src/ex
 	$(EMCC) $(WASM_LDFLAGS) $(WASM_MT_LDFLAGS) -o $@ $(WASM_GLUE_MT) $(WASM_DIR)/libctorch-mt.a
 
 $(WASM_PKG)/%: web/js/%
+	@mkdir -p $(dir $@)
+	cp $< $@
+$(WASM_PKG)/index.d.mts: web/js/index.d.ts
 	@mkdir -p $(dir $@)
 	cp $< $@
 $(WASM_PKG)/package.json: web/package.json
@@ -109,6 +116,16 @@ test-wasm-pages: wasm $(WASM_DIR)/tools/node_modules/playwright-core/package.jso
 
 wasm-pack: wasm
 	cd $(WASM_PKG) && npm pack --pack-destination ..
+
+# The package as a user gets it: npm pack, installed from the tarball into a fresh project, run by
+# its name in Node, and its declarations type-checked by TypeScript (npm, under build/wasm/tools).
+.PHONY: test-wasm-pkg
+$(WASM_DIR)/tools/node_modules/typescript/package.json:
+	@mkdir -p $(WASM_DIR)/tools
+	@[ -f $(WASM_DIR)/tools/package.json ] || echo '{"private": true}' > $(WASM_DIR)/tools/package.json
+	cd $(WASM_DIR)/tools && npm install --no-audit --no-fund typescript@5
+test-wasm-pkg: wasm $(WASM_DIR)/tools/node_modules/typescript/package.json
+	node web/test/pkg_test.mjs
 
 wasm-serve: wasm
 	node web/server.mjs
@@ -159,3 +176,6 @@ wasm-profile: $(WASM_GLUE_ST) $(WASM_DIR)/libctorch-st.a $(WASM_PKG_FILES)
 	rm -f $(WASM_DIR)-prof/*.cpuprofile
 	cd $(WASM_DIR)-prof && CTORCH_PKG=$(CURDIR)/$(WASM_DIR)-prof node --cpu-prof --cpu-prof-dir=. $(CURDIR)/web/bench_node.mjs --threads 1 --iters 2 $(or $(WHAT),resnet18)
 	node bench/wasm_profile_top.mjs $$(ls $(WASM_DIR)-prof/*.cpuprofile | head -1) 30
+
+# The browser build of the WebGPU backend and its tests (issue 9): make wasm-webgpu, make test-webgpu-browser
+include web/wasm-webgpu.mk

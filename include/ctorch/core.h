@@ -125,6 +125,9 @@ bool ct_is_contiguous(const ct_tensor *t);
 void *ct_data_ptr(const ct_tensor *t);
 /* Version counter shared by all views of one storage. */
 uint64_t ct_version(const ct_tensor *t);
+/* PyTorch's `.data`: a detached alias (same storage) with its own version counter, shared with its
+ * views; in-place writes through it do not bump t's counter and the other way round. */
+ct_tensor *ct_data_alias(const ct_tensor *t);
 bool ct_is_view(const ct_tensor *t);
 /* The view's base tensor (borrowed, NULL if not a view). */
 ct_tensor *ct_view_base(const ct_tensor *t);

@@ -37,6 +37,15 @@ typedef struct ct_gpt ct_gpt;
  * (attn.c_proj, mlp.c_proj) N(0, 0.02 / sqrt(2 n_layer)), biases 0, LayerNorms 1 and 0; the
  * draws come from g (NULL: the default generator) in parameter order. */
 ct_gpt *ct_gpt_new(const ct_gpt_config *c, ct_generator *g);
+/* nanoGPT's variants of the architecture: bias false drops the bias of every Linear layer and
+ * LayerNorm (nanoGPT's bias=False; such a model has no GPT-2 checkpoint layout), gelu "tanh"
+ * (GPT-2's gelu_new) or "none" (the exact erf GELU: nanoGPT's nn.GELU). ct_gpt_new(c, g) is
+ * ct_gpt_new_variant(c, true, "tanh", g); the same draws from g either way. ct_gpt_save writes
+ * them to config.json ("activation_function": "gelu_new" / "gelu", "bias": false) and
+ * ct_gpt_load reads them back. */
+ct_gpt *ct_gpt_new_variant(const ct_gpt_config *c, bool bias, const char *gelu, ct_generator *g);
+bool ct_gpt_has_bias(const ct_gpt *m);
+const char *ct_gpt_gelu(const ct_gpt *m); /* "tanh" or "none" */
 void ct_gpt_free(ct_gpt *m); /* NULL-safe */
 const ct_gpt_config *ct_gpt_get_config(const ct_gpt *m);
 /* Changes the dropout probability (e.g. for fine-tuning a loaded model). */

@@ -21,8 +21,18 @@ half = float16
 int = int32  # noqa: A001
 long = int64
 short = int16
-cfloat = None
 __version__ = "1.13.0+ctorch"
+
+_C_manual_seed = manual_seed
+
+
+def manual_seed(seed):
+    """torch.manual_seed: any value int() accepts, within PyTorch's 64-bit range."""
+    seed = _builtins.int(seed)
+    if not -(1 << 63) <= seed < (1 << 64):
+        raise RuntimeError("Overflow when unpacking long")
+    return _C_manual_seed(seed)
+
 
 inf = _math.inf
 nan = _math.nan
@@ -653,3 +663,5 @@ def _make_torch_alias():
 
 from . import _gap  # noqa: E402
 _gap.install(_sys.modules[__name__])
+from . import _extra  # noqa: E402
+_extra.install(_sys.modules[__name__])

@@ -24,7 +24,7 @@ def install(torch):
         elif input.dim() == 2:
             r = input.diagonal(diagonal).clone()
         else:
-            raise RuntimeError("diag(): Supports 1D or 2D tensors. Got %dD" % input.dim())
+            raise RuntimeError("matrix or a vector expected")
         if out is not None:
             out.resize_(r.shape).copy_(r)
             return out

@@ -66,6 +66,7 @@ ct_tensor *ct_detach(const ct_tensor *t) {
    * ops on it are allowed even when t is a leaf that requires grad */
   ct_tensor *d = ct_tensor_over(t->storage, t->ndim, t->shape, t->stride, t->offset, t->dtype);
   if (d) d->is_inference = t->is_inference;
+  if (d) ct_vcell_share(d, t);
   return d;
 }
 

@@ -377,6 +377,7 @@ static ct_tensor *own_handle(ct_tensor *g) {
   if (g->refcount == 1 || (!g->grad_fn && g->requires_grad)) return g; /* a leaf keeps its identity */
   ct_tensor *a = ct_tensor_over(g->storage, g->ndim, g->shape, g->stride, g->offset, g->dtype);
   if (!a) return g;
+  ct_vcell_share(a, g);
   if (g->grad_fn) {
     a->grad_fn = g->grad_fn;
     ct_node_retain(a->grad_fn);

@@ -115,7 +115,7 @@ static ct_tensor *unpack(ct_node *n, ct_saved *s, const char *kind, int idx) {
     else ct_set_error(CT_ERR_RUNTIME, "%s: saved %s %d was not recorded (op table save mask)", ct_node_name(n), kind, idx);
     return NULL;
   }
-  if (s->t->storage->version != s->version) {
+  if (*ct_vptr(s->t) != s->version) {
     /* PyTorch names the tensor by its own producer: a saved output is "output j" of this
      * node; a saved input is output output_nr (when saved) of its current grad_fn (an
      * in-place op since then gives it a new one; a view whose data changed gets a fresh
@@ -140,7 +140,7 @@ static ct_tensor *unpack(ct_node *n, ct_saved *s, const char *kind, int idx) {
                  "anomaly detection to find the operation that failed to compute its gradient, with "
                  "torch.autograd.set_detect_anomaly(True).",
                  ct_dtype_legacy_name(s->t->dtype), CT_SHAPE_STR(s->t, shp), which,
-                 (unsigned long long)s->t->storage->version, (unsigned long long)s->version);
+                 (unsigned long long)*ct_vptr(s->t), (unsigned long long)s->version);
     return NULL;
   }
   return s->t;
@@ -243,6 +243,7 @@ static ct_tensor *save_alias(ct_tensor *t, ct_weak **orig) {
   if (!t->grad_fn) return ct_hold(t); /* leaves keep their identity */
   ct_tensor *a = ct_tensor_over(t->storage, t->ndim, t->shape, t->stride, t->offset, t->dtype);
   if (!a) return NULL;
+  ct_vcell_share(a, t);
   ct_scope_unregister(a);
   a->grad_fn = t->grad_fn;
   ct_node_retain(a->grad_fn);
@@ -282,7 +283,7 @@ ct_node *ct_record_node(int op, int n_in, ct_tensor *const *in, int n_out, ct_te
       }
       n->saved_in[i].t = save_alias(in[i], &n->saved_in[i].orig);
       n->saved_in[i].leaf = !in[i]->grad_fn;
-      n->saved_in[i].version = in[i]->storage->version;
+      n->saved_in[i].version = *ct_vptr(in[i]);
     }
   }
   for (int j = 0; j < n_out; j++) {
@@ -291,9 +292,10 @@ ct_node *ct_record_node(int op, int n_in, ct_tensor *const *in, int n_out, ct_te
     if (save & CT_SAVE_OUT(j)) {
       ct_tensor *o = ct_tensor_over(out[j]->storage, out[j]->ndim, out[j]->shape, out[j]->stride, out[j]->offset,
                                     out[j]->dtype);
+      if (o) ct_vcell_share(o, out[j]);
       if (o) ct_scope_unregister(o);
       n->saved_out[j].t = o;
-      n->saved_out[j].version = out[j]->storage->version;
+      n->saved_out[j].version = *ct_vptr(out[j]);
     }
   }
   for (int j = 0; j < n_out; j++)

@@ -89,7 +89,23 @@ struct ct_tensor {
    * through ct_hold: never the creator's reference that a scope owns */
   int64_t holds;
   struct ct_weak *weak; /* weak-reference cell (autograd's saved inputs), made on first use */
+  /* own version counter shared by this handle's views and aliases (PyTorch's `.data` gets one);
+   * NULL: the storage's counter */
+  struct ct_vcell *vcell;
 };
+typedef struct ct_vcell {
+  int64_t refs;
+  uint64_t v;
+} ct_vcell;
+/* The version counter t reads and bumps. */
+static inline uint64_t *ct_vptr(const ct_tensor *t) { return t->vcell ? &t->vcell->v : &t->storage->version; }
+/* dst (a new view or alias of src) shares src's counter. */
+static inline void ct_vcell_share(ct_tensor *dst, const ct_tensor *src) {
+  if (src->vcell && !dst->vcell) {
+    __atomic_add_fetch(&src->vcell->refs, 1, __ATOMIC_RELAXED);
+    dst->vcell = src->vcell;
+  }
+}
 
 /* A new handle with no storage yet (refcount 1, registered in the current scope). */
 ct_tensor *ct_tensor_alloc_handle(void);
@@ -109,7 +125,7 @@ bool ct_geom_is_contiguous(int ndim, const int64_t *shape, const int64_t *stride
 static inline char *ct_cpu_ptr(const ct_tensor *t) {
   return (char *)t->storage->data + t->offset * (int64_t)ct_dtype_size(t->dtype);
 }
-static inline void ct_bump_version(ct_tensor *t) { t->storage->version++; }
+static inline void ct_bump_version(ct_tensor *t) { (*ct_vptr(t))++; }
 /* Whether grad would flow: requires_grad leaf or has grad_fn. */
 static inline bool ct_tensor_requires_grad(const ct_tensor *t) { return t->requires_grad || t->grad_fn != NULL; }
 

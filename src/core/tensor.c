@@ -123,6 +123,7 @@ ct_tensor *ct_make_view(const ct_tensor *t, int ndim, const int64_t *shape, cons
   if (!v) return NULL;
   ct_tensor *base = t->base ? t->base : (ct_tensor *)t;
   v->base = ct_hold(base);
+  ct_vcell_share(v, t);
   return v;
 }
 
@@ -171,6 +172,7 @@ void ct_release(ct_tensor *t) {
   ct_unhold(t->base);
   ct_hooks_free(t->hooks);
   ct_storage_release(t->storage);
+  if (t->vcell && __atomic_sub_fetch(&t->vcell->refs, 1, __ATOMIC_ACQ_REL) == 0) free(t->vcell);
   __atomic_sub_fetch(&live_tensors, 1, __ATOMIC_RELAXED);
   free(t);
 }
@@ -250,7 +252,25 @@ void *ct_data_ptr(const ct_tensor *t) {
   if (!t || t->storage->device.type != CT_DEVICE_CPU) return NULL;
   return ct_cpu_ptr(t);
 }
-uint64_t ct_version(const ct_tensor *t) { return t ? t->storage->version : 0; }
+uint64_t ct_version(const ct_tensor *t) { return t ? *ct_vptr(t) : 0; }
+
+ct_tensor *ct_data_alias(const ct_tensor *t) {
+  if (ct_check_tensor(t, "data")) return NULL;
+  ct_vcell *c = calloc(1, sizeof *c);
+  if (!c) {
+    ct_set_error(CT_ERR_OOM, "out of memory");
+    return NULL;
+  }
+  ct_tensor *d = ct_tensor_over(t->storage, t->ndim, t->shape, t->stride, t->offset, t->dtype);
+  if (!d) {
+    free(c);
+    return NULL;
+  }
+  c->refs = 1;
+  d->vcell = c;
+  d->is_inference = t->is_inference;
+  return d;
+}
 bool ct_is_view(const ct_tensor *t) { return t && t->base != NULL; }
 ct_tensor *ct_view_base(const ct_tensor *t) { return t ? t->base : NULL; }
 bool ct_shares_storage(const ct_tensor *a, const ct_tensor *b) { return a && b && a->storage == b->storage; }

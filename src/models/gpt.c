@@ -2,6 +2,10 @@
  * names), a key/value cache for generation, and checkpoints in transformers' layout. */
 #include "ctorch/models.h"
 #include "core/internal.h"
+#include "autograd/autograd.h"
+#include "backend/cpu/simd/fast_ew.h"
+#include "backend/cpu/simd/simd.h"
+#include "ops/op_table.h"
 #include "ctorch/io.h"
 #include "util/json.h"
 #include <errno.h>
@@ -20,7 +24,8 @@ struct ct_gpt {
   ct_gpt_config cfg;
   ct_dict *params; /* owns the tensors */
   ct_tensor *wte, *wpe, *lnf_w, *lnf_b;
-  ct_tensor *(*layer)[L_N]; /* borrowed from params */
+  ct_tensor *(*layer)[L_N]; /* borrowed from params; the biases NULL without them */
+  bool bias, gelu_erf;      /* nanoGPT's variants (ct_gpt_new_variant) */
 };
 
 ct_gpt_config ct_gpt_config_gpt2(void) {
@@ -79,7 +84,7 @@ static ct_tensor *add_param(ct_gpt *m, const char *name, int nd, const int64_t *
 }
 
 /* init: 0 = zeros everywhere (a model about to be loaded), 1 = GPT-2's initialisation */
-static ct_gpt *gpt_make(const ct_gpt_config *c, ct_generator *g, int init) {
+static ct_gpt *gpt_make(const ct_gpt_config *c, ct_generator *g, int init, bool bias, bool gelu_erf) {
   if (ct_gpt_config_check(c) != CT_OK) return NULL;
   ct_gpt *m = calloc(1, sizeof *m);
   if (!m || !(m->params = ct_dict_new()) || !(m->layer = calloc((size_t)(c->n_layer ? c->n_layer : 1), sizeof *m->layer))) {
@@ -88,6 +93,8 @@ static ct_gpt *gpt_make(const ct_gpt_config *c, ct_generator *g, int init) {
     return NULL;
   }
   m->cfg = *c;
+  m->bias = bias;
+  m->gelu_erf = gelu_erf;
   int64_t C = c->n_embd;
   double std = 0.02, pstd = 0.02 / sqrt(2.0 * (double)(c->n_layer ? c->n_layer : 1));
   int w = init ? 2 : 0, one = init ? 1 : 0;
@@ -99,6 +106,7 @@ static ct_gpt *gpt_make(const ct_gpt_config *c, ct_generator *g, int init) {
     int64_t shapes[L_N][2] = {{C}, {C}, {C, 3 * C}, {3 * C}, {C, C}, {C}, {C}, {C}, {C, 4 * C}, {4 * C}, {4 * C, C}, {C}};
     static const int nds[L_N] = {1, 1, 2, 1, 2, 1, 1, 1, 2, 1, 2, 1};
     for (int k = 0; ok && k < L_N; k++) {
+      if (!bias && nds[k] == 1 && k != L_LN1_W && k != L_LN2_W) continue; /* a bias: none */
       char name[96];
       snprintf(name, sizeof name, "transformer.h.%lld.%s", (long long)l, layer_names[k]);
       int kind = (k == L_LN1_W || k == L_LN2_W) ? one : nds[k] == 2 ? w : 0;
@@ -107,7 +115,7 @@ static ct_gpt *gpt_make(const ct_gpt_config *c, ct_generator *g, int init) {
     }
   }
   ok = ok && (m->lnf_w = add_param(m, "transformer.ln_f.weight", 1, s_c, one, 0, g)) &&
-       (m->lnf_b = add_param(m, "transformer.ln_f.bias", 1, s_c, 0, 0, g));
+       (!bias || (m->lnf_b = add_param(m, "transformer.ln_f.bias", 1, s_c, 0, 0, g)));
   ct_set_grad_enabled(prev);
   if (!ok) {
     ct_gpt_free(m);
@@ -116,7 +124,18 @@ static ct_gpt *gpt_make(const ct_gpt_config *c, ct_generator *g, int init) {
   return m;
 }
 
-ct_gpt *ct_gpt_new(const ct_gpt_config *c, ct_generator *g) { return gpt_make(c, g, 1); }
+ct_gpt *ct_gpt_new(const ct_gpt_config *c, ct_generator *g) { return gpt_make(c, g, 1, true, false); }
+
+ct_gpt *ct_gpt_new_variant(const ct_gpt_config *c, bool bias, const char *gelu, ct_generator *g) {
+  if (!gelu || (strcmp(gelu, "tanh") && strcmp(gelu, "none"))) {
+    ct_set_error(CT_ERR_RUNTIME, "approximate argument must be either none or tanh.");
+    return NULL;
+  }
+  return gpt_make(c, g, 1, bias, !strcmp(gelu, "none"));
+}
+
+bool ct_gpt_has_bias(const ct_gpt *m) { return m && m->bias; }
+const char *ct_gpt_gelu(const ct_gpt *m) { return m && m->gelu_erf ? "none" : "tanh"; }
 
 int64_t ct_gpt_num_params(const ct_gpt *m) {
   if (!m) return 0;
@@ -250,8 +269,15 @@ static ct_tensor *conv1d(const ct_tensor *x, const ct_tensor *w, const ct_tensor
   for (int d = 0; d < nd - 1; d++) rows *= ct_shape(x)[d];
   int64_t s2[2] = {rows, ct_shape(x)[nd - 1]};
   ct_tensor *x2 = ct_reshape(x, 2, s2);
-  ct_tensor *y = x2 ? ct_addmm(b, x2, w, ct_si(1), ct_si(1)) : NULL;
+  /* mm then add: the packed GEMM writes a product straight into its output only without a
+   * C0 term, so addmm's bias would send every tile through its scalar write-back */
+  ct_tensor *y = x2 ? ct_mm(x2, w) : NULL;
   ct_release(x2);
+  if (y && b) {
+    ct_tensor *yb = ct_add(y, b);
+    ct_release(y);
+    y = yb;
+  }
   if (!y) return NULL;
   int64_t so[CT_MAX_DIMS];
   for (int d = 0; d < nd - 1; d++) so[d] = ct_shape(x)[d];
@@ -259,6 +285,170 @@ static ct_tensor *conv1d(const ct_tensor *x, const ct_tensor *w, const ct_tensor
   ct_tensor *r = ct_view(y, nd, so);
   ct_release(y);
   return r;
+}
+
+/* ---- fused bias + GELU (the MLP's activation) ----
+ * gelu(y + b) in one pass over y (a GEMM's output, so the GEMM itself needs no bias), and a
+ * backward that computes GELU's derivative in float32 with the vector tanh/exp/gelu row
+ * kernels and the bias gradient (column sums) in the same pass: the generic derivative
+ * kernel evaluates tanh per element in double and was ~15% of a small GPT's step. Rows go
+ * over the thread pool. Float32 contiguous CPU tensors only; anything else composes ops. */
+#define GELU_K0 0.7978845608028654 /* sqrt(2 / pi) */
+#define GELU_K1 0.044715
+#define GELU_BLK 1024
+
+typedef struct {
+  const float *y, *b, *g;
+  float *out, *du;
+  double *dbp; /* per-task column sums [ntask][cols] */
+  int64_t rows, cols, grain;
+  bool erf;
+} gelu_ctx;
+
+/* the vector row kernels decline when the fast paths were switched off after the forward: then libm */
+static void row_map(int op, bool gelu_tanh, const float *x, float *y, int64_t n) {
+  ct_attrs a = {0};
+  a.k[0] = gelu_tanh;
+  char *p[2] = {(char *)y, (char *)x};
+  int64_t st[2] = {4, 4};
+  if (ct_fast_unary_loop_f32(op, &a, p, st, n)) return;
+  for (int64_t i = 0; i < n; i++) {
+    double v = x[i];
+    y[i] = (float)(op == CT_OP_tanh ? tanh(v)
+                   : op == CT_OP_exp ? exp(v)
+                   : gelu_tanh       ? 0.5 * v * (1 + tanh(GELU_K0 * (v + GELU_K1 * v * v * v)))
+                                     : 0.5 * v * (1 + erf(v * M_SQRT1_2)));
+  }
+}
+
+/* u = y + b over n elements starting at column c0 of a row */
+static void gelu_pre(const float *y, const float *b, float *u, int64_t n) {
+  if (b)
+    for (int64_t i = 0; i < n; i++) u[i] = y[i] + b[i];
+  else
+    memcpy(u, y, (size_t)n * sizeof *u);
+}
+
+static void gelu_fwd_range(void *vctx, int64_t r0, int64_t r1) {
+  gelu_ctx *k = vctx;
+  for (int64_t r = r0; r < r1; r++)
+    for (int64_t c0 = 0; c0 < k->cols; c0 += GELU_BLK) {
+      int64_t n = k->cols - c0 < GELU_BLK ? k->cols - c0 : GELU_BLK;
+      float *o = k->out + r * k->cols + c0;
+      gelu_pre(k->y + r * k->cols + c0, k->b ? k->b + c0 : NULL, o, n);
+      row_map(CT_OP_gelu, !k->erf, o, o, n);
+    }
+}
+
+static void gelu_bwd_range(void *vctx, int64_t t0, int64_t t1) {
+  gelu_ctx *k = vctx;
+  float u[GELU_BLK], t[GELU_BLK], e[GELU_BLK];
+  for (int64_t task = t0; task < t1; task++) {
+    double *db = k->dbp ? k->dbp + task * k->cols : NULL;
+    if (db) memset(db, 0, (size_t)k->cols * sizeof *db);
+    int64_t r1 = (task + 1) * k->grain < k->rows ? (task + 1) * k->grain : k->rows;
+    for (int64_t r = task * k->grain; r < r1; r++)
+      for (int64_t c0 = 0; c0 < k->cols; c0 += GELU_BLK) {
+        int64_t n = k->cols - c0 < GELU_BLK ? k->cols - c0 : GELU_BLK, off = r * k->cols + c0;
+        gelu_pre(k->y + off, k->b ? k->b + c0 : NULL, u, n);
+        const float *g = k->g + off;
+        float *du = k->du + off;
+        if (!k->erf) { /* d/du 0.5 u (1 + tanh(s)), s = K0 (u + K1 u^3) */
+          for (int64_t i = 0; i < n; i++) e[i] = (float)GELU_K0 * (u[i] + (float)GELU_K1 * u[i] * u[i] * u[i]);
+          row_map(CT_OP_tanh, false, e, t, n);
+          for (int64_t i = 0; i < n; i++) {
+            float th = t[i], ds = (float)GELU_K0 * (1.0f + 3.0f * (float)GELU_K1 * u[i] * u[i]);
+            du[i] = g[i] * (0.5f * (1.0f + th) + 0.5f * u[i] * (1.0f - th * th) * ds);
+          }
+        } else { /* d/du u Phi(u) = Phi(u) + u phi(u); Phi(u) = gelu(u) / u away from 0 */
+          for (int64_t i = 0; i < n; i++) e[i] = -0.5f * u[i] * u[i];
+          row_map(CT_OP_exp, false, e, e, n);
+          row_map(CT_OP_gelu, false, u, t, n); /* the erf form */
+          for (int64_t i = 0; i < n; i++) {
+            float Phi = fabsf(u[i]) > 1e-3f ? t[i] / u[i] : 0.5f + 0.3989422804014327f * u[i];
+            du[i] = g[i] * (Phi + u[i] * 0.3989422804014327f * e[i]);
+          }
+        }
+        if (db)
+          for (int64_t i = 0; i < n; i++) db[c0 + i] += du[i];
+      }
+  }
+}
+
+static bool gelu_fusable(const ct_tensor *y, const ct_tensor *b) {
+  if (!ct_fast_enabled() || y->storage->device.type != CT_DEVICE_CPU || y->dtype != CT_FLOAT32 || !ct_is_contiguous(y) ||
+      y->ndim < 1 || ct_numel(y) == 0)
+    return false;
+  return !b || (b->storage->device.type == CT_DEVICE_CPU && b->dtype == CT_FLOAT32 && ct_is_contiguous(b) &&
+                b->ndim == 1 && b->shape[0] == y->shape[y->ndim - 1]);
+}
+
+static ct_status bw_gelu_bias(ct_node *n, ct_tensor *const *gout, ct_tensor **gin) {
+  ct_tensor *y = ct_node_saved_in(n, 0), *b = n->saved_in[1].t ? ct_node_saved_in(n, 1) : NULL;
+  if (!y || (n->saved_in[1].t && !b)) return ct_last_status();
+  ct_tensor *g = ct_contiguous(gout[0]);
+  ct_tensor *du = g ? ct_empty(y->ndim, y->shape, ct_opts_dtype(CT_FLOAT32)) : NULL;
+  if (!du) {
+    ct_release(g);
+    return ct_last_status();
+  }
+  int64_t cols = y->shape[y->ndim - 1], rows = ct_numel(y) / cols;
+  gelu_ctx k = {(const float *)ct_cpu_ptr(y), b ? (const float *)ct_cpu_ptr(b) : NULL, (const float *)ct_cpu_ptr(g),
+                NULL, (float *)ct_cpu_ptr(du), NULL, rows, cols, 0, n->a.k[0] != 0};
+  int64_t grain = (65536 + cols - 1) / cols, ntask;
+  k.grain = grain < 1 ? 1 : grain;
+  ntask = (rows + k.grain - 1) / k.grain;
+  bool want_db = b && ct_node_needs_grad(n, 1);
+  if (want_db && !(k.dbp = ct_xmalloc((size_t)(ntask * cols) * sizeof *k.dbp))) {
+    ct_release(g);
+    ct_release(du);
+    return ct_last_status();
+  }
+  ct_parallel_for(ntask, 1, gelu_bwd_range, &k);
+  ct_release(g);
+  ct_status st = CT_OK;
+  if (want_db) {
+    ct_tensor *db = ct_empty(1, &cols, ct_opts_dtype(CT_FLOAT32));
+    if (db) {
+      float *d = (float *)ct_cpu_ptr(db);
+      for (int64_t c = 0; c < cols; c++) {
+        double s = 0;
+        for (int64_t t = 0; t < ntask; t++) s += k.dbp[t * cols + c];
+        d[c] = (float)s;
+      }
+      gin[1] = db;
+    } else {
+      st = ct_last_status();
+    }
+    free(k.dbp);
+  }
+  if (ct_node_needs_grad(n, 0)) gin[0] = du;
+  else ct_release(du);
+  return st;
+}
+
+/* gelu(y + b) (b may be NULL); erf: the exact GELU, else the tanh form */
+static ct_tensor *gelu_bias(ct_tensor *y, const ct_tensor *b, bool erf) {
+  if (!gelu_fusable(y, b)) {
+    ct_tensor *u = b ? ct_add(y, b) : y;
+    return u ? ct_gelu(u, erf ? "none" : "tanh") : NULL;
+  }
+  ct_tensor *out = ct_empty(y->ndim, y->shape, ct_opts_dtype(CT_FLOAT32));
+  if (!out) return NULL;
+  int64_t cols = y->shape[y->ndim - 1], rows = ct_numel(y) / cols, grain = (65536 + cols - 1) / cols;
+  gelu_ctx k = {(const float *)ct_cpu_ptr(y), b ? (const float *)ct_cpu_ptr(b) : NULL, NULL, (float *)ct_cpu_ptr(out),
+                NULL, NULL, rows, cols, grain, erf};
+  ct_parallel_for(rows, grain, gelu_fwd_range, &k);
+  ct_tensor *in[2] = {y, (ct_tensor *)b};
+  ct_attrs a = {0};
+  a.k[0] = erf;
+  if (!ct_record_node(-1, 2, in, 1, &out, &a, CT_SAVE_IN(0) | (b ? CT_SAVE_IN(1) : 0), bw_gelu_bias,
+                      "GeluBiasBackward") &&
+      ct_last_status() != CT_OK) {
+    ct_release(out);
+    return NULL;
+  }
+  return out;
 }
 
 /* x itself when off (every tensor here belongs to the caller's scope, so no extra reference) */
@@ -290,8 +480,8 @@ static ct_tensor *trunk(ct_gpt *m, ct_tensor *x, bool training, ct_generator *g,
     y = y ? dropout(y, p, training, g) : NULL;
     x = y ? ct_add(x, y) : NULL;
     h = x ? ct_layer_norm(x, 1, C1, P[L_LN2_W], P[L_LN2_B], c->layer_norm_epsilon) : NULL;
-    h = h ? conv1d(h, P[L_FC_W], P[L_FC_B]) : NULL;
-    h = h ? ct_gelu(h, "tanh") : NULL;
+    h = h ? conv1d(h, P[L_FC_W], NULL) : NULL;
+    h = h ? gelu_bias(h, P[L_FC_B], m->gelu_erf) : NULL;
     h = h ? conv1d(h, P[L_MPROJ_W], P[L_MPROJ_B]) : NULL;
     h = h ? dropout(h, p, training, g) : NULL;
     x = h ? ct_add(x, h) : NULL;
@@ -357,9 +547,20 @@ ct_status ct_gpt_forward(ct_gpt *m, const ct_tensor *idx, const ct_tensor *targe
   x = x ? dropout(x, m->cfg.dropout, training, g) : NULL;
   full_attn a = {m->cfg.dropout, training, g};
   x = x ? trunk(m, x, training, g, attn_full, &a) : NULL;
+  ct_tensor *l = NULL;
+  if (x && loss && !logits_out) {
+    /* only the loss: the fused classifier + cross-entropy (src/nn/linear_ce.c) never holds the
+     * [B*T, V] logits for backward (GPT-2's vocabulary makes them the largest activation) */
+    int64_t C = m->cfg.n_embd, flat[2] = {-1, C}, tf[1] = {-1};
+    ct_tensor *xf = ct_reshape(x, 2, flat), *tflat = xf ? ct_reshape(targets, 1, tf) : NULL;
+    l = tflat ? ct_linear_cross_entropy(xf, m->wte, tflat, CT_REDUCTION_MEAN, -1, 0) : NULL;
+    ct_status st = l ? CT_OK : ct_last_status();
+    if (l) *loss = ct_keep(l);
+    ct_scope_end(s);
+    return st != CT_OK ? st : l ? CT_OK : CT_ERR(CT_ERR_RUNTIME, "gpt forward failed");
+  }
   ct_tensor *logits = x ? lm_head(m, x) : NULL;
   if (logits && ct_ndim(idx) == 1) logits = ct_squeeze_dim(logits, 0);
-  ct_tensor *l = NULL;
   if (logits && loss) {
     int64_t V = m->cfg.vocab_size, flat[2] = {-1, V}, tf[1] = {-1};
     ct_tensor *lf = ct_reshape(logits, 2, flat), *tflat = ct_reshape(targets, 1, tf);
@@ -531,13 +732,14 @@ ct_status ct_gpt_save(const ct_gpt *m, const char *dir, const char *extra_json) 
                  "{\n  \"architectures\": [\"GPT2LMHeadModel\"],\n  \"model_type\": \"gpt2\",\n"
                  "  \"vocab_size\": %lld,\n  \"n_positions\": %lld,\n  \"n_ctx\": %lld,\n  \"n_embd\": %lld,\n"
                  "  \"n_layer\": %lld,\n  \"n_head\": %lld,\n  \"n_inner\": null,\n"
-                 "  \"activation_function\": \"gelu_new\",\n  \"resid_pdrop\": %.17g,\n  \"embd_pdrop\": %.17g,\n"
+                 "  \"activation_function\": \"%s\",\n  \"resid_pdrop\": %.17g,\n  \"embd_pdrop\": %.17g,\n"
                  "  \"attn_pdrop\": %.17g,\n  \"layer_norm_epsilon\": %.17g,\n  \"initializer_range\": 0.02,\n"
                  "  \"scale_attn_weights\": true,\n  \"tie_word_embeddings\": true,\n  \"bos_token_id\": %lld,\n"
                  "  \"eos_token_id\": %lld",
                  (long long)c->vocab_size, (long long)c->n_positions, (long long)c->n_positions, (long long)c->n_embd,
-                 (long long)c->n_layer, (long long)c->n_head, c->dropout, c->dropout, c->dropout,
-                 c->layer_norm_epsilon, (long long)(c->vocab_size - 1), (long long)(c->vocab_size - 1));
+                 (long long)c->n_layer, (long long)c->n_head, m->gelu_erf ? "gelu" : "gelu_new", c->dropout, c->dropout,
+                 c->dropout, c->layer_norm_epsilon, (long long)(c->vocab_size - 1), (long long)(c->vocab_size - 1));
+  if (!m->bias) ctj_buf_puts(&b, ",\n  \"bias\": false"); /* nanoGPT's bias=False (not a transformers key) */
   if (extra_json && *extra_json) {
     ctj_buf_puts(&b, ",\n  ");
     ctj_buf_puts(&b, extra_json);
@@ -566,7 +768,8 @@ ct_status ct_gpt_save(const ct_gpt *m, const char *dir, const char *extra_json) 
   return st;
 }
 
-ct_status ct_gpt_read_config(const char *dir, ct_gpt_config *c) {
+/* config.json -> c, and nanoGPT's variants (bias, erf GELU) when asked for */
+static ct_status read_config(const char *dir, ct_gpt_config *c, bool *bias, bool *gelu_erf) {
   if (!dir || !c) return CT_ERR(CT_ERR_VALUE, "gpt read_config: NULL argument");
   char path[4096];
   snprintf(path, sizeof path, "%s/config.json", dir);
@@ -587,25 +790,34 @@ ct_status ct_gpt_read_config(const char *dir, ct_gpt_config *c) {
   g.layer_norm_epsilon = ctj_get_num(j, "layer_norm_epsilon", g.layer_norm_epsilon);
   const ctj *inner = ctj_get(j, "n_inner");
   const char *act = ctj_get_str(j, "activation_function", "gelu_new");
+  const ctj *jb = ctj_get(j, "bias");
+  bool has_bias = !(jb && jb->type == CTJ_BOOL && !jb->b), erf = !strcmp(act, "gelu");
   ct_status st = CT_OK;
   if (inner && inner->type == CTJ_NUM && inner->num != 4.0 * (double)g.n_embd)
     st = CT_ERR(CT_ERR_NOT_IMPLEMENTED, "%s: n_inner other than 4 * n_embd is not supported", path);
-  else if (strcmp(act, "gelu_new") && strcmp(act, "gelu_pytorch_tanh"))
-    st = CT_ERR(CT_ERR_NOT_IMPLEMENTED, "%s: activation_function '%s' is not supported (gelu_new only)", path, act);
+  else if (strcmp(act, "gelu_new") && strcmp(act, "gelu_pytorch_tanh") && strcmp(act, "gelu"))
+    st = CT_ERR(CT_ERR_NOT_IMPLEMENTED, "%s: activation_function '%s' is not supported (gelu_new or gelu)", path, act);
   ctj_free(j);
   if (st == CT_OK) st = ct_gpt_config_check(&g);
-  if (st == CT_OK) *c = g;
+  if (st == CT_OK) {
+    *c = g;
+    if (bias) *bias = has_bias;
+    if (gelu_erf) *gelu_erf = erf;
+  }
   return st;
 }
 
+ct_status ct_gpt_read_config(const char *dir, ct_gpt_config *c) { return read_config(dir, c, NULL, NULL); }
+
 ct_gpt *ct_gpt_load(const char *dir) {
   ct_gpt_config c;
-  if (ct_gpt_read_config(dir, &c) != CT_OK) return NULL;
+  bool bias = true, erf = false;
+  if (read_config(dir, &c, &bias, &erf) != CT_OK) return NULL;
   char path[4096];
   snprintf(path, sizeof path, "%s/model.safetensors", dir);
   ct_dict *sd = NULL;
   if (ct_safetensors_load(path, &sd, false) != CT_OK) return NULL;
-  ct_gpt *m = gpt_make(&c, NULL, 0);
+  ct_gpt *m = gpt_make(&c, NULL, 0, bias, erf);
   if (m && ct_gpt_load_state_dict(m, sd) != CT_OK) {
     ct_gpt_free(m);
     m = NULL;

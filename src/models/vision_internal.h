@@ -20,5 +20,8 @@ ct_status vm_zero(ct_tensor *t);
 ct_status vm_check_image(const ct_tensor *x, const char *model, int64_t channels);
 /* Consumes a (new reference) and returns f(a), releasing a; NULL-safe. */
 ct_tensor *vm_then(ct_tensor *a, ct_tensor *(*f)(const ct_tensor *));
+/* The same with a module: consumes a, returns m's forward of it (activations die as soon as the
+ * next layer has read them, unless autograd saved them); NULL-safe. */
+ct_tensor *vm_forward_then(ct_module *m, ct_tensor *a);
 
 #endif

@@ -82,3 +82,10 @@ ct_tensor *vm_then(ct_tensor *a, ct_tensor *(*f)(const ct_tensor *)) {
   ct_release(a);
   return r;
 }
+
+ct_tensor *vm_forward_then(ct_module *m, ct_tensor *a) {
+  if (!a) return NULL;
+  ct_tensor *r = ct_module_forward(m, a);
+  ct_release(a);
+  return r;
+}

@@ -14,7 +14,12 @@ static const char *backend_title(ct_device_type t) {
 ct_status ct_run_kernel(ct_call *c) {
   const ct_op_info *info = ct_op_info_of(c->op);
   if (!info) return CT_ERR(CT_ERR_RUNTIME, "unknown op %d", c->op);
-  const ct_tensor *first = c->n_out ? c->out[0] : c->in[0];
+  /* the device comes from the first tensor present: an output a caller does not need (a
+   * backward whose input needs no gradient) may be NULL */
+  const ct_tensor *first = NULL;
+  for (int j = 0; j < c->n_out && !first; j++) first = c->out[j];
+  for (int i = 0; i < c->n_in && !first; i++) first = c->in[i];
+  if (!first) return CT_ERR(CT_ERR_RUNTIME, "%s: called without any tensor", info->id);
   ct_device dev = first->storage->device;
   for (int i = 0; i < c->n_in; i++) {
     const ct_tensor *t = c->in[i];

@@ -192,11 +192,15 @@ static ct_status check_norm_dtype(const ct_tensor *x, const char *kernel) {
  * dependence on x. attrs: i0 normalized numel, f0 eps, k0 rms, k1 has weight, k2 has bias,
  * k3 number of normalized dims. */
 static bool norm_fusable(const ct_tensor *x, const ct_tensor *w, const ct_tensor *b) {
-  if (!ct_fast_enabled() || x->storage->device.type != CT_DEVICE_CPU || ct_numel(x) == 0) return false;
+  /* CPU, and CUDA (src/backend/cuda/k_fast.cu has the three fused kernels) */
+  ct_device_type dt = x->storage->device.type;
+  if (!ct_fast_enabled() || (dt != CT_DEVICE_CPU && dt != CT_DEVICE_CUDA) || ct_numel(x) == 0) return false;
   if (x->dtype != CT_FLOAT32 && x->dtype != CT_FLOAT64) return false;
   const ct_tensor *o[2] = {w, b};
   for (int k = 0; k < 2; k++)
-    if (o[k] && (o[k]->dtype != x->dtype || o[k]->storage->device.type != CT_DEVICE_CPU)) return false;
+    if (o[k] && (o[k]->dtype != x->dtype || o[k]->storage->device.type != dt ||
+                 o[k]->storage->device.index != x->storage->device.index))
+      return false;
   return true;
 }
 
@@ -469,6 +473,180 @@ static ct_status update_running(ct_tensor *running, const ct_tensor *stat, doubl
   return st;
 }
 
+/* Fused batch_norm (CPU float32/float64; kernels_bn.c): one op for y and the per-channel
+ * statistics, one for the gradients, in place of the composed statistics + elementwise ops
+ * below (which stay the reference: other dtypes/devices, CT_REFERENCE_KERNELS=1, running stats
+ * that require grad). A backward taken with create_graph forms the same gradient from public
+ * ops (bn_bw_composed), recomputing the statistics from x so double backward sees them. */
+static bool bn_fusable(const ct_tensor *x, const ct_tensor *const *others) {
+  if (!ct_fast_enabled() || x->storage->device.type != CT_DEVICE_CPU || ct_numel(x) == 0) return false;
+  if (x->dtype != CT_FLOAT32 && x->dtype != CT_FLOAT64) return false;
+  for (int k = 0; k < 4; k++) {
+    const ct_tensor *t = others[k];
+    if (t && (t->dtype != x->dtype || t->storage->device.type != CT_DEVICE_CPU || (k >= 2 && ct_requires_grad(t))))
+      return false;
+  }
+  return true;
+}
+
+/* t (numel C) as a contiguous [C] tensor (a view where possible, so gradients reach t) */
+static ct_tensor *bn_flat(const ct_tensor *t) {
+  if (!t) return NULL;
+  int64_t C = ct_numel(t);
+  ct_tensor *r = ct_reshape(t, 1, &C);
+  ct_tensor *c = r ? ct_contiguous(r) : NULL;
+  ct_release(r);
+  return c;
+}
+
+static ct_tensor *bn_fused(const ct_tensor *x, ct_tensor *running_mean, ct_tensor *running_var, const ct_tensor *weight,
+                           const ct_tensor *bias, bool training, double momentum, double eps) {
+  int64_t C = x->shape[1], per_channel = ct_numel(x) / C;
+  ct_tensor *xc = ct_contiguous(x), *wc = bn_flat(weight), *bc = bn_flat(bias);
+  ct_tensor *rm = training ? NULL : bn_flat(running_mean), *rv = training ? NULL : bn_flat(running_var);
+  ct_call c = ct_call_make(CT_OP_native_batch_norm);
+  c.n_in = 5;
+  c.n_out = 4;
+  c.in[0] = xc;
+  c.in[1] = wc;
+  c.in[2] = bc;
+  c.in[3] = rm;
+  c.in[4] = rv;
+  c.a.k[0] = training;
+  c.a.k[1] = weight != NULL;
+  c.a.k[2] = bias != NULL;
+  c.a.f[0] = eps;
+  ct_status st = CT_ERR_RUNTIME;
+  if (xc && (!weight || wc) && (!bias || bc) && (training || (rm && rv))) {
+    bool ok = (c.out[0] = nn_new_out(x, x->ndim, x->shape, x->dtype)) != NULL;
+    for (int j = 1; j < 4; j++) ok = (c.out[j] = nn_new_out(x, 1, &C, x->dtype)) != NULL && ok;
+    if (ok) st = nn_dispatch(&c);
+    else
+      for (int j = 0; j < 4; j++) {
+        ct_release(c.out[j]);
+        c.out[j] = NULL;
+      }
+  }
+  if (st == CT_OK && training) {
+    if (running_mean) st = update_running(running_mean, c.out[1], momentum, 1.0);
+    if (st == CT_OK && running_var)
+      st = update_running(running_var, c.out[3], momentum,
+                          per_channel > 1 ? (double)per_channel / (double)(per_channel - 1) : INFINITY);
+    if (st != CT_OK) {
+      ct_release(c.out[0]);
+      c.out[0] = NULL;
+    }
+  }
+  nn_release_n(5, xc, wc, bc, rm, rv);
+  for (int j = 1; j < 4; j++) ct_release(c.out[j]); /* the node keeps what it saved */
+  if (c.out[0] && c.out[0]->grad_fn) c.out[0]->grad_fn->name = "NativeBatchNormBackward0";
+  return c.out[0];
+}
+
+/* The gradient from public ops (grad mode on), with the statistics recomputed from x in training:
+ * xh = (x - mean) rstd, gw = g w, dx = rstd (gw - mean(gw) - xh mean(gw xh)) (eval: gw rstd),
+ * dw = sum(g xh), db = sum(g) over every dim but 1. */
+static ct_status bn_bw_composed(ct_node *n, ct_tensor *x, ct_tensor *w, ct_tensor *g, ct_tensor **gin) {
+  bool training = n->a.k[0];
+  int nd = x->ndim, nr = 0;
+  int64_t dims[CT_MAX_DIMS], cshape[CT_MAX_DIMS];
+  uint32_t mask = 0;
+  for (int d = 0; d < nd; d++) {
+    cshape[d] = d == 1 ? x->shape[1] : 1;
+    if (d != 1) {
+      dims[nr++] = d;
+      mask |= 1u << d;
+    }
+  }
+  ct_scope *s = ct_scope_begin();
+  ct_tensor *mean = NULL, *var = NULL, *rstd = NULL, *xh = NULL;
+  ct_status st = CT_OK;
+  if (training) {
+    if (nn_moments(x, mask, &mean, &var) == CT_OK) rstd = nn_rsqrt_eps(var, n->a.f[0]);
+  } else {
+    ct_tensor *sm = ct_node_saved_out(n, 1), *sr = ct_node_saved_out(n, 2);
+    mean = sm ? ct_reshape(sm, nd, cshape) : NULL;
+    rstd = sr ? ct_reshape(sr, nd, cshape) : NULL;
+  }
+  if (mean && rstd) {
+    ct_tensor *d = ct_sub(x, mean);
+    xh = d ? ct_mul(d, rstd) : NULL;
+  }
+  ct_tensor *wv = w ? ct_reshape(w, nd, cshape) : NULL;
+  if (!xh || (w && !wv)) goto fail;
+  if (ct_node_needs_grad(n, 0)) {
+    ct_tensor *gw = wv ? ct_mul(g, wv) : g;
+    ct_tensor *u = NULL;
+    if (gw && training) {
+      ct_tensor *gx = ct_mul(gw, xh);
+      ct_tensor *mb = gx ? ct_mean_dims(gx, nr, dims, true) : NULL;
+      ct_tensor *t = mb ? ct_mul(xh, mb) : NULL;
+      ct_tensor *ma = t ? ct_mean_dims(gw, nr, dims, true) : NULL;
+      ct_tensor *v = ma ? ct_sub(gw, ma) : NULL;
+      u = v ? ct_sub(v, t) : NULL;
+    } else u = gw;
+    if (!u || !(gin[0] = ct_mul(u, rstd))) goto fail;
+    ct_keep(gin[0]);
+  }
+  if (w && ct_node_needs_grad(n, 1)) {
+    ct_tensor *p = ct_mul(g, xh);
+    if (!p || !(gin[1] = ct_sum_dims(p, nr, dims, false))) goto fail;
+    ct_keep(gin[1]);
+  }
+  if (n->a.k[2] && ct_node_needs_grad(n, 2)) {
+    if (!(gin[2] = ct_sum_dims(g, nr, dims, false))) goto fail;
+    ct_keep(gin[2]);
+  }
+  ct_scope_end(s);
+  return CT_OK;
+fail:
+  st = ct_last_status();
+  {
+    char msg[1024];
+    snprintf(msg, sizeof msg, "%s", ct_last_error());
+    for (int i = 0; i < 3; i++) {
+      ct_release(gin[i]);
+      gin[i] = NULL;
+    }
+    ct_scope_end(s);
+    ct_set_error(st == CT_OK ? CT_ERR_RUNTIME : st, "%s", msg);
+  }
+  return st == CT_OK ? CT_ERR_RUNTIME : st;
+}
+
+ct_status ct_bw_native_batch_norm(ct_node *n, ct_tensor *const *g, ct_tensor **gin) {
+  bool has_w = n->a.k[1];
+  ct_tensor *x = ct_node_saved_in(n, 0), *w = has_w ? ct_node_saved_in(n, 1) : NULL;
+  if (!x || (has_w && !w)) return ct_last_status();
+  if (!g[0]) return CT_OK; /* only the statistics were used: they carry no gradient here */
+  if (ct_is_grad_enabled()) return bn_bw_composed(n, x, w, g[0], gin);
+  ct_tensor *mean = ct_node_saved_out(n, 1), *rstd = ct_node_saved_out(n, 2);
+  if (!mean || !rstd) return ct_last_status();
+  ct_tensor *gc = ct_contiguous(g[0]);
+  if (!gc) return ct_last_status();
+  ct_call c = ct_call_make(CT_OP_native_batch_norm_backward);
+  c.n_in = 5;
+  c.n_out = 3;
+  c.in[0] = gc;
+  c.in[1] = x;
+  c.in[2] = w;
+  c.in[3] = mean;
+  c.in[4] = rstd;
+  c.a = n->a;
+  bool ok = true;
+  for (int j = 0; j < 3 && ok; j++)
+    if (ct_node_needs_grad(n, j) && (j == 0 || (j == 1 && has_w) || (j == 2 && n->a.k[2])))
+      ok = (c.out[j] = nn_new_out(x, n->in_meta[j].ndim, n->in_meta[j].shape, x->dtype)) != NULL;
+  ct_status st = ok ? nn_dispatch(&c) : ct_last_status();
+  ct_release(gc);
+  if (!ok || st != CT_OK) {
+    for (int j = 0; j < 3; j++) ct_release(c.out[j]);
+    return st != CT_OK ? st : ct_last_status();
+  }
+  for (int j = 0; j < 3; j++) gin[j] = c.out[j];
+  return CT_OK;
+}
+
 ct_tensor *ct_batch_norm(const ct_tensor *x, ct_tensor *running_mean, ct_tensor *running_var, const ct_tensor *weight,
                          const ct_tensor *bias, bool training, double momentum, double eps) {
   if (ct_check_tensor(x, "batch_norm")) return NULL;
@@ -496,6 +674,8 @@ ct_tensor *ct_batch_norm(const ct_tensor *x, ct_tensor *running_mean, ct_tensor 
     return NULL;
   }
   if (check_norm_dtype(x, "batch_norm")) return NULL;
+  const ct_tensor *bn_others[4] = {weight, bias, running_mean, running_var};
+  if (bn_fusable(x, bn_others)) return bn_fused(x, running_mean, running_var, weight, bias, training, momentum, eps);
   ct_dtype cdt = nn_is_reduced_float(x->dtype) ? CT_FLOAT32 : x->dtype;
   ct_tensor *xc = compute_view(x, cdt);
   ct_tensor *w = channel_view(weight, x->ndim, cdt), *bb = channel_view(bias, x->ndim, cdt);
@@ -728,10 +908,21 @@ static ct_tensor *causal_additive(int64_t L, int64_t S, ct_dtype dt, ct_device d
 static bool sdpa_fused_applies(const ct_tensor *q, const ct_tensor *k, const ct_tensor *v, const ct_tensor *mask,
                                double dropout_p, int *nb, int64_t *bshape) {
   if (dropout_p != 0 || !ct_sdpa_fused_enabled()) return false;
-  if (q->dtype != CT_FLOAT32 && q->dtype != CT_FLOAT64) return false;
+  /* CUDA (src/backend/cuda/k_attention.cu): float32/float16/bfloat16 of one dtype, no mask,
+   * E == Ev in {64, 128}; everything else there stays composed */
+  bool cuda = q->storage->device.type == CT_DEVICE_CUDA;
+  if (cuda) {
+    int64_t E = q->shape[q->ndim - 1];
+    if ((q->dtype != CT_FLOAT32 && q->dtype != CT_FLOAT16 && q->dtype != CT_BFLOAT16) || mask ||
+        k->dtype != q->dtype || v->dtype != q->dtype || (E != 64 && E != 128) || v->shape[v->ndim - 1] != E)
+      return false;
+  } else if (q->dtype != CT_FLOAT32 && q->dtype != CT_FLOAT64) return false;
   const ct_tensor *ts[4] = {q, k, v, mask};
   for (int i = 0; i < 4; i++)
-    if (ts[i] && (ts[i]->storage->device.type != CT_DEVICE_CPU || ct_numel(ts[i]) == 0)) return false;
+    if (ts[i] && (ts[i]->storage->device.type != q->storage->device.type ||
+                  ts[i]->storage->device.index != q->storage->device.index || ct_numel(ts[i]) == 0 ||
+                  (!cuda && ts[i]->storage->device.type != CT_DEVICE_CPU)))
+      return false;
   if (q->shape[q->ndim - 1] != k->shape[k->ndim - 1] || k->shape[k->ndim - 2] != v->shape[v->ndim - 2]) return false;
   int n1, n2;
   int64_t b1[CT_MAX_DIMS], b2[CT_MAX_DIMS];
@@ -804,7 +995,8 @@ static ct_tensor *sdpa_fused(const ct_tensor *q, const ct_tensor *k, const ct_te
      * output, so an in-place change of the result must not break backward here either */
     c.n_out = 3;
     c.out[0] = nn_new_out(q, nb + 2, osh, q->dtype);
-    c.out[1] = nn_new_out(q, nb + 1, osh, q->dtype);
+    /* the CUDA kernels keep the log-sum-exp in float32 for every input dtype */
+    c.out[1] = nn_new_out(q, nb + 1, osh, q->storage->device.type == CT_DEVICE_CUDA ? CT_FLOAT32 : q->dtype);
     c.out[2] = nn_new_out(q, nb + 2, osh, q->dtype);
     if (!c.out[0] || !c.out[1] || !c.out[2]) {
       nn_release_n(3, c.out[0], c.out[1], c.out[2]);

@@ -194,7 +194,7 @@ static ct_status snapshot_saved(ct_node *n, const ct_tensor *self) {
       continue;
     }
     s->t = c;
-    s->version = c->storage->version;
+    s->version = *ct_vptr(c);
     ct_unhold(old);
   }
   return CT_OK;

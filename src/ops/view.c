@@ -499,6 +499,7 @@ ct_tensor *ct_same(const ct_tensor *t) {
   ct_tensor *a = ct_tensor_over(t->storage, t->ndim, t->shape, t->stride, t->offset, t->dtype);
   if (!a) return NULL;
   if (t->base) a->base = ct_hold(t->base);
+  ct_vcell_share(a, t);
   a->is_wrapped_number = t->is_wrapped_number;
   a->is_inference = t->is_inference;
   if (t->grad_fn) {

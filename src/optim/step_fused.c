@@ -275,11 +275,19 @@ static bool make_zeros(ct_pstate *s, int slot, const ct_tensor *p) {
   return true;
 }
 
+#ifdef CT_HAVE_CUDA
+/* Adam/AdamW on float32 CUDA parameters: one fused kernel (src/backend/cuda/k_fast.cu). */
+bool ct_cuda_optim_update_fused(ct_optim *opt, ct_pgroup *gr, int64_t i);
+#endif
+
 bool ct_optim_update_fused(ct_optim *opt, ct_pgroup *gr, int64_t i) {
   ct_tensor *p = gr->params[i], *g = p->grad;
   ct_pstate *s = &gr->st[i];
   const ct_optim_options *o = &gr->o;
   ct_dtype dt = p->dtype;
+#ifdef CT_HAVE_CUDA
+  if (p->storage->device.type == CT_DEVICE_CUDA) return ct_cuda_optim_update_fused(opt, gr, i);
+#endif
   if ((dt != CT_FLOAT32 && dt != CT_FLOAT64) || !usable(p, dt) || !usable(g, dt)) return false;
   if (ct_shares_storage(p, g)) return false; /* the loops assume no aliasing */
   fctx c;

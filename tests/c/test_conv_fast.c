@@ -241,6 +241,12 @@ static const cf_case cf_cases[] = {
     {"resnet layer1", 2, false, 2, 64, 64, 1, {16, 16}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, false, F32, 0},
     {"resnet layer3", 2, false, 2, 256, 256, 1, {4, 4}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, false, F32, 0},
     {"resnet layer4", 2, false, 2, 512, 512, 1, {2, 2}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, false, F32, 0},
+    /* stride 1: the input gradient runs as the flipped-kernel forward conv (padding d (k-1) - p) */
+    {"stride 1 unpadded 3x3", 2, false, 2, 3, 5, 1, {7, 8}, {3, 3}, {1, 1}, {0, 0}, {1, 1}, {0, 0}, false, F32, 0},
+    {"stride 1 dilation 2 pad (1,3) 3x2", 2, false, 2, 4, 3, 1, {9, 10}, {3, 2}, {1, 1}, {1, 3}, {2, 2}, {0, 0}, true,
+     F32, 0},
+    {"f64 3x3 stride 1 pad 1 groups 2", 2, false, 2, 4, 6, 2, {6, 5}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, true,
+     F64, 0},
     {"f64 stride dilation groups", 2, false, 3, 4, 6, 2, {9, 8}, {3, 2}, {2, 1}, {1, 2}, {1, 2}, {0, 0}, true, F64, 0},
     {"f64 1x1", 2, false, 2, 5, 3, 1, {6, 6}, {1, 1}, {1, 1}, {0, 0}, {1, 1}, {0, 0}, true, F64, 0},
     {"f64 conv1d non-contiguous", 1, false, 2, 4, 6, 1, {15}, {5}, {3}, {2}, {1}, {0}, true, F64, 2},
@@ -253,8 +259,7 @@ TEST(conv_fast_vs_reference) {
 
 /* The chunking does not depend on the thread count, nor does the GEMM's order: 1 and 2
  * threads give identical bits. */
-TEST(conv_fast_thread_invariant) {
-  const cf_case c = {"threads", 2, false, 3, 8, 12, 1, {11, 10}, {3, 3}, {1, 2}, {1, 1}, {1, 1}, {0, 0}, true, F32, 0};
+static void cf_thread_invariant(const cf_case c) {
   int64_t xs[4], ws[4], ys[4];
   int xn = cf_xbase(&c, xs), wn = cf_wshape(&c, ws), yn = cf_yshape(&c, ys);
   int64_t cnt[4] = {cf_numel(xn, xs), cf_numel(wn, ws), c.O, cf_numel(yn, ys)};
@@ -277,6 +282,11 @@ TEST(conv_fast_thread_invariant) {
   cf_free(&one);
   cf_free(&two);
   for (int i = 0; i < 4; i++) free(v[i]);
+}
+TEST(conv_fast_thread_invariant) {
+  /* strided (col2im input gradient) and stride 1 (input gradient as the flipped-kernel forward) */
+  cf_thread_invariant((cf_case){"threads", 2, false, 3, 8, 12, 1, {11, 10}, {3, 3}, {1, 2}, {1, 1}, {1, 1}, {0, 0}, true, F32, 0});
+  cf_thread_invariant((cf_case){"threads s1", 2, false, 3, 8, 12, 1, {11, 10}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, true, F32, 0});
 }
 
 /* The rule: 1x1/stride 1/unpadded takes the GEMM alone, others im2col, other dtypes the

@@ -717,3 +717,339 @@ TEST(cuda_queries_without_device) {
   ct_release(x);
   ct_module_free(m);
 }
+
+/* The native-precision fast paths (src/backend/cuda/k_fast.cu) against the CPU: float32,
+ * float16 and bfloat16 elementwise ops over contiguous operands, a scalar and a row
+ * broadcast (either side), views at odd element offsets (no 16-byte alignment: the scalar
+ * loop) and lengths that leave a tail after the 16-byte vectors, with NaN and +-inf mixed
+ * in; contiguous copies (cudaMemcpyAsync) and overlapping ones; row sums at every offset;
+ * softmax rows with -inf, +inf, NaN and all--inf rows. Tolerances: float32 1e-5 relative
+ * (CUDA's expf/erff/tanhf are within 2 ulp; the CPU rounds the double result once),
+ * float16 1e-3, bfloat16 1e-2 (one rounding of the type, computed in float). */
+typedef ct_tensor *(*un_fn2)(const ct_tensor *);
+/* same(), or both devices refuse with one message (PyTorch 1.13's CPU has no float16
+ * kernel for most math ops, and ctorch refuses them on every device alike) */
+static void same_or_refused(const char *what, ct_tensor *(*f)(const ct_tensor *), const ct_tensor *x,
+                            const ct_tensor *xg, double rtol, double atol) {
+  ct_clear_error();
+  ct_tensor *yc = f(x);
+  char msg[256];
+  snprintf(msg, sizeof msg, "%s", ct_last_error());
+  ct_clear_error();
+  ct_tensor *yg = f(xg);
+  if (!yc && !yg) {
+    if (strcmp(msg, ct_last_error())) ct_test_fail(__FILE__, __LINE__, "%s: '%s' vs '%s'", what, msg, ct_last_error());
+    else CHECK(1);
+  } else same(what, yc, yg, rtol, atol); /* both results belong to the caller's scope */
+}
+static ct_tensor *softmax_last(const ct_tensor *t) { return ct_softmax(t, -1, -1); }
+static ct_tensor *log_softmax_last(const ct_tensor *t) { return ct_log_softmax(t, -1, -1); }
+CUDA_TEST(fast_paths_elementwise) {
+  ct_scope *s = ct_scope_begin();
+  struct { const char *n; un_fn2 f; } us[] = {
+      {"exp", ct_exp},   {"log", ct_log},       {"tanh", ct_tanh}, {"sigmoid", ct_sigmoid}, {"relu", ct_relu},
+      {"sqrt", ct_sqrt}, {"abs", ct_abs},       {"neg", ct_neg},   {"erf", ct_erf},         {"sin", ct_sin},
+      {"rsqrt", ct_rsqrt}, {"gelu", gelu_erf},  {"gelu_tanh", gelu_tanh}, {"silu", ct_silu}, {"square", ct_square},
+      {"reciprocal", ct_reciprocal}, {"log1p", ct_log1p}, {"expm1", ct_expm1}, {"floor", ct_floor}};
+  struct { const char *n; bin_fn f; } bs[] = {
+      {"add", ct_add}, {"sub", ct_sub}, {"mul", ct_mul}, {"div", ct_div}, {"maximum", ct_maximum}, {"minimum", ct_minimum}};
+  ct_dtype dts[] = {CT_FLOAT32, CT_FLOAT16, CT_BFLOAT16};
+  for (int k = 0; k < 3; k++) {
+    ct_dtype dt = dts[k];
+    double tol = tol_of(dt);
+    /* 1027 = 128 * 8 + 3: vectors of 4 or 8 plus a tail; offset 1: misaligned */
+    ct_tensor *big = rnd(1, (int64_t[]){1028}, dt, true), *bigg = G(big);
+    for (int off = 0; off < 2; off++) {
+      ct_tensor *x = ct_slice(big, 0, off, off + 1027, 1), *xg = ct_slice(bigg, 0, off, off + 1027, 1);
+      for (size_t i = 0; i < sizeof us / sizeof us[0]; i++) {
+        char what[96];
+        snprintf(what, sizeof what, "fast %s %s offset %d", us[i].n, ct_dtype_name(dt), off);
+        same_or_refused(what, us[i].f, x, xg, tol, tol * 0.1);
+      }
+    }
+    /* binary: same shape, row broadcast both ways, a scalar both ways, a misaligned view */
+    ct_tensor *a = rnd(2, (int64_t[]){33, 24}, dt, true), *b = rnd(2, (int64_t[]){33, 24}, dt, false);
+    ct_tensor *row = rnd(1, (int64_t[]){24}, dt, false), *sc = rnd(0, NULL, dt, false);
+    ct_tensor *av = ct_slice(ct_reshape(big, 1, (int64_t[]){1028}), 0, 1, 1028, 1);
+    ct_tensor *ag = G(a), *bg = G(b), *rg = G(row), *sg = G(sc), *avg = G(av), *avg1 = ct_slice(bigg, 0, 1, 1028, 1);
+    for (size_t i = 0; i < sizeof bs / sizeof bs[0]; i++) {
+      char what[96];
+      snprintf(what, sizeof what, "fast %s %s", bs[i].n, ct_dtype_name(dt));
+      same(what, bs[i].f(a, b), bs[i].f(ag, bg), tol, tol * 0.1);
+      same(what, bs[i].f(a, row), bs[i].f(ag, rg), tol, tol * 0.1);
+      same(what, bs[i].f(row, a), bs[i].f(rg, ag), tol, tol * 0.1);
+      same(what, bs[i].f(a, sc), bs[i].f(ag, sg), tol, tol * 0.1);
+      same(what, bs[i].f(sc, a), bs[i].f(sg, ag), tol, tol * 0.1);
+      same(what, bs[i].f(av, av), bs[i].f(avg1, avg), tol, tol * 0.1);
+    }
+    /* in place: x += y on the device */
+    ct_tensor *ac = ct_clone(a), *acg = G(a);
+    CHECK_OK(ct_add_(ac, b));
+    CHECK_OK(ct_add_(acg, bg));
+    same("fast add_ in place", ac, acg, tol, tol * 0.1);
+    /* copies: contiguous clone (memcpy), a misaligned clone, an overlapping copy_ */
+    same("fast clone", a, ct_clone(ag), 0, 0);
+    same("fast clone offset", av, ct_clone(avg1), 0, 0);
+    ct_tensor *ov = ct_clone(big), *ovg = ct_clone(bigg);
+    CHECK_OK(ct_copy_(ct_slice(ov, 0, 0, 1000, 1), ct_slice(ov, 0, 3, 1003, 1)));
+    CHECK_OK(ct_copy_(ct_slice(ovg, 0, 0, 1000, 1), ct_slice(ovg, 0, 3, 1003, 1)));
+    same("overlapping copy_", ov, ovg, 0, 0);
+  }
+  ct_scope_end(s);
+}
+
+CUDA_TEST(fast_paths_rows) {
+  ct_scope *s = ct_scope_begin();
+  ct_dtype dts[] = {CT_FLOAT32, CT_FLOAT64, CT_FLOAT16, CT_BFLOAT16};
+  for (int k = 0; k < 4; k++) {
+    ct_dtype dt = dts[k];
+    /* row lengths around the vector and group sizes; rows start at odd offsets (1001) */
+    int64_t lens[] = {17, 100, 1001, 2000, 5000};
+    for (int q = 0; q < 5; q++) {
+      int64_t shp[2] = {13, lens[q]}, d1[1] = {1};
+      ct_tensor *x = rnd(2, shp, dt, false), *xg = G(x);
+      char what[96];
+      snprintf(what, sizeof what, "row sum %s len %lld", ct_dtype_name(dt), (long long)lens[q]);
+      /* double accumulation on the GPU, pairwise on the CPU: the final rounding */
+      double tol = dt == CT_FLOAT64 ? 1e-12 : tol_of(dt);
+      same(what, ct_sum_dims(x, 1, d1, false), ct_sum_dims(xg, 1, d1, false), tol, tol);
+      same(what, ct_mean_dims(x, 1, d1, true), ct_mean_dims(xg, 1, d1, true), tol, tol);
+      same(what, ct_var(x, 1, d1, 1.0, false), ct_var(xg, 1, d1, 1.0, false), tol, tol);
+      same(what, ct_norm(x, 2.0, 1, d1, false), ct_norm(xg, 2.0, 1, d1, false), tol, tol);
+      ct_tensor *xs = ct_slice(x, 1, 1, lens[q], 1), *xsg = ct_slice(xg, 1, 1, lens[q], 1);
+      same(what, ct_sum_dims(xs, 1, d1, false), ct_sum_dims(xsg, 1, d1, false), tol, tol);
+      same(what, ct_sum(x), ct_sum(xg), tol, tol);
+      if (dt == CT_FLOAT32 || dt == CT_FLOAT64) {
+        /* the fused layer_norm rows (register-cached up to 8192) and their gradients */
+        int64_t ns[1] = {lens[q]};
+        ct_tensor *wn = rnd(1, ns, dt, false), *bn = rnd(1, ns, dt, false);
+        ct_tensor *pc[3] = {ct_clone(x), ct_clone(wn), ct_clone(bn)}, *pgg[3] = {G(x), G(wn), G(bn)};
+        for (int k2 = 0; k2 < 3; k2++) {
+          ct_requires_grad_(pc[k2], true);
+          ct_requires_grad_(pgg[k2], true);
+        }
+        ct_tensor *lc = ct_layer_norm(pc[0], 1, ns, pc[1], pc[2], 1e-5), *lg = ct_layer_norm(pgg[0], 1, ns, pgg[1], pgg[2], 1e-5);
+        snprintf(what, sizeof what, "layer_norm %s len %lld", ct_dtype_name(dt), (long long)lens[q]);
+        same(what, lc, lg, tol, tol);
+        if (lc && lg) {
+          ct_tensor *go = rnd(2, shp, dt, false), *gog = G(go);
+          CHECK_OK(ct_backward(ct_sum(ct_mul(lc, go)), NULL, false, false));
+          CHECK_OK(ct_backward(ct_sum(ct_mul(lg, gog)), NULL, false, false));
+          for (int k2 = 0; k2 < 3; k2++) same(what, ct_grad(pc[k2]), ct_grad(pgg[k2]), tol * 10, tol);
+        }
+      }
+      if (dt == CT_FLOAT64) continue;
+      /* softmax rows with specials: row 0 has -inf, row 1 +inf, row 2 NaN, row 3 all -inf */
+      ct_tensor *sx = ct_clone(x);
+      bool prev = ct_set_grad_enabled(false);
+      ct_tensor *r0 = ct_select(sx, 0, 0), *r1 = ct_select(sx, 0, 1), *r2 = ct_select(sx, 0, 2), *r3 = ct_select(sx, 0, 3);
+      CHECK_OK(ct_fill_(ct_slice(r0, 0, 0, 1, 1), ct_sf(-INFINITY)));
+      CHECK_OK(ct_fill_(ct_slice(r1, 0, 2, 3, 1), ct_sf(INFINITY)));
+      CHECK_OK(ct_fill_(ct_slice(r2, 0, 4, 5, 1), ct_sf(NAN)));
+      CHECK_OK(ct_fill_(r3, ct_sf(-INFINITY)));
+      ct_set_grad_enabled(prev);
+      ct_tensor *sxg = G(sx);
+      double st = tol_of(dt);
+      snprintf(what, sizeof what, "softmax rows %s len %lld", ct_dtype_name(dt), (long long)lens[q]);
+      same_or_refused(what, softmax_last, sx, sxg, st, st * 0.1);
+      same_or_refused(what, log_softmax_last, sx, sxg, st, st * 0.1);
+    }
+  }
+  ct_scope_end(s);
+}
+
+/* The fused Adam/AdamW kernel rounds where the CPU's fused loop rounds: equal bits. */
+CUDA_TEST(fused_adam_bit_exact) {
+  ct_scope *s = ct_scope_begin();
+  struct { ct_optim_kind k; double wd; bool ams, maxi; } cases[] = {
+      {CT_OPTIM_ADAMW, 0.1, false, false}, {CT_OPTIM_ADAM, 0.01, true, false}, {CT_OPTIM_ADAMW, 0.0, true, true}};
+  int64_t shp[2] = {129, 7};
+  ct_tensor *p0 = rnd(2, shp, CT_FLOAT32, false);
+  ct_tensor *gr[3];
+  for (int k = 0; k < 3; k++) gr[k] = rnd(2, shp, CT_FLOAT32, false);
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    ct_tensor *P[2] = {ct_clone(p0), G(p0)};
+    ct_optim *opt[2];
+    for (int d = 0; d < 2; d++) {
+      ct_optim_options o = ct_optim_defaults(cases[c].k);
+      o.lr = 0.01;
+      o.weight_decay = cases[c].wd;
+      o.amsgrad = cases[c].ams;
+      o.maximize = cases[c].maxi;
+      opt[d] = ct_optim_new(cases[c].k, 1, &P[d], &o);
+      CHECK(opt[d] != NULL);
+    }
+    if (!opt[0] || !opt[1]) continue;
+    for (int step = 0; step < 3; step++) {
+      CHECK_OK(ct_set_grad(P[0], ct_clone(gr[step])));
+      CHECK_OK(ct_set_grad(P[1], G(gr[step])));
+      for (int d = 0; d < 2; d++) CHECK_OK(ct_optim_step(opt[d]));
+    }
+    same("fused adam param", P[0], P[1], 0, 0);
+    const char *keys[2] = {"exp_avg", "exp_avg_sq"};
+    for (int k = 0; k < 2; k++)
+      same(keys[k], ct_optim_state(opt[0], P[0], keys[k]), ct_optim_state(opt[1], P[1], keys[k]), 0, 0);
+    for (int d = 0; d < 2; d++) ct_optim_free(opt[d]);
+  }
+  ct_scope_end(s);
+}
+
+/* Convolutions (grouped, strided, dilated, padded, transposed) and max pooling on the GPU
+ * against the CPU: values and the gradients of input, weight and bias. The GPU sums in
+ * double and rounds once, the CPU's im2col GEMM in float32: 1e-5 relative, 1e-5 absolute
+ * (sums of up to 3*3*6 products of O(1) terms). */
+CUDA_TEST(conv_pool) {
+  ct_scope *s = ct_scope_begin();
+  ct_tensor *x = rnd(4, (int64_t[]){2, 6, 11, 9}, CT_FLOAT32, false);
+  ct_tensor *w = rnd(4, (int64_t[]){4, 3, 3, 2}, CT_FLOAT32, false), *b = rnd(1, (int64_t[]){4}, CT_FLOAT32, false);
+  ct_tensor *ps[3] = {ct_clone(x), ct_clone(w), ct_clone(b)}, *pg[3] = {G(x), G(w), G(b)};
+  for (int k = 0; k < 3; k++) {
+    ct_requires_grad_(ps[k], true);
+    ct_requires_grad_(pg[k], true);
+  }
+  int64_t st[2] = {2, 1}, pad[2] = {1, 2}, dil[2] = {1, 2}, k2[2] = {2, 2};
+  ct_tensor *yc = ct_conv2d(ps[0], ps[1], ps[2], st, pad, dil, 2), *yg = ct_conv2d(pg[0], pg[1], pg[2], st, pad, dil, 2);
+  same("conv2d groups 2", yc, yg, 1e-5, 1e-5);
+  ct_tensor *zc = yc ? ct_max_pool2d(ct_relu(yc), k2, NULL, NULL, NULL, false, NULL) : NULL;
+  ct_tensor *zg = yg ? ct_max_pool2d(ct_relu(yg), k2, NULL, NULL, NULL, false, NULL) : NULL;
+  same("max_pool2d", zc, zg, 1e-5, 1e-5);
+  if (zc && zg) {
+    ct_tensor *wc = rnd(ct_ndim(zc), ct_shape(zc), CT_FLOAT32, false), *wg = G(wc);
+    CHECK_OK(ct_backward(ct_sum(ct_mul(zc, wc)), NULL, false, false));
+    CHECK_OK(ct_backward(ct_sum(ct_mul(zg, wg)), NULL, false, false));
+    const char *names[3] = {"conv grad x", "conv grad w", "conv grad bias"};
+    for (int k = 0; k < 3; k++) same(names[k], ct_grad(ps[k]), ct_grad(pg[k]), 1e-5, 1e-5);
+  }
+  /* transposed (the input-gradient kernel run forward), stride 2 */
+  ct_tensor *wt = rnd(4, (int64_t[]){6, 2, 3, 3}, CT_FLOAT32, false), *wtg = G(wt);
+  int64_t s2[2] = {2, 2}, p1[2] = {1, 1}, op1[2] = {1, 0};
+  same("conv_transpose2d", ct_conv_transpose2d(x, wt, NULL, s2, p1, op1, 1, NULL),
+       ct_conv_transpose2d(G(x), wtg, NULL, s2, p1, op1, 1, NULL), 1e-5, 1e-5);
+  /* NaN wins a max pool window; overlapping windows (stride 1) scatter into one input */
+  ct_tensor *xn = rnd(4, (int64_t[]){1, 2, 6, 6}, CT_FLOAT32, true), *xng = G(xn);
+  int64_t k3[2] = {3, 3}, s1[2] = {1, 1};
+  ct_tensor *ic = NULL, *ig = NULL;
+  same("max_pool2d NaN, overlapping", ct_max_pool2d(xn, k3, s1, NULL, NULL, false, &ic),
+       ct_max_pool2d(xng, k3, s1, NULL, NULL, false, &ig), 0, 0);
+  same("max_pool2d indices", ic, ig, 0, 0);
+  ct_release(ic);
+  ct_release(ig);
+  ct_tensor *xr = rnd(4, (int64_t[]){1, 2, 6, 6}, CT_FLOAT32, false), *xr2 = ct_clone(xr), *xrg = G(xr);
+  ct_requires_grad_(xr2, true);
+  ct_requires_grad_(xrg, true);
+  CHECK_OK(ct_backward(ct_sum(ct_max_pool2d(xr2, k3, s1, NULL, NULL, false, NULL)), NULL, false, false));
+  CHECK_OK(ct_backward(ct_sum(ct_max_pool2d(xrg, k3, s1, NULL, NULL, false, NULL)), NULL, false, false));
+  same("max_pool2d overlapping grad", ct_grad(xr2), ct_grad(xrg), 0, 0);
+  /* adaptive average pooling 7x5 -> 3x2 (overlapping windows) and its gradient */
+  ct_tensor *xa = rnd(4, (int64_t[]){2, 3, 7, 5}, CT_FLOAT32, false), *xa2 = ct_clone(xa), *xag = G(xa);
+  ct_requires_grad_(xa2, true);
+  ct_requires_grad_(xag, true);
+  int64_t osz[2] = {3, 2};
+  ct_tensor *ac = ct_adaptive_avg_pool2d(xa2, osz), *ag = ct_adaptive_avg_pool2d(xag, osz);
+  same("adaptive_avg_pool2d", ac, ag, 1e-6, 1e-7);
+  if (ac && ag) {
+    ct_tensor *wa = rnd(4, (int64_t[]){2, 3, 3, 2}, CT_FLOAT32, false), *wag = G(wa);
+    CHECK_OK(ct_backward(ct_sum(ct_mul(ac, wa)), NULL, false, false));
+    CHECK_OK(ct_backward(ct_sum(ct_mul(ag, wag)), NULL, false, false));
+    same("adaptive_avg_pool2d grad", ct_grad(xa2), ct_grad(xag), 1e-6, 1e-7);
+  }
+  ct_scope_end(s);
+}
+
+/* ---- flash attention (src/backend/cuda/k_attention.cu) ----
+ * The reference is the CPU's float64 SDPA on the same (dtype-rounded) inputs, rounded to
+ * the tested dtype. float32: the kernels sum QK^T and PV in float32 FMA tiles (the CPU in
+ * float64), with S <= 200 terms per sum of O(1) values: ~1e-6 absolute, so rtol 1e-4 /
+ * atol 2e-5 (forward) and 5e-5 (gradients, which sum another L or S terms each).
+ * float16 / bfloat16: outputs rounded once (2^-11 / 2^-8 relative), and the backward's
+ * rowsum(dO * O) uses the rounded O, as PyTorch's kernels do; the tensor-core forward also
+ * rounds P to the input dtype before P V (as FlashAttention): 5e-3 / 3e-2. The batch runs
+ * this test again with CT_CUDA_FA_TC=0 (the float32-tile kernel for every dtype). */
+#ifdef CT_HAVE_CUDA
+int64_t ct_cuda_sdpa_calls(bool backward);
+#endif
+
+typedef struct {
+  ct_dtype dt;
+  int64_t B, H, L, S, D;
+  bool causal;
+  int layout; /* 0 contiguous [B,H,L,D]; 1 [B,L,H,D] transposed (row stride H*D); 2 k/v heads broadcast */
+  double tol, gtol;
+  bool fused; /* the flash kernels must take it (else the composed path) */
+} fa_case;
+
+static ct_tensor *fa_input(int64_t B, int64_t H, int64_t R, int64_t D, int layout, bool bcast, ct_dtype dt,
+                           ct_tensor **leaf64, ct_tensor **leafg) {
+  int64_t sh[4] = {B, layout == 1 ? R : (bcast ? 1 : H), layout == 1 ? H : R, D};
+  ct_tensor *x = rnd(4, sh, dt, false), *x64 = ct_to_dtype(x, CT_FLOAT64);
+  ct_tensor *xg = G(x);
+  ct_requires_grad_(x64, true);
+  ct_requires_grad_(xg, true);
+  *leaf64 = x64;
+  *leafg = xg;
+  return x;
+}
+
+static ct_tensor *fa_view(ct_tensor *x, int64_t B, int64_t H, int64_t R, int64_t D, int layout) {
+  if (layout == 1) return ct_transpose(x, 1, 2);
+  if (ct_shape(x)[1] != H) return ct_expand(x, 4, (int64_t[]){B, H, R, D});
+  return x; /* the scope owns it already */
+}
+
+static void fa_check(const fa_case *c) {
+  char what[160];
+  snprintf(what, sizeof what, "sdpa %s B%lld H%lld L%lld S%lld D%lld causal %d layout %d", ct_dtype_name(c->dt),
+           (long long)c->B, (long long)c->H, (long long)c->L, (long long)c->S, (long long)c->D, c->causal, c->layout);
+  ct_tensor *q64, *qg, *k64, *kg, *v64, *vg;
+  fa_input(c->B, c->H, c->L, c->D, c->layout, false, c->dt, &q64, &qg);
+  fa_input(c->B, c->H, c->S, c->D, c->layout, c->layout == 2, c->dt, &k64, &kg);
+  fa_input(c->B, c->H, c->S, c->D, c->layout, c->layout == 2, c->dt, &v64, &vg);
+  ct_tensor *qa = fa_view(q64, c->B, c->H, c->L, c->D, c->layout), *ka = fa_view(k64, c->B, c->H, c->S, c->D, c->layout),
+            *va = fa_view(v64, c->B, c->H, c->S, c->D, c->layout);
+  ct_tensor *qb = fa_view(qg, c->B, c->H, c->L, c->D, c->layout), *kb = fa_view(kg, c->B, c->H, c->S, c->D, c->layout),
+            *vb = fa_view(vg, c->B, c->H, c->S, c->D, c->layout);
+#ifdef CT_HAVE_CUDA
+  int64_t f0 = ct_cuda_sdpa_calls(false), b0 = ct_cuda_sdpa_calls(true);
+#endif
+  ct_tensor *or_ = ct_scaled_dot_product_attention(qa, ka, va, NULL, 0, c->causal, NULL, NULL);
+  ct_tensor *og = ct_scaled_dot_product_attention(qb, kb, vb, NULL, 0, c->causal, NULL, NULL);
+  CHECK(or_ && og);
+  if (!or_ || !og) return;
+  same(what, ct_to_dtype(or_, c->dt), og, c->tol, c->tol > 1e-3 ? c->tol : 2e-5);
+  ct_tensor *w = rnd(4, ct_shape(og), c->dt, false), *w64 = ct_to_dtype(w, CT_FLOAT64), *wg = G(w);
+  CHECK_OK(ct_backward(ct_sum(ct_mul(or_, w64)), NULL, false, false));
+  CHECK_OK(ct_backward(ct_sum(ct_mul(og, wg)), NULL, false, false));
+  ct_tensor *r[3] = {q64, k64, v64}, *g[3] = {qg, kg, vg};
+  const char *nm[3] = {"dq", "dk", "dv"};
+  for (int i = 0; i < 3; i++) {
+    char w2[200];
+    snprintf(w2, sizeof w2, "%s %s", what, nm[i]);
+    same(w2, ct_to_dtype(ct_grad(r[i]), c->dt), ct_grad(g[i]), c->gtol, c->gtol > 1e-3 ? c->gtol : 5e-5);
+  }
+#ifdef CT_HAVE_CUDA
+  int64_t df = ct_cuda_sdpa_calls(false) - f0, db = ct_cuda_sdpa_calls(true) - b0;
+  if (c->fused ? (df != 1 || db != 1) : (df != 0 || db != 0))
+    ct_test_fail(__FILE__, __LINE__, "%s: flash kernel calls fwd %lld bwd %lld, expected %d", what, (long long)df,
+                 (long long)db, c->fused);
+#endif
+}
+
+CUDA_TEST(flash_attention) {
+  ct_scope *s = ct_scope_begin();
+  const double f32 = 1e-4, f32g = 1e-4, f16 = 5e-3, bf16 = 3e-2;
+  fa_case cs[] = {
+      {CT_FLOAT32, 2, 3, 100, 100, 64, false, 0, f32, f32g, true},  /* T not a multiple of 64 */
+      {CT_FLOAT32, 2, 3, 100, 100, 64, true, 0, f32, f32g, true},
+      {CT_FLOAT32, 1, 2, 70, 150, 128, true, 0, f32, f32g, true},   /* causal, L < S */
+      {CT_FLOAT32, 1, 2, 150, 70, 128, true, 0, f32, f32g, true},   /* causal, L > S */
+      {CT_FLOAT32, 2, 3, 65, 129, 64, false, 1, f32, f32g, true},   /* transposed q/k/v */
+      {CT_FLOAT32, 2, 3, 64, 200, 128, true, 2, f32, f32g, true},   /* k/v broadcast over heads */
+      {CT_FLOAT32, 1, 1, 1, 1, 64, true, 0, f32, f32g, true},       /* one query, one key */
+      {CT_BFLOAT16, 2, 2, 130, 130, 64, true, 0, bf16, bf16, true},
+      {CT_BFLOAT16, 1, 2, 90, 190, 128, false, 1, bf16, bf16, true},
+      {CT_FLOAT16, 2, 2, 77, 77, 128, true, 0, f16, f16, true},
+      {CT_FLOAT32, 1, 2, 40, 50, 32, true, 0, f32, f32g, false},    /* head dim 32: composed */
+  };
+  for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) fa_check(&cs[i]);
+  ct_scope_end(s);
+}

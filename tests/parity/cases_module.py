@@ -287,9 +287,14 @@ err("mod_linear_shape_err", {"layer": "Linear", "in": 4, "out": 3}, "mat1 and ma
     xs=[T((2, 5))], ctor_only=False)
 
 # ---------------------------------------------------------------- convolutions
+# Forward atol 2.5e-6 (gradients keep the float32 default): each output is a 27-term float32 dot
+# product with sum|x*w| up to ~27; an output that cancels to ~0 keeps an absolute rounding error of
+# up to ~eps*sum|x*w| (1.6e-6) in any summation order. In mod_conv2d_replicate one output is -0.0277
+# from sum|x*w| = 26.7: PyTorch's own float32 value is 6.9e-7 off the exact (float64) one, a
+# multiply-then-add order without FMA (WebAssembly, the portable SIMD path) 9.8e-7 the other way.
 for pm in ("zeros", "reflect", "replicate", "circular"):
     mod(f"mod_conv2d_{pm}", {"layer": "Conv2d", "in": 3, "out": 4, "k": [3, 3], "padding": [1, 2], "padding_mode": pm},
-        [T((2, 3, 5, 6))])
+        [T((2, 3, 5, 6))], atol=2.5e-6, grad_atol=1e-6)
     mod(f"mod_conv1d_{pm}", {"layer": "Conv1d", "in": 2, "out": 3, "k": [3], "padding": [2], "padding_mode": pm},
         [T((2, 2, 7))])
 mod("mod_conv2d_same_reflect", {"layer": "Conv2d", "in": 2, "out": 3, "k": [4, 3], "pad_str": "same",

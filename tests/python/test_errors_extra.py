@@ -136,6 +136,91 @@ def _tensordataset_size(L): L.utils.data.TensorDataset(L.ones(4), L.ones(3))
 def _random_split_sum(L): L.utils.data.random_split(range(10), [3, 3])
 def _clip_grad_type(L): L.nn.utils.clip_grad_norm_(L.nn.Linear(2, 2).parameters(), 1.0, norm_type="x")
 
+# --- the differences found against PyTorch 1.13 last session, now matched
+def _backward_grad_shape(L):
+    x = L.ones(2, requires_grad=True); (x * 2).backward(L.ones(3))
+def _backward_grad_0d(L):
+    x = L.ones(2, requires_grad=True); (x * 2).backward(L.ones(()))
+def _autograd_grad_outputs_shape(L):
+    x = L.ones(2, requires_grad=True); L.autograd.grad(x * 2, x, grad_outputs=L.ones(2, 1))
+def _autograd_grad_outputs_len(L):
+    x = L.ones(2, requires_grad=True); L.autograd.grad([x * 2, x * 3], x, grad_outputs=[L.ones(2)])
+def _autograd_backward_len(L):
+    x = L.ones(2, requires_grad=True); L.autograd.backward([x * 2, x * 3], [L.ones(2)])
+def _autograd_grad_output_noreq(L):
+    x = L.ones(2, requires_grad=True); L.autograd.grad([x.sum(), L.ones(1).sum()], x)
+def _inplace_view_of_leaf(L):
+    x = L.ones(2, requires_grad=True); x[0].add_(1)
+def _relu_inplace_view_of_leaf(L):
+    x = L.ones(2, requires_grad=True); L.relu_(x[0:1])
+def _detach_inplace_view_graph(L):
+    x = L.ones(2, 2, requires_grad=True); y = x * 1; y[0].detach_()
+def _detach_inplace_view(L):
+    x = L.ones(2, 2); x[0].detach_()
+def _cat_out_dtype(L): L.cat([L.ones(2), L.ones(2)], out=L.zeros(4, dtype=L.int64))
+def _stack_out_dtype(L): L.stack([L.ones(2)], out=L.zeros(1, 2, dtype=L.int64))
+def _hstack_out_dtype(L): L.hstack([L.ones(2)], out=L.zeros(2, dtype=L.int64))
+def _mm_out_dtype(L): L.mm(L.ones(2, 2), L.ones(2, 2), out=L.zeros(2, 2, dtype=L.float64))
+def _matmul_out_dtype(L): L.matmul(L.ones(2, 2), L.ones(2, 2), out=L.zeros(2, 2, dtype=L.int32))
+def _dot_out_dtype(L): L.dot(L.ones(2), L.ones(2), out=L.zeros((), dtype=L.float64))
+def _amax_out_dtype(L): L.amax(L.ones(2, 2), 0, out=L.zeros(2, dtype=L.int64))
+def _gather_out_dtype(L): L.gather(L.ones(2), 0, L.tensor([0]), out=L.zeros(1, dtype=L.int64))
+def _index_select_out_dtype(L): L.index_select(L.ones(2), 0, L.tensor([0]), out=L.zeros(1, dtype=L.int64))
+def _clamp_out_dtype(L): L.clamp(L.ones(2), 0, 1, out=L.zeros(2, dtype=L.float64))
+def _cat_out_overlap(L):
+    a = L.ones(4); L.cat([a[:2], a[2:]], out=a)
+def _add_out_partial_overlap(L):
+    a = L.ones(4); L.add(a[:2], 1, out=a[1:3])
+def _dataloader_batch_size_0(L):
+    L.utils.data.DataLoader(L.utils.data.TensorDataset(L.ones(4)), batch_size=0)
+def _dataloader_batch_size_float(L):
+    L.utils.data.DataLoader(L.utils.data.TensorDataset(L.ones(4)), batch_size=1.5)
+def _dataloader_workers_neg(L):
+    L.utils.data.DataLoader(L.utils.data.TensorDataset(L.ones(4)), num_workers=-1)
+def _dataloader_batch_sampler_and_size(L):
+    L.utils.data.DataLoader(L.utils.data.TensorDataset(L.ones(4)), batch_size=2, batch_sampler=[[0, 1]])
+def _dataloader_drop_last_no_batch(L):
+    L.utils.data.DataLoader(L.utils.data.TensorDataset(L.ones(4)), batch_size=None, drop_last=True)
+def _grad_assign_dtype(L):
+    x = L.ones(2, requires_grad=True); x.grad = L.ones(2, dtype=L.float64)
+def _grad_assign_number(L):
+    x = L.ones(2, requires_grad=True); x.grad = 1
+def _data_assign_list(L):
+    x = L.ones(2); x.data = [1]
+def _data_delete(L):
+    x = L.ones(2); del x.data
+def _parameter_int(L): L.nn.Parameter(L.ones(2, dtype=L.int64))
+def _scheduler_not_optimizer(L): L.optim.lr_scheduler.StepLR(3, 1)
+def _optimizer_tensor_params(L): L.optim.SGD(L.ones(2, requires_grad=True), lr=0.1)
+def _rmsprop_alpha(L): L.optim.RMSprop(L.nn.Linear(2, 2).parameters(), alpha=-1)
+def _adagrad_lr_decay(L): L.optim.Adagrad(L.nn.Linear(2, 2).parameters(), lr_decay=-1)
+def _manual_seed_str(L): L.manual_seed("x")
+def _manual_seed_overflow(L): L.manual_seed(2 ** 64)
+def _set_grad_enabled_str(L): L.set_grad_enabled("x")
+def _diag_3d(L): L.diag(L.ones(2, 2, 2))
+def _clone_memory_format_int(L): L.ones(2).clone(memory_format=3)
+def _function_legacy_call(L):
+    class F(L.autograd.Function):
+        @staticmethod
+        def forward(ctx, x): return x * 2
+        @staticmethod
+        def backward(ctx, g): return g
+    F()(L.ones(2))
+def _function_too_many_grads(L):
+    class F(L.autograd.Function):
+        @staticmethod
+        def forward(ctx, x): return x * 2
+        @staticmethod
+        def backward(ctx, g): return g, g
+    F.apply(L.ones(2, requires_grad=True)).sum().backward()
+def _function_grad_shape(L):
+    class F(L.autograd.Function):
+        @staticmethod
+        def forward(ctx, x): return x * 2
+        @staticmethod
+        def backward(ctx, g): return L.ones(3)
+    F.apply(L.ones(2, requires_grad=True)).sum().backward()
+
 
 MISTAKES = {n[1:]: f for n, f in sorted(globals().items()) if n.startswith("_") and not n.startswith("__")
             and callable(f)}

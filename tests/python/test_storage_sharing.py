@@ -318,6 +318,45 @@ def data_has_its_own_version_counter(L):
 
 
 @scenario
+def data_counter_shared_by_its_views(L):
+    b = L.ones(3, 2)
+    d = b.data
+    v = d[0]
+    v.add_(1)  # bumps d's counter (shared with its views), not b's
+    b.mul_(2)  # bumps b's counter, not d's
+    return b._version, d._version, v._version, b.tolist(), d._base is None
+
+
+@scenario
+def data_write_is_not_seen_by_autograd(L):
+    # in-place through .data escapes the saved-tensor check (PyTorch's documented reason to prefer detach())
+    x = L.ones(3, requires_grad=True)
+    y = x * 1
+    z = y.exp()
+    y.data.mul_(2)
+    z.sum().backward()
+    return x.grad.tolist(), y._version
+
+
+@scenario
+def detach_shares_counter_data_does_not(L):
+    x = L.ones(3)
+    x.detach().add_(1)
+    a = x._version
+    x.data.add_(1)
+    return a, x._version, x.tolist()
+
+
+@scenario
+def data_of_view_own_counter(L):
+    b = L.ones(4)
+    v = b[1:3]
+    d = v.data
+    d.zero_()
+    return b._version, v._version, d._version, b.tolist()
+
+
+@scenario
 def numpy_shares(L):
     b = L.zeros(3)
     a = b.numpy()
@@ -538,9 +577,7 @@ def squeeze_unsqueeze_inplace(L):
 
 
 # Gaps in ctorch, each with the reason (strict: a fix makes the test fail until it is removed here).
-XFAIL = {
-    "data_has_its_own_version_counter": "ctorch keeps one version counter per storage; PyTorch's .data gets its own",
-}
+XFAIL = {}
 
 
 def observe(f, L):

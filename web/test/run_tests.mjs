@@ -1,4 +1,6 @@
-// make test-wasm: the JS API tests in Node (both builds), then the core parity fixtures run by
+// make test-wasm: the JS API tests in Node (both builds), the npm package test (web/test/pkg_test.mjs;
+// its TypeScript check is skipped, with a note, until make test-wasm-pkg installs TypeScript), then the
+// core parity fixtures run by
 // the wasm build (build/wasm/test_parity.js, emcc-compiled tests/parity/harness.c + run_*.c) with
 // native tolerances. Prints each part's count and ends with the total "N passed, M failed".
 import { spawnSync } from 'child_process';
@@ -19,6 +21,7 @@ function run(name, cmd, args, re) {
   parts.push(p);
 }
 run('JS API (Node)', process.execPath, ['web/test/run_api_tests.mjs'], /(\d+) passed, (\d+) failed\s*$/);
+run('npm package (pack, install, tsc)', process.execPath, ['web/test/pkg_test.mjs'], /(\d+) passed, (\d+) failed/);
 run('core parity (wasm)', process.execPath, ['build/wasm/test_parity.js', '-f', 'build/wasm/parity/fixtures.bin'], /parity: (\d+) passed, (\d+) failed/);
 console.log('\n== test-wasm summary');
 for (const p of parts) console.log(`${p.name}: ${p.passed} passed, ${p.failed} failed (${p.seconds.toFixed(1)} s)${p.note ? ' ' + p.note : ''}`);

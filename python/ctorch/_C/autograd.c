@@ -1,6 +1,42 @@
 /* Autograd bindings: backward, autograd.grad, grad modes, tensor hooks. */
 #include "ops_common.h"
 
+/* torch.Size([2, 3]) as PyTorch prints a shape in its Python-side messages */
+static void size_str(const ct_tensor *t, char *buf, size_t cap) {
+  size_t n = (size_t)snprintf(buf, cap, "torch.Size([");
+  for (int d = 0; d < ct_ndim(t) && n < cap; d++)
+    n += (size_t)snprintf(buf + n, cap - n, d ? ", %lld" : "%lld", (long long)ct_shape(t)[d]);
+  if (n < cap) snprintf(buf + n, cap - n, "])");
+}
+
+/* PyTorch's checks on backward()/autograd.grad roots, in its order and wording: each given gradient has
+ * its output's exact shape, then every output requires grad. */
+static int check_roots(int n, ct_tensor **roots, ct_tensor **grads) {
+  for (int i = 0; i < n; i++) {
+    ct_tensor *g = grads[i], *o = roots[i];
+    if (!g) continue;
+    if (ct_ndim(g) != ct_ndim(o) || memcmp(ct_shape(g), ct_shape(o), sizeof(int64_t) * ct_ndim(o)) != 0) {
+      char a[256], b[256];
+      size_str(g, a, sizeof a);
+      size_str(o, b, sizeof b);
+      PyErr_Format(PyExc_RuntimeError, "Mismatch in shape: grad_output[%d] has a shape of %s and output[%d] has a "
+                   "shape of %s.", i, a, i, b);
+      return 0;
+    }
+  }
+  for (int i = 0; i < n; i++)
+    if (!grads[i] && ct_numel(roots[i]) != 1) {
+      PyErr_SetString(PyExc_RuntimeError, "grad can be implicitly created only for scalar outputs");
+      return 0;
+    }
+  for (int i = 0; i < n; i++)
+    if (!ct_requires_grad(roots[i])) {
+      PyErr_Format(PyExc_RuntimeError, "element %d of tensors does not require grad and does not have a grad_fn", i);
+      return 0;
+    }
+  return 1;
+}
+
 METHOD(backward) {
   ARGS("backward", 0, "gradient", "retain_graph", "create_graph", "inputs");
   ct_tensor *g = NULL;
@@ -12,6 +48,8 @@ METHOD(backward) {
     PyErr_SetString(PyExc_NotImplementedError, "backward(inputs=...) is not implemented in ctorch");
     return NULL;
   }
+  ct_tensor *root = SELF;
+  if (!check_roots(1, &root, &g)) return NULL;
   ct_status st = ct_backward(SELF, g, retain, create);
   if (PyErr_Occurred()) return NULL; /* a hook raised */
   return pyct_status(st, NULL);
@@ -36,8 +74,8 @@ static PyObject *f_autograd_backward(PyObject *mod, PyObject *args, PyObject *kw
       PyObject *f = PySequence_Fast(a[1], "grad_tensors must be a sequence");
       if (!f) return NULL;
       if (PySequence_Fast_GET_SIZE(f) != n) {
+        PyErr_Format(PyExc_RuntimeError, "got %d tensors and %zd gradients", n, PySequence_Fast_GET_SIZE(f));
         Py_DECREF(f);
-        PyErr_Format(PyExc_RuntimeError, "grad can be implicitly created only for scalar outputs");
         return NULL;
       }
       for (int i = 0; i < n; i++) {
@@ -48,6 +86,7 @@ static PyObject *f_autograd_backward(PyObject *mod, PyObject *args, PyObject *kw
     }
   }
   if (!opt_bool(a[3], false, &create) || !opt_bool(a[2], create, &retain)) return NULL;
+  if (!check_roots(n, roots, grads)) return NULL;
   ct_status st = ct_backward_many(n, roots, grads, retain, create);
   if (PyErr_Occurred()) return NULL;
   return pyct_status(st, NULL);
@@ -81,8 +120,7 @@ static PyObject *f_autograd_grad(PyObject *mod, PyObject *args, PyObject *kwargs
       Py_ssize_t k = PySequence_Fast_GET_SIZE(f);
       if (k != no) {
         Py_DECREF(f);
-        PyErr_Format(PyExc_RuntimeError,
-                     "grad requires one grad_output per output: got %zd grad_outputs for %d outputs", k, no);
+        PyErr_Format(PyExc_RuntimeError, "got %d tensors and %zd gradients", no, k);
         return NULL;
       }
       for (int i = 0; i < no; i++) {
@@ -94,6 +132,7 @@ static PyObject *f_autograd_grad(PyObject *mod, PyObject *args, PyObject *kwargs
   }
   if (!opt_bool(a[4], false, &create) || !opt_bool(a[3], create, &retain) || !opt_bool(a[6], false, &allow))
     return NULL;
+  if (!check_roots(no, outs, gouts)) return NULL;
   ct_status st = ct_autograd_grad(no, outs, gouts, ni, ins, res, retain, create, allow);
   if (PyErr_Occurred()) return NULL;
   if (st != CT_OK) return pyct_raise();

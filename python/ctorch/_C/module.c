@@ -25,6 +25,10 @@ PyObject *pyct_raise(void) {
 
 PyObject *pyct_wrap_as(PyTypeObject *cls, ct_tensor *t) {
   if (!t) return pyct_raise();
+  if (PyErr_Occurred()) { /* a C warning the filters turned into an error */
+    ct_release(t);
+    return NULL;
+  }
   TensorObject *o = (TensorObject *)cls->tp_alloc(cls, 0);
   if (!o) {
     ct_release(t);
@@ -67,6 +71,7 @@ PyObject *pyct_wrap(ct_tensor *t) {
 
 PyObject *pyct_status(ct_status st, PyObject *ret) {
   if (st != CT_OK) return pyct_raise();
+  if (PyErr_Occurred()) return NULL; /* a C warning the filters turned into an error */
   if (!ret) Py_RETURN_NONE;
   Py_INCREF(ret);
   return ret;
@@ -210,6 +215,20 @@ int pyct_bool(PyObject *o, bool *v) {
   return 1;
 }
 
+/* An object standing for something ctorch lacks (torch.complex64, torch.sparse_csr, ...) carries the
+ * message in `_ctorch_unsupported`: raises NotImplementedError with it and returns 1. */
+int pyct_refuse_unsupported(PyObject *o) {
+  if (PyLong_CheckExact(o) || PyFloat_CheckExact(o) || PyBool_Check(o) || PyUnicode_CheckExact(o)) return 0;
+  PyObject *msg = PyObject_GetAttrString(o, "_ctorch_unsupported");
+  if (!msg) {
+    PyErr_Clear();
+    return 0;
+  }
+  PyErr_SetObject(PyExc_NotImplementedError, msg);
+  Py_DECREF(msg);
+  return 1;
+}
+
 int pyct_dtype_arg(PyObject *o, ct_dtype *dt) {
   if (PyObject_TypeCheck(o, &Dtype_Type)) {
     *dt = ((DtypeObject *)o)->dt;
@@ -227,6 +246,7 @@ int pyct_dtype_arg(PyObject *o, ct_dtype *dt) {
     *dt = CT_BOOL;
     return 1;
   }
+  if (pyct_refuse_unsupported(o)) return 0;
   PyErr_Format(PyExc_TypeError, "dtype must be torch.dtype, not %s", Py_TYPE(o)->tp_name);
   return 0;
 }
@@ -447,6 +467,9 @@ int pyct_args(const char *fname, PyObject *args, Py_ssize_t skip, PyObject *kwar
         return 0;
       }
       out[found] = val;
+      /* complex/quantized dtypes and sparse layouts exist as names only: refuse them clearly */
+      if (val != Py_None && (strcmp(k, "layout") == 0 || strcmp(k, "dtype") == 0) && pyct_refuse_unsupported(val))
+        return 0;
     }
   }
   slot = 0;
@@ -541,6 +564,23 @@ static PyMethodDef misc_functions[] = {
   {"_live_tensors", m_live_tensors, METH_NOARGS, NULL},
   {NULL}};
 
+/* The C library's warnings (out= resized, ...) become Python UserWarnings, filtered and raised as Python's
+ * warnings machinery decides; a warning turned into an error stays set and the binding returns NULL. */
+int pyct_linalg_init(PyObject *m); /* linalg.c */
+
+static void py_warn(const char *msg, void *user) {
+  (void)user;
+  if (!PyGILState_Check()) {
+    /* a library worker thread while the caller holds the GIL and waits for it: taking the GIL here would
+     * deadlock, so such a warning goes to stderr */
+    fprintf(stderr, "ctorch: UserWarning: %s\n", msg);
+    return;
+  }
+  PyGILState_STATE g = PyGILState_Ensure();
+  if (!PyErr_Occurred()) PyErr_WarnEx(PyExc_UserWarning, msg, 1);
+  PyGILState_Release(g);
+}
+
 static struct PyModuleDef moddef = {PyModuleDef_HEAD_INIT, "ctorch._C", "ctorch C extension", -1, NULL};
 
 PyMODINIT_FUNC PyInit__C(void) {
@@ -556,7 +596,8 @@ PyMODINIT_FUNC PyInit__C(void) {
   PyModule_AddObjectRef(m, "dtype", (PyObject *)&Dtype_Type);
   if (PyModule_AddFunctions(m, misc_functions) < 0) return NULL;
   if (pyct_tensor_init(m) < 0 || pyct_convert_init(m) < 0 || pyct_ops_init(m) < 0 || pyct_autograd_init(m) < 0 ||
-      pyct_random_init(m) < 0)
+      pyct_random_init(m) < 0 || pyct_linalg_init(m) < 0)
     return NULL;
+  ct_set_warn_handler(py_warn, NULL);
   return m;
 }

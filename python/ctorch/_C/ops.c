@@ -76,8 +76,117 @@ int pyct_int_pair(PyObject *o, int n, int64_t def, int64_t *out, const char *wha
   return 1;
 }
 
-/* out=: the result is copied into `out`, resized like PyTorch resizes out= (a warning when it had elements) */
-static PyObject *finish_out(const char *name, PyObject *res, PyObject *out) {
+/* C++ type names PyTorch's "Expected out tensor to have dtype" message uses */
+static const char *cpp_type_name(ct_dtype dt) {
+  switch (dt) {
+  case CT_FLOAT32: return "float";
+  case CT_FLOAT64: return "double";
+  case CT_INT64: return "long int";
+  case CT_INT32: return "int";
+  case CT_INT16: return "short int";
+  case CT_INT8: return "signed char";
+  case CT_UINT8: return "unsigned char";
+  case CT_BOOL: return "bool";
+  case CT_FLOAT16: return "c10::Half";
+  case CT_BFLOAT16: return "c10::BFloat16";
+  default: return ct_dtype_name(dt);
+  }
+}
+
+static int name_is(const char *name, const char *const *set) {
+  for (; *set; set++)
+    if (strcmp(name, *set) == 0) return 1;
+  return 0;
+}
+
+/* [lo, hi) bytes of storage a tensor spans (an empty tensor spans nothing) */
+static void byte_range(const ct_tensor *t, int64_t *lo, int64_t *hi) {
+  int64_t es = (int64_t)ct_dtype_size(ct_tensor_dtype(t)), a = ct_storage_offset(t), b = a;
+  for (int d = 0; d < ct_ndim(t); d++) {
+    int64_t st = ct_strides(t)[d], n = ct_shape(t)[d] - 1;
+    if (st > 0) b += st * n; else a += st * n;
+  }
+  *lo = a * es;
+  *hi = (b + 1) * es;
+  if (ct_numel(t) == 0) *hi = *lo;
+}
+
+/* PyTorch refuses out= that partly overlaps an input (cat: any overlap); like PyTorch it only decides for
+ * dense tensors, and lets an out identical to an input through for element-wise ops */
+static int check_out_overlap(const char *name, const ct_tensor *o, int n_in, const ct_tensor *const *ins) {
+  static const char *const any_overlap[] = {"cat", "concat", "concatenate", "stack", "hstack", "vstack", "dstack",
+                                            "row_stack", "column_stack", NULL};
+  if (!ct_is_contiguous(o) || ct_numel(o) == 0) return 1;
+  for (int i = 0; i < n_in; i++) {
+    const ct_tensor *x = ins[i];
+    if (!x || !ct_shares_storage(o, x) || !ct_is_contiguous(x)) continue;
+    int64_t a0, a1, b0, b1;
+    byte_range(o, &a0, &a1);
+    byte_range(x, &b0, &b1);
+    if (a0 >= b1 || b0 >= a1) continue;
+    bool same = a0 == b0 && a1 == b1;
+    if (same && !name_is(name, any_overlap)) continue;
+    PyErr_SetString(PyExc_RuntimeError, "unsupported operation: some elements of the input tensor and the written-to "
+                    "tensor refer to a single memory location. Please clone() the tensor before performing the "
+                    "operation.");
+    return 0;
+  }
+  return 1;
+}
+
+/* PyTorch's per-op dtype rules for out=: returns 0 with the error set when out's dtype is refused */
+static int check_out_dtype(const char *name, ct_dtype rdt, ct_dtype odt, const ct_tensor *in0) {
+  static const char *const joins[] = {"cat", "concat", "concatenate", "stack", "hstack", "vstack", "dstack",
+                                      "row_stack", "column_stack", NULL};
+  static const char *const exact[] = {"mm", "bmm", "mv", "addmm", "addmv", "baddbmm", "addbmm", "gather", "argmax",
+                                      "argmin", NULL};
+  static const char *const cast_any[] = {"norm", NULL};
+  static const char *const same_in[] = {"amax", "amin", NULL};
+  static const char *const clamps[] = {"clamp", "clip", NULL};
+  if (rdt == odt) return 1;
+  if (name_is(name, cast_any)) return 1;
+  if (name_is(name, joins)) {
+    if (ct_can_cast(rdt, odt)) return 1;
+    PyErr_Format(PyExc_RuntimeError, "torch.cat(): input types can't be cast to the desired output type %s",
+                 ct_dtype_torch_name(odt));
+    return 0;
+  }
+  if (name_is(name, exact) || (strcmp(name, "matmul") == 0 && in0 && ct_ndim(in0) != 1)) {
+    PyErr_Format(PyExc_RuntimeError, "Expected out tensor to have dtype %s, but got %s instead", cpp_type_name(rdt),
+                 cpp_type_name(odt));
+    return 0;
+  }
+  if (strcmp(name, "dot") == 0 || strcmp(name, "vdot") == 0 || strcmp(name, "matmul") == 0) {
+    PyErr_Format(PyExc_RuntimeError, "result dtype %s does not match input dtype %s", ct_dtype_torch_name(odt),
+                 ct_dtype_torch_name(rdt));
+    return 0;
+  }
+  if (name_is(name, same_in)) {
+    PyErr_Format(PyExc_RuntimeError, "Expected the dtype for input and out to match, but got %s for input's dtype "
+                 "and %s for out's dtype.", ct_dtype_torch_name(rdt), ct_dtype_torch_name(odt));
+    return 0;
+  }
+  if (strcmp(name, "index_select") == 0) {
+    PyErr_SetString(PyExc_RuntimeError, "index_select(): self and result must have the same scalar type");
+    return 0;
+  }
+  if (name_is(name, clamps)) {
+    PyErr_Format(PyExc_RuntimeError, "Found dtype %s but expected %s", ct_dtype_torch_name(odt),
+                 ct_dtype_torch_name(rdt));
+    return 0;
+  }
+  if (!ct_can_cast(rdt, odt)) {
+    PyErr_Format(PyExc_RuntimeError, "result type %s can't be cast to the desired output type %s",
+                 ct_dtype_torch_name(rdt), ct_dtype_torch_name(odt));
+    return 0;
+  }
+  return 1;
+}
+
+/* out=: the result is copied into `out`, resized like PyTorch resizes out= (a warning when it had elements);
+ * ins: the tensor inputs, for PyTorch's overlap check */
+static PyObject *finish_out_in(const char *name, PyObject *res, PyObject *out, int n_in,
+                               const ct_tensor *const *ins) {
   if (!res) return NULL;
   if (!pyct_is_tensor(out) || !pyct_is_tensor(res)) {
     Py_DECREF(res);
@@ -94,10 +203,9 @@ static PyObject *finish_out(const char *name, PyObject *res, PyObject *out) {
     }
   }
   ct_dtype rdt = ct_tensor_dtype(r); /* read before res (and r with it) is released */
-  if (!ct_can_cast(rdt, ct_tensor_dtype(o))) {
+  if (!check_out_dtype(name, rdt, ct_tensor_dtype(o), n_in ? ins[0] : NULL) ||
+      !check_out_overlap(name, o, n_in, ins)) {
     Py_DECREF(res);
-    PyErr_Format(PyExc_RuntimeError, "result type %s can't be cast to the desired output type %s",
-                 ct_dtype_torch_name(rdt), ct_dtype_torch_name(ct_tensor_dtype(o)));
     return NULL;
   }
   ct_status st = ct_resize_out(o, ct_ndim(r), ct_shape(r));
@@ -105,11 +213,21 @@ static PyObject *finish_out(const char *name, PyObject *res, PyObject *out) {
     Py_DECREF(res);
     return pyct_raise();
   }
+  /* a resize warning turned into an error is raised after out is written, as PyTorch does */
+  PyObject *et, *ev, *etb;
+  PyErr_Fetch(&et, &ev, &etb);
   bool prev = ct_set_grad_enabled(false);
   st = ct_copy_(o, r);
   ct_set_grad_enabled(prev);
   Py_DECREF(res);
+  if (et) {
+    PyErr_Restore(et, ev, etb);
+    return NULL;
+  }
   return pyct_status(st, out);
+}
+static PyObject *finish_out(const char *name, PyObject *res, PyObject *out) {
+  return finish_out_in(name, res, out, 0, NULL);
 }
 
 /* PyTorch turns a Python number given as `input` into a 0-dim tensor only in these functions */
@@ -157,6 +275,9 @@ static void invalid_combination(const char *name, PyObject *args, PyObject *kwar
 }
 
 PyObject *pyct_finish_out(const char *name, PyObject *res, PyObject *out) { return finish_out(name, res, out); }
+PyObject *pyct_finish_out_in(const char *name, PyObject *res, PyObject *out, int n_in, const ct_tensor *const *ins) {
+  return finish_out_in(name, res, out, n_in, ins);
+}
 
 PyObject *pyct_as_method(const char *name, pyct_meth m, PyObject *args, PyObject *kwargs) {
   PyObject *input = NULL, *out = NULL, *kw = NULL, *rest = NULL, *res = NULL;
@@ -211,8 +332,21 @@ PyObject *pyct_as_method(const char *name, pyct_meth m, PyObject *args, PyObject
       goto done;
     }
   }
+  static const char *const out_dtype_ops[] = {"sum", "prod", "cumsum", "cumprod", NULL};
+  if (out && pyct_is_tensor(out) && name_is(name, out_dtype_ops) && !(kw && PyDict_GetItemString(kw, "dtype"))) {
+    /* PyTorch computes these in out's dtype when no dtype is given */
+    if (!kw && !(kw = PyDict_New())) goto done;
+    if (PyDict_SetItemString(kw, "dtype", pyct_dtype_obj(ct_tensor_dtype(TT(out)))) < 0) goto done;
+  }
   res = m(input, rest, kw);
-  if (res && out) res = finish_out(name, res, out);
+  if (res && out) {
+    const ct_tensor *ins[16];
+    int n_in = 0;
+    ins[n_in++] = TT(input);
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(rest) && n_in < 16; i++)
+      if (pyct_is_tensor(PyTuple_GET_ITEM(rest, i))) ins[n_in++] = TT(PyTuple_GET_ITEM(rest, i));
+    res = finish_out_in(name, res, out, n_in, ins);
+  }
 done:
   Py_XDECREF(input);
   Py_XDECREF(out);
@@ -1165,9 +1299,29 @@ METHOD(contiguous) {
   }
   return pyct_wrap(ct_contiguous(SELF));
 }
-METHOD(clone) { return pyct_wrap(ct_clone(SELF)); }
+METHOD(clone) {
+  ARGS("clone", 0, "*", "memory_format");
+  /* ctorch tensors are always strided: any memory format gives the same copy, but it must be one */
+  if (GIVEN(a[0]) && strcmp(Py_TYPE(a[0])->tp_name, "_Layout") != 0) {
+    PyErr_Format(PyExc_TypeError, "clone(): argument 'memory_format' must be torch.memory_format, not %s",
+                 Py_TYPE(a[0])->tp_name);
+    return NULL;
+  }
+  return pyct_wrap(ct_clone(SELF));
+}
 METHOD(detach) { NOARGS("detach"); return pyct_wrap(ct_detach(SELF)); }
-METHOD(detach_) { NOARGS("detach_"); return pyct_status(ct_detach_(SELF), self); }
+METHOD(detach_) {
+  NOARGS("detach_");
+  if (ct_is_view(SELF)) { /* PyTorch refuses every view, with or without a graph */
+    PyErr_SetString(PyExc_RuntimeError,
+                    "Can't detach views in-place. Use detach() instead. If you are using DistributedDataParallel (DDP) "
+                    "for training, and gradient_as_bucket_view is set as True, gradients are views of DDP buckets, and "
+                    "hence detach_() cannot be called on these gradients. To fix this error, please refer to the "
+                    "Optimizer.zero_grad() function in torch/optim/optimizer.py as the solution.");
+    return NULL;
+  }
+  return pyct_status(ct_detach_(SELF), self);
+}
 FN(clone) FN(detach)
 
 /* ---- conversions ---- */
@@ -1191,6 +1345,7 @@ METHOD(to) {
   for (int i = 0; i < 4; i++) {
     PyObject *x = a[i];
     if (!x) break;
+    if (pyct_refuse_unsupported(x)) return NULL; /* torch.complex64 and the like */
     if (PyObject_TypeCheck(x, &Dtype_Type))
       dtype = x;
     else if (pyct_is_tensor(x))

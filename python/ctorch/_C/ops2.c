@@ -305,7 +305,7 @@ METHOD(new_tensor) {
     int n = pyct_tensor_list(a[0], #name, ts, MAXT);                                      \
     if (n < 0 || !opt_i64(a[1], 0, &dim, "dim")) return NULL;                             \
     PyObject *r = pyct_wrap(call);                                                        \
-    if (r && GIVEN(a[2])) return pyct_finish_out(#name, r, a[2]);                         \
+    if (r && GIVEN(a[2])) return pyct_finish_out_in(#name, r, a[2], n, (const ct_tensor *const *)ts); \
     return r;                                                                             \
   }
 JOIN(cat, ct_cat(n, (const ct_tensor *const *)ts, dim))
@@ -316,7 +316,9 @@ JOIN(stack, ct_stack(n, (const ct_tensor *const *)ts, dim))
     ct_tensor *ts[MAXT];                                                                  \
     int n = pyct_tensor_list(a[0], #name, ts, MAXT);                                      \
     if (n < 0) return NULL;                                                               \
-    return pyct_wrap(ct_##name(n, (const ct_tensor *const *)ts));                         \
+    PyObject *r = pyct_wrap(ct_##name(n, (const ct_tensor *const *)ts));                  \
+    if (r && GIVEN(a[1])) return pyct_finish_out_in(#name, r, a[1], n, (const ct_tensor *const *)ts); \
+    return r;                                                                             \
   }
 JOIN0(hstack)
 JOIN0(vstack)

@@ -36,6 +36,7 @@ PyObject *pyct_as_method(const char *name, pyct_meth m, PyObject *args, PyObject
 /* Writes the result res (stolen) into the tensor out as PyTorch's out= does (type check, cast check,
    resize); returns a new reference to out, or NULL with the exception set. */
 PyObject *pyct_finish_out(const char *name, PyObject *res, PyObject *out);
+PyObject *pyct_finish_out_in(const char *name, PyObject *res, PyObject *out, int n_in, const ct_tensor *const *ins);
 
 static inline int opt_i64(PyObject *o, int64_t def, int64_t *v, const char *what) {
   if (!GIVEN(o)) {

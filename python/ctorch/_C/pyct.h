@@ -49,6 +49,7 @@ int pyct_double(PyObject *o, double *v, const char *what);
 int pyct_bool(PyObject *o, bool *v);
 int pyct_dtype_opt(PyObject *o, int *dt);    /* None/NULL -> -1 */
 int pyct_dtype_arg(PyObject *o, ct_dtype *dt);
+int pyct_refuse_unsupported(PyObject *o);
 /* An int or a sequence of ints (dim=, dims); NULL/None -> n = 0 and *given = 0. */
 int pyct_dims(PyObject *o, int64_t *dims, int *n, int max, const char *what);
 /* Shape from *size varargs or one sequence argument. */

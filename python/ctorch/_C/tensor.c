@@ -109,12 +109,14 @@ static int set_grad(TensorObject *s, PyObject *v, void *c) {
   ct_tensor *g = NULL;
   if (v && v != Py_None) {
     if (!pyct_is_tensor(v)) {
-      PyErr_SetString(PyExc_TypeError, "assigned grad expected to be a Tensor or None but got grad of type %s");
+      /* PyTorch's wording, without a space before the type name */
+      PyErr_Format(PyExc_TypeError, "assigned grad expected to be a Tensor or None but got grad of type%s",
+                   Py_TYPE(v)->tp_name);
       return -1;
     }
     g = TT(v);
     if (ct_tensor_dtype(g) != ct_tensor_dtype(s->t)) {
-      PyErr_SetString(PyExc_TypeError, "assigned grad has data of a different type");
+      PyErr_SetString(PyExc_RuntimeError, "assigned grad has data of a different type");
       return -1;
     }
     int nd = ct_ndim(g);
@@ -134,10 +136,15 @@ static int set_grad(TensorObject *s, PyObject *v, void *c) {
   }
   return 0;
 }
-static PyObject *get_data(TensorObject *s, void *c) { return pyct_wrap(ct_detach(s->t)); }
+/* a new alias with its own version counter each time, as PyTorch's .data */
+static PyObject *get_data(TensorObject *s, void *c) { return pyct_wrap(ct_data_alias(s->t)); }
 static int set_data(TensorObject *s, PyObject *v, void *c) {
-  if (!v || !pyct_is_tensor(v)) {
-    PyErr_SetString(PyExc_TypeError, "Variable data has to be a tensor, but got something else");
+  if (!v) {
+    PyErr_SetString(PyExc_RuntimeError, "Deleting tensor data is not allowed. Delete tensor instead!");
+    return -1;
+  }
+  if (!pyct_is_tensor(v)) {
+    PyErr_Format(PyExc_TypeError, "Variable data has to be a tensor, but got %s", v ? Py_TYPE(v)->tp_name : "NoneType");
     return -1;
   }
   ct_tensor *n = ct_detach(TT(v));
@@ -168,6 +175,9 @@ static PyObject *get_grad_fn_name(TensorObject *s, void *c) {
   return PyUnicode_FromString(n);
 }
 static PyObject *get_false(TensorObject *s, void *c) { Py_RETURN_FALSE; }
+static PyObject *get_retains_grad(TensorObject *s, void *c) {
+  return PyBool_FromLong(!ct_is_leaf(s->t) && s->t->retains_grad);
+}
 static PyObject *get_is_cpu(TensorObject *s, void *c) {
   return PyBool_FromLong(ct_tensor_device(s->t).type == CT_DEVICE_CPU);
 }
@@ -202,6 +212,7 @@ static PyGetSetDef tensor_getset[] = {
   {"ndim", (getter)get_ndim, NULL, NULL, NULL},
   {"requires_grad", (getter)get_requires_grad, (setter)set_requires_grad, NULL, NULL},
   {"is_leaf", (getter)get_is_leaf, NULL, NULL, NULL},
+  {"retains_grad", (getter)get_retains_grad, NULL, NULL, NULL},
   {"grad", (getter)get_grad, (setter)set_grad, NULL, NULL},
   {"data", (getter)get_data, (setter)set_data, NULL, NULL},
   {"T", (getter)get_T, NULL, NULL, NULL},

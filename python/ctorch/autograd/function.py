@@ -19,6 +19,23 @@ _DONE = []  # finished entries, dropped later: never free a handle while the eng
 _ids = itertools.count()
 
 
+def _fit_grad(cls, i, gi, like):
+    """A returned gradient of another shape is summed to the input's shape where it broadcasts to it (as
+    PyTorch does), else PyTorch's error."""
+    gs, ts = list(gi.shape), list(like.shape)
+    ok = len(ts) <= len(gs) and all(t == g or t == 1 for t, g in zip(ts[::-1], gs[::-1]))
+    if not ok:
+        raise RuntimeError("Function %sBackward returned an invalid gradient at index %d - got %s but expected shape "
+                           "compatible with %s" % (cls.__name__, i, gs, ts))
+    lead = len(gs) - len(ts)
+    if lead:
+        gi = gi.sum(tuple(range(lead)))
+    dims = tuple(d for d, t in enumerate(ts) if t == 1 and gi.shape[d] != 1)
+    if dims:
+        gi = gi.sum(dims, keepdim=True)
+    return gi
+
+
 class FunctionCtx:
     def __init__(self):
         self.saved_tensors = ()
@@ -44,6 +61,11 @@ class _FunctionMeta(type):
 
 
 class Function(metaclass=_FunctionMeta):
+    def __call__(self, *args, **kwargs):
+        raise RuntimeError("Legacy autograd function with non-static forward method is deprecated. Please use "
+                           "new-style autograd function with static forward method. (Example: "
+                           "https://pytorch.org/docs/stable/autograd.html#torch.autograd.Function)")
+
     @staticmethod
     def forward(ctx, *args, **kwargs):
         raise NotImplementedError("You must implement the forward function for custom autograd.Function.")
@@ -96,7 +118,7 @@ class Function(metaclass=_FunctionMeta):
                     res = cls.backward(ctx, *gs)
                 if not isinstance(res, tuple):
                     res = (res,)
-                if len(res) < len(args):
+                if len(res) < len(args) or any(r is not None for r in res[len(args):]):
                     raise RuntimeError("function %sBackward returned an incorrect number of gradients (expected "
                                        "%d, got %d)" % (cls.__name__, len(args), len(res)))
                 state["result"] = res
@@ -108,6 +130,8 @@ class Function(metaclass=_FunctionMeta):
         for j, i in enumerate(grad_pos):
             def replace(g, i=i):
                 gi = compute()[i]
+                if gi is not None and tuple(gi.shape) != tuple(g.shape):
+                    gi = _fit_grad(cls, i, gi, g)
                 pending[0] -= 1
                 if pending[0] == 0 and key in _KEEP:
                     _DONE.append(_KEEP.pop(key))

@@ -42,6 +42,8 @@ class set_grad_enabled(_Mode):
     """Takes effect at construction, like PyTorch's (so it also works as a plain call)."""
 
     def __init__(self, mode):
+        if not isinstance(mode, bool):
+            raise TypeError("enabled must be a bool (got %s)" % type(mode).__name__)
         self._args = (mode,)
         self.prev = _C._set_grad_enabled(bool(mode))
 

@@ -13,6 +13,10 @@ def _pair(x):
     return tuple(x) if isinstance(x, (tuple, list)) else (x, x)
 
 
+def _triple(x):
+    return tuple(x) if isinstance(x, (tuple, list)) else (x, x, x)
+
+
 def _single(x):
     return tuple(x) if isinstance(x, (tuple, list)) else (x,)
 
@@ -89,7 +93,7 @@ class _ConvNd(Module):
         if padding_mode not in valid_modes:
             raise ValueError("padding_mode must be one of {}, but got padding_mode='{}'".format(
                 valid_modes, padding_mode))
-        tup = _pair if nd == 2 else _single
+        tup = _pair if nd == 2 else (_triple if nd == 3 else _single)
         self.in_channels, self.out_channels = in_channels, out_channels
         self.kernel_size = tup(kernel_size)
         self.stride = tup(stride)

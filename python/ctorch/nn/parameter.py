@@ -7,6 +7,8 @@ class Parameter(Tensor):
     def __new__(cls, data=None, requires_grad=True):
         if data is None:
             data = _C.empty(0)
+        if requires_grad and isinstance(data, Tensor) and not data.is_floating_point():
+            raise RuntimeError("Only Tensors of floating point and complex dtype can require gradients")
         return Tensor._make_subclass(cls, data, requires_grad)
 
     def __init__(self, data=None, requires_grad=True):

@@ -14,6 +14,15 @@ def _closure(closure):
         return closure()
 
 
+def _check_nonneg(*named):
+    """PyTorch's hyper-parameter checks, in its order and wording."""
+    for what, v in named:
+        if not 0.0 <= v:
+            if what == "learning rate":
+                raise ValueError("Invalid learning rate: {}".format(v))
+            raise ValueError("Invalid {} value: {}".format(what, v))
+
+
 class SGD(Optimizer):
     def __init__(self, params, lr=required, momentum=0, dampening=0, weight_decay=0, nesterov=False, *,
                  maximize=False, foreach=None, differentiable=False):
@@ -123,6 +132,8 @@ class AdamW(Adam):
 class RMSprop(Optimizer):
     def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0, centered=False,
                  foreach=None, maximize=False, differentiable=False):
+        _check_nonneg(("learning rate", lr), ("epsilon", eps), ("momentum", momentum), ("weight_decay", weight_decay),
+                      ("alpha", alpha))
         super().__init__(params, dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay, momentum=momentum,
                                       centered=centered, foreach=foreach, maximize=maximize,
                                       differentiable=differentiable))
@@ -166,6 +177,8 @@ class RMSprop(Optimizer):
 class Adagrad(Optimizer):
     def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0, eps=1e-10,
                  foreach=None, *, maximize=False, differentiable=False):
+        _check_nonneg(("learning rate", lr), ("lr_decay", lr_decay), ("weight_decay", weight_decay),
+                      ("initial_accumulator_value", initial_accumulator_value), ("epsilon", eps))
         super().__init__(params, dict(lr=lr, lr_decay=lr_decay, eps=eps, weight_decay=weight_decay,
                                       initial_accumulator_value=initial_accumulator_value, foreach=foreach,
                                       maximize=maximize, differentiable=differentiable))

@@ -4,6 +4,9 @@ import math
 
 class _LRScheduler:
     def __init__(self, optimizer, last_epoch=-1, verbose=False):
+        from .optimizer import Optimizer
+        if not isinstance(optimizer, Optimizer):
+            raise TypeError("{} is not an Optimizer".format(type(optimizer).__name__))
         self.optimizer = optimizer
         if last_epoch == -1:
             for g in optimizer.param_groups:

@@ -18,7 +18,7 @@ class Optimizer:
         self.defaults = defaults
         if isinstance(params, _C._TensorBase):
             raise TypeError("params argument given to the optimizer should be an iterable of Tensors or dicts, but "
-                            "got " + "torch.Tensor")
+                            "got " + params.type())
         self.state = defaultdict(dict)
         self.param_groups = []
         groups = list(params)

@@ -2,7 +2,9 @@
  *
  * float32/float64 convolutions (forward, input gradient, weight gradient) run as im2col +
  * the packed GEMM (gemm_fast.h), or as the GEMM alone on the input for 1x1 kernels with
- * stride 1 and no padding; everything else, and every conv when the fast kernels are off
+ * stride 1 and no padding; the input gradient of other stride-1 convs runs as the forward
+ * conv of the output gradient with the flipped kernel (im2col of gy, no col2im). Everything
+ * else, and every conv when the fast kernels are off
  * (CT_REFERENCE_KERNELS=1, or CT_CONV_REFERENCE=1 for the convolutions only), runs the
  * reference direct loops (double accumulation). */
 #ifndef CT_CONV_FAST_H

@@ -12,6 +12,10 @@
  * into tm x tn rectangles per batch so that tasks ~ threads. */
 #include "gemm_fast.h"
 #include "simd/simd.h"
+#include "gemm_bf16.h" /* bf16/f16 operands: widened to this kernel */
+#if defined(__wasm_simd128__)
+#include "gemm_wasm.h" /* the SIMD128 float32 micro-kernel (WebAssembly build) */
+#endif
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -233,6 +237,9 @@ static kparams params_for(ct_dtype dt) {
   kparams p;
   if (dt == CT_FLOAT32) {
     p = (kparams){P_MR, P_NR, 128, 256, 2048, (void *)ukr_f32_c, "portable 4x16"};
+#if defined(__wasm_simd128__)
+    p = (kparams){4, 16, 128, 256, 2048, (void *)ukr_f32_wasm, "wasm simd128 4x16"};
+#endif
 #if defined(__x86_64__)
     if (isa == CT_SIMD_AVX512) p = (kparams){12, 32, 240, 256, 2048, (void *)ukr_f32_avx512, "avx512 12x32"};
     else if (isa == CT_SIMD_AVX2) p = (kparams){6, 16, 144, 256, 2048, (void *)ukr_f32_avx2, "avx2 6x16"};
@@ -265,7 +272,9 @@ static kparams params_for(ct_dtype dt) {
 
 const char *ct_fast_gemm_kernel_name(ct_dtype dt) { return params_for(dt).name; }
 
-bool ct_fast_gemm_wants(ct_dtype dt) { return (dt == CT_FLOAT32 || dt == CT_FLOAT64) && ct_fast_enabled(); }
+bool ct_fast_gemm_wants(ct_dtype dt) {
+  return ((dt == CT_FLOAT32 || dt == CT_FLOAT64) && ct_fast_enabled()) || ct_fast_gemm_lowp_wants(dt);
+}
 
 /* ---- the driver, written once per element type ---- */
 typedef struct {
@@ -476,6 +485,7 @@ static void task_range(void *vctx, int64_t begin, int64_t end) {
 }
 
 ct_status ct_fast_gemm(const ct_fgemm *g) {
+  if (g->dtype == CT_BFLOAT16 || g->dtype == CT_FLOAT16) return ct_fast_gemm_lowp(g); /* gemm_bf16.c */
   if (g->dtype != CT_FLOAT32 && g->dtype != CT_FLOAT64)
     return CT_ERR(CT_ERR_RUNTIME, "fast gemm: unsupported dtype %s", ct_dtype_name(g->dtype));
   if (g->batch <= 0 || g->M <= 0 || g->N <= 0) return CT_OK;

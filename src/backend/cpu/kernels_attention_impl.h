@@ -20,7 +20,8 @@ typedef TI F(vti) __attribute__((vector_size(VB)));
 
 INL vt F(ld)(const T *p) { vt v; memcpy(&v, p, sizeof v); return v; }
 INL void F(st)(T *p, vt v) { memcpy(p, &v, sizeof v); }
-INL vt F(sp)(T c) { return (vt){0} + c; }
+/* c - 0 folds to c (0 + c does not: -0 + 0 is +0), so a splat costs no add in the GEMM loops */
+INL vt F(sp)(T c) { return c - (vt){0}; }
 INL vt F(sel)(vti m, vt a, vt b) { return (vt)(((vti)a & m) | ((vti)b & ~m)); } /* m ? a : b */
 
 /* exp(x) for the arguments softmax gives (x <= ~0; -inf -> 0, NaN stays NaN):

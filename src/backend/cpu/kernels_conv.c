@@ -263,7 +263,10 @@ enum { OP_FWD, OP_BWD_INPUT, OP_BWD_WEIGHT };
  *    gradient only from WGRAD_1X1_MIN_SP positions: it then runs one GEMM per sample
  *    (K = positions), and below that merging samples through im2col's copy is faster;
  *  - IM2COL otherwise: any stride, padding, dilation and groups. Depthwise convolutions get
- *    M = Og = 1 there, which a direct kernel would do better (not written yet). */
+ *    M = Og = 1 there, which a direct kernel would do better (not written yet). Within IM2COL the
+ *    input gradient of a stride-1 conv whose flipped padding d (k - 1) - p is >= 0 (every
+ *    ResNet 3x3/1 layer) runs as the forward conv of gy with the flipped kernel (flip_eligible),
+ *    the others as GEMM + col2im. */
 static ct_conv_path choose_path(const conv_geom *g, ct_dtype dt, int op) {
   static int env_ref = -1;
   if (env_ref < 0) {
@@ -510,38 +513,17 @@ static void *ws_get(int64_t elems, size_t es) {
 
 #define EL(p, off) ((char *)(p) + (size_t)(off) * es) /* element offset into a byte pointer */
 
-/* in[0] x, in[1] w, in[2] bias -> y */
-static ct_status fast_fwd(const ct_call *c, const conv_geom *g, ct_conv_path path) {
-  ct_tensor *yt = c->out[0];
-  ct_dtype dt = yt->dtype;
+/* The forward convolution by im2col + GEMM on contiguous x [N, C, in], w [O, C/G, k] into y [N, O, out]
+ * (every element written), chunked by plan_chunks; g->C * g->ksp > 0. */
+static ct_status fwd_cols(const conv_geom *g, ct_dtype dt, const char *x, const char *w, char *y) {
   size_t es = ct_dtype_size(dt);
-  int64_t G = g->G, Cg = g->C / G, Og = g->O / G, rows = Cg * g->ksp, O = g->O;
-  char *y = ct_cpu_ptr(yt);
-  void *xo = NULL, *wo = NULL, *bo = NULL, *col = NULL, *tmp = NULL;
-  const char *bias = c->in[2] ? operand(c->in[2], dt, &bo) : NULL;
-  ct_status st = CT_OK;
+  int64_t G = g->G, Og = g->O / G, rows = g->C / G * g->ksp, O = g->O;
   fx_ctx q = {g, dt == CT_FLOAT64, es};
-  if (c->in[2] && !bias) return ct_last_status();
-  if (rows == 0) { /* no products: y = bias (or 0) */
-    memset(y, 0, (size_t)ct_numel(yt) * es);
-    goto done;
-  }
-  const char *x = operand(c->in[0], dt, &xo), *w = x ? operand(c->in[1], dt, &wo) : NULL;
-  if (!w) {
-    st = ct_last_status();
-    goto done;
-  }
-  if (path == CT_CONV_PATH_GEMM_1X1) {
-    for (int64_t grp = 0; grp < G && !st; grp++)
-      st = gemm_call(dt, g->N, Og, g->outsp, Cg, EL(w, grp * Og * Cg), 0, Cg, 1, EL(x, grp * Cg * g->insp),
-                     g->C * g->insp, g->insp, 1, EL(y, grp * Og * g->outsp), O * g->outsp, g->outsp, false);
-    goto done;
-  }
+  ct_status st = CT_OK;
   int64_t nb, nr, OW = g->out[2], R = g->outsp / OW;
   plan_chunks(g, g->C * g->ksp, &nb, &nr);
   int64_t ldmax = nb > 1 ? nb * g->outsp : nr * OW;
-  col = ws_get(g->C * g->ksp * ldmax, es);
-  tmp = nb > 1 ? ws_get(O * ldmax, es) : NULL;
+  void *col = ws_get(g->C * g->ksp * ldmax, es), *tmp = nb > 1 ? ws_get(O * ldmax, es) : NULL;
   if (!col || (nb > 1 && !tmp)) {
     st = ct_last_status();
     goto done;
@@ -565,9 +547,79 @@ static ct_status fast_fwd(const ct_call *c, const conv_geom *g, ct_conv_path pat
     }
   }
 done:
-  if (!st) run_bias(&q, y, bias, g->N, O, g->outsp);
   ct_fast_buf_put(col);
   ct_fast_buf_put(tmp);
+  return st;
+}
+
+/* The input gradient of a stride-1 convolution is the forward convolution of gy with the kernel
+ * flipped in every spatial dim and its channel axes swapped (per group), low-side padding
+ * d (k - 1) - p: run as such (im2col of gy + GEMM writing gx once) instead of GEMM + col2im, which
+ * adds k^2 column rows into gx and needs gx zeroed first. Usable when that padding is >= 0. */
+static bool flip_eligible(const conv_geom *g) {
+  for (int i = 0; i < 3; i++)
+    if (g->s[i] != 1 || g->d[i] * (g->k[i] - 1) - g->p[i] < 0) return false;
+  return true;
+}
+
+static ct_status bwd_input_flipped(const conv_geom *g, ct_dtype dt, const char *gy, const char *w, char *gx) {
+  size_t es = ct_dtype_size(dt);
+  int64_t G = g->G, Cg = g->C / G, Og = g->O / G, ksp = g->ksp;
+  conv_geom f = *g;
+  f.C = g->O, f.O = g->C;
+  for (int i = 0; i < 3; i++) {
+    f.in[i] = g->out[i], f.out[i] = g->in[i];
+    f.p[i] = g->d[i] * (g->k[i] - 1) - g->p[i];
+  }
+  f.insp = g->outsp, f.outsp = g->insp;
+  char *wf = ws_get(g->C * Og * ksp, es); /* [C, Og, k]: wf[c, oo, ksp-1-kk] = w[grp*Og + oo, c % Cg, kk] */
+  if (!wf) return ct_last_status();
+  for (int64_t c = 0; c < g->C; c++) {
+    int64_t grp = c / Cg, ci = c % Cg;
+    for (int64_t oo = 0; oo < Og; oo++) {
+      const char *src = w + (size_t)(((grp * Og + oo) * Cg + ci) * ksp) * es;
+      char *dst = wf + (size_t)((c * Og + oo) * ksp) * es;
+      if (dt == CT_FLOAT64)
+        for (int64_t kk = 0; kk < ksp; kk++) ((double *)dst)[ksp - 1 - kk] = ((const double *)src)[kk];
+      else
+        for (int64_t kk = 0; kk < ksp; kk++) ((float *)dst)[ksp - 1 - kk] = ((const float *)src)[kk];
+    }
+  }
+  ct_status st = fwd_cols(&f, dt, gy, wf, gx);
+  ct_fast_buf_put(wf);
+  return st;
+}
+
+/* in[0] x, in[1] w, in[2] bias -> y */
+static ct_status fast_fwd(const ct_call *c, const conv_geom *g, ct_conv_path path) {
+  ct_tensor *yt = c->out[0];
+  ct_dtype dt = yt->dtype;
+  size_t es = ct_dtype_size(dt);
+  int64_t G = g->G, Cg = g->C / G, Og = g->O / G, rows = Cg * g->ksp, O = g->O;
+  char *y = ct_cpu_ptr(yt);
+  void *xo = NULL, *wo = NULL, *bo = NULL;
+  const char *bias = c->in[2] ? operand(c->in[2], dt, &bo) : NULL;
+  ct_status st = CT_OK;
+  fx_ctx q = {g, dt == CT_FLOAT64, es};
+  if (c->in[2] && !bias) return ct_last_status();
+  if (rows == 0) { /* no products: y = bias (or 0) */
+    memset(y, 0, (size_t)ct_numel(yt) * es);
+    goto done;
+  }
+  const char *x = operand(c->in[0], dt, &xo), *w = x ? operand(c->in[1], dt, &wo) : NULL;
+  if (!w) {
+    st = ct_last_status();
+    goto done;
+  }
+  if (path == CT_CONV_PATH_GEMM_1X1) {
+    for (int64_t grp = 0; grp < G && !st; grp++)
+      st = gemm_call(dt, g->N, Og, g->outsp, Cg, EL(w, grp * Og * Cg), 0, Cg, 1, EL(x, grp * Cg * g->insp),
+                     g->C * g->insp, g->insp, 1, EL(y, grp * Og * g->outsp), O * g->outsp, g->outsp, false);
+    goto done;
+  }
+  st = fwd_cols(g, dt, x, w, y);
+done:
+  if (!st) run_bias(&q, y, bias, g->N, O, g->outsp);
   free(xo);
   free(wo);
   free(bo);
@@ -586,11 +638,16 @@ static ct_status fast_bwd_input(const ct_call *c, const conv_geom *g, ct_conv_pa
   ct_status st = CT_OK;
   fx_ctx q = {g, dt == CT_FLOAT64, es};
   if (c->in[2] && !bias) return ct_last_status();
-  if (path != CT_CONV_PATH_GEMM_1X1 || Og == 0) memset(gx, 0, (size_t)ct_numel(xt) * es); /* col2im adds into it */
+  bool flip = path == CT_CONV_PATH_IM2COL && flip_eligible(g) && rows > 0 && Og > 0 && g->outsp > 0;
+  if ((path != CT_CONV_PATH_GEMM_1X1 && !flip) || Og == 0) memset(gx, 0, (size_t)ct_numel(xt) * es); /* col2im adds into it */
   if (rows == 0 || Og == 0 || g->outsp == 0) goto done;
   const char *gy = operand(c->in[0], dt, &yo), *w = gy ? operand(c->in[1], dt, &wo) : NULL;
   if (!w) {
     st = ct_last_status();
+    goto done;
+  }
+  if (flip) {
+    st = bwd_input_flipped(g, dt, gy, w, gx);
     goto done;
   }
   if (path == CT_CONV_PATH_GEMM_1X1) {

@@ -22,7 +22,7 @@ typedef struct {
   void *y, *mean, *rstd;
   int64_t n;
   double eps;
-  int rms;
+  int rms, nt;
   bool f64;
 } nf_ctx;
 
@@ -54,13 +54,13 @@ static void nf_rows(void *vctx, int64_t r0, int64_t r1) {
                  c->mean ? (double *)c->mean + r : NULL, (double *)c->rstd + r);
     } else {
       float m, rs;
-      bool more = r + 1 < r1;
       ct_fast_norm_fwd_row((const float *)c->x + r * n, c->w, c->b, (float *)c->y + r * n, n, c->eps, c->rms, &m, &rs,
-                           more ? (const float *)c->x + (r + 1) * n : NULL, more ? (float *)c->y + (r + 1) * n : NULL);
+                           c->nt, r + 1 < r1 ? (const float *)c->x + (r + 1) * n : NULL);
       if (c->mean) ((float *)c->mean)[r] = m;
       ((float *)c->rstd)[r] = rs;
     }
   }
+  if (c->nt) ct_fast_nt_fence();
 }
 
 ct_status ct_cpu_native_norm(const ct_call *c) {
@@ -72,7 +72,8 @@ ct_status ct_cpu_native_norm(const ct_call *c) {
       (w && w->dtype != x->dtype) || (b && b->dtype != x->dtype) || n < 1 || numel % n)
     return bad_layout(rms ? "native_rms_norm" : "native_layer_norm");
   nf_ctx k = {ct_cpu_ptr(x), w ? ct_cpu_ptr(w) : NULL, b ? ct_cpu_ptr(b) : NULL, ct_cpu_ptr(y),
-              mean ? ct_cpu_ptr(mean) : NULL, ct_cpu_ptr(rstd), n, c->a.f[0], rms, x->dtype == CT_FLOAT64};
+              mean ? ct_cpu_ptr(mean) : NULL, ct_cpu_ptr(rstd), n, c->a.f[0], rms, 0, x->dtype == CT_FLOAT64};
+  k.nt = !k.f64 && ct_fast_nt_wanted(numel * 4); /* large y: streamed out (simd/fast_norm.h) */
   ct_parallel_for(numel / n, 1 + 16384 / n, nf_rows, &k);
   return CT_OK;
 }
@@ -87,7 +88,7 @@ typedef struct {
   void *dx;
   void *dwp, *dbp; /* [nch, n] partials in the compute dtype */
   int64_t n, rows, per;
-  int rms;
+  int rms, nt;
   bool f64;
 } nb_ctx;
 
@@ -124,10 +125,11 @@ static void nb_chunks(void *vctx, int64_t c0, int64_t c1) {
         ct_fast_norm_bwd_row((const float *)k->x + r * n, (const float *)k->g + r * n, k->w,
                              k->mean ? ((const float *)k->mean)[r] : 0.0f, ((const float *)k->rstd)[r],
                              k->dx ? (float *)k->dx + r * n : NULL, k->dwp ? (float *)k->dwp + ch * n : NULL,
-                             k->dbp ? (float *)k->dbp + ch * n : NULL, n, k->rms);
+                             k->dbp ? (float *)k->dbp + ch * n : NULL, n, k->rms, k->nt);
       }
     }
   }
+  if (k->nt) ct_fast_nt_fence();
 }
 
 typedef struct {
@@ -173,7 +175,8 @@ ct_status ct_cpu_native_norm_backward(const ct_call *c) {
     return ct_last_status();
   }
   nb_ctx k = {ct_cpu_ptr(g), ct_cpu_ptr(x), w ? ct_cpu_ptr(w) : NULL, mean ? ct_cpu_ptr(mean) : NULL, ct_cpu_ptr(rstd),
-              dx ? ct_cpu_ptr(dx) : NULL, dwp, dbp, n, rows, per, rms, f64};
+              dx ? ct_cpu_ptr(dx) : NULL, dwp, dbp, n, rows, per, rms, 0, f64};
+  k.nt = dx && !f64 && ct_fast_nt_wanted(numel * 4);
   if (rows > 0) ct_parallel_for(nch, 1, nb_chunks, &k);
   if (dw) {
     nsum_ctx s = {dwp, ct_cpu_ptr(dw), n, rows > 0 ? nch : 0, f64};

@@ -37,6 +37,11 @@ typedef struct {
   char name[256];
 } cu_dev;
 
+/* convolution and max-pool kernels (k_conv.cu) */
+extern "C" void ct_cuda_register_conv(ct_kernel_fn *tab);
+/* flash attention (k_attention.cu) */
+extern "C" void ct_cuda_register_attention(ct_kernel_fn *tab);
+
 static cu_dev D[MAX_DEV];
 static int n_dev = -1;
 static char reason[512];
@@ -322,6 +327,9 @@ static void fill_table(void) {
   ct_cuda_register_reduce(table);
   ct_cuda_register_linalg(table);
   ct_cuda_register_shape(table);
+  ct_cuda_register_fast(table);
+  ct_cuda_register_conv(table);
+  ct_cuda_register_attention(table);
 }
 static ct_kernel_fn cu_kernel(int op) {
   pthread_once(&table_once, fill_table);

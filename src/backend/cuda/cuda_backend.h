@@ -33,6 +33,7 @@ void ct_cuda_register_pointwise(ct_kernel_fn *tab);
 void ct_cuda_register_reduce(ct_kernel_fn *tab);
 void ct_cuda_register_linalg(ct_kernel_fn *tab);
 void ct_cuda_register_shape(ct_kernel_fn *tab);
+void ct_cuda_register_fast(ct_kernel_fn *tab);
 /* Frees the cuBLAS handles (called from empty_cache at exit paths: optional). */
 
 /* ---- the strided iterator, as the kernels receive it ----
@@ -52,5 +53,17 @@ void cu_iter_make(int nt, ct_tensor *const *ts, cu_iter *it);
 
 /* Copies src into dst on the device (same shape, any dtypes/strides): the copy kernel. */
 ct_status ct_cuda_copy_tensor(ct_tensor *dst, ct_tensor *src);
+
+
+/* Native-precision fast paths (k_fast.cu): each returns false, having done nothing, where
+ * its preconditions fail (the caller then runs the reference kernel); true with *st set
+ * otherwise. CT_CUDA_FAST=0 turns them all off. */
+bool ct_cuda_fast_unary(const ct_call *c, ct_status *st);
+bool ct_cuda_fast_binary(const ct_call *c, ct_status *st);
+bool ct_cuda_fast_copy(ct_tensor *dst, const ct_tensor *src, ct_status *st);
+bool ct_cuda_fast_softmax(const ct_call *c, ct_status *st);
+bool ct_cuda_fast_rowsum(int dev, int dt, int mode, const char *in, int no, const int64_t *oshape,
+                         const int64_t *ostride, int64_t outer, int64_t inner, int64_t split, int64_t chunk,
+                         const double *shift, double *part, int64_t pstride);
 
 #endif

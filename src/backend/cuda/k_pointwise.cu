@@ -65,6 +65,8 @@ struct CopyF {
 
 extern "C" ct_status ct_cuda_copy_tensor(ct_tensor *dst, ct_tensor *src) {
   int dev = dst->storage->device.index;
+  ct_status fst;
+  if (ct_cuda_fast_copy(dst, src, &fst)) return fst;
   CT_TRY(ct_cuda_use(dev));
   ct_tensor *ts[2] = {dst, src};
   ct_tensor *tmp = NULL;
@@ -350,6 +352,8 @@ struct UnaryF {
 };
 
 static ct_status cu_unary(const ct_call *c) {
+  ct_status fst;
+  if (ct_cuda_fast_unary(c, &fst)) return fst;
   int dev = ct_cuda_call_dev(c);
   CT_TRY(ct_cuda_use(dev));
   ct_tensor *ts[2] = {c->out[0], c->in[0]};
@@ -664,6 +668,8 @@ struct BinaryF {
 };
 
 static ct_status cu_binary(const ct_call *c) {
+  ct_status fst;
+  if (ct_cuda_fast_binary(c, &fst)) return fst;
   int dev = ct_cuda_call_dev(c);
   CT_TRY(ct_cuda_use(dev));
   ct_tensor *ts[3] = {c->out[0], c->in[0], c->in[1]};

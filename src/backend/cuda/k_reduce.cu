@@ -347,19 +347,49 @@ static ct_status reduce_pass(int dev, const ct_tensor *x, uint32_t mask, int mod
   }
   P.chunk = (inner + P.split - 1) / P.split;
   if (P.chunk < 1) P.chunk = 1;
+  /* the native-precision path (k_fast.cu): contiguous rows of a floating dtype, the sums */
+  int fmode = mode == R_SUM ? 0 : mode == R_SQ ? 1 : mode == R_ABS ? 2 : mode == R_SQDEV ? 3 : -1;
+  bool fast = fmode >= 0 && P.fl && P.g.ni == 1 && P.g.istride[0] == (int64_t)ct_dtype_size(x->dtype) && P.chunk > 16;
+  if (fast) {
+    P.chunk = (P.chunk + 7) / 8 * 8;
+    P.split = (inner + P.chunk - 1) / P.chunk;
+  }
   int64_t nparts = P.g.outer * P.split;
   Acc *part = (Acc *)ct_cuda_tmp_alloc(dev, (size_t)nparts * sizeof(Acc));
   if (!part) return ct_last_status();
   cudaStream_t s = CU_STREAM(dev);
   int64_t chunk = P.chunk;
-  if (chunk >= 1024) reduce_partial<256><<<cu_blocks(nparts, 1), CU_THREADS, 0, s>>>(P, part);
+  RParams PF = P; /* what the final kernel combines */
+  bool done = false;
+  if (fast && cudaMemsetAsync(part, 0, (size_t)nparts * sizeof(Acc), s) == cudaSuccess) {
+    if (P.split == 1) {
+      done = ct_cuda_fast_rowsum(dev, P.dt, fmode, P.in, P.g.no, P.g.oshape, P.g.ostride, P.g.outer, inner, 1, P.chunk,
+                                 shift, &part[0].f, (int64_t)sizeof(Acc));
+    } else {
+      /* chunk sums into doubles, then each output's chunk sums by a second row pass (the
+       * final kernel's one-thread-per-output loop over thousands of chunks is latency-bound) */
+      size_t db = (size_t)nparts * sizeof(double);
+      double *dp = (double *)ct_cuda_tmp_alloc(dev, db);
+      if (dp) {
+        int64_t osh[CT_MAX_DIMS] = {P.g.outer}, ost[CT_MAX_DIMS] = {P.split * (int64_t)sizeof(double)};
+        done = ct_cuda_fast_rowsum(dev, P.dt, fmode, P.in, P.g.no, P.g.oshape, P.g.ostride, P.g.outer, inner, P.split,
+                                   P.chunk, shift, dp, (int64_t)sizeof(double)) &&
+               ct_cuda_fast_rowsum(dev, CT_FLOAT64, 0, (const char *)dp, 1, osh, ost, P.g.outer, P.split, 1,
+                                   (P.split + 7) / 8 * 8, NULL, &part[0].f, (int64_t)sizeof(Acc));
+        ct_cuda_tmp_free(dev, dp, db); /* stream-ordered: reused only by later work */
+        if (done) PF.split = 1;
+      } else ct_clear_error();
+    }
+  }
+  if (done) {
+  } else if (chunk >= 1024) reduce_partial<256><<<cu_blocks(nparts, 1), CU_THREADS, 0, s>>>(P, part);
   else if (chunk > 16) reduce_partial<32><<<cu_blocks(nparts, CU_THREADS / 32), CU_THREADS, 0, s>>>(P, part);
   else reduce_partial<1><<<cu_blocks(nparts, CU_THREADS), CU_THREADS, 0, s>>>(P, part);
   ct_status st = ct_cuda_check_launch("reduce");
   if (st == CT_OK) {
     RFinal F = F0;
     F.n = inner;
-    reduce_final<<<cu_blocks(P.g.outer), CU_THREADS, 0, s>>>(P, part, F);
+    reduce_final<<<cu_blocks(P.g.outer), CU_THREADS, 0, s>>>(PF, part, F);
     st = ct_cuda_check_launch("reduce");
   }
   ct_cuda_tmp_free(dev, part, (size_t)nparts * sizeof(Acc));
@@ -501,6 +531,8 @@ __global__ void softmax_kernel(SMParams P) {
 }
 
 static ct_status cu_softmax(const ct_call *c) {
+  ct_status fst;
+  if (ct_cuda_fast_softmax(c, &fst)) return fst;
   int dev = ct_cuda_call_dev(c);
   CT_TRY(ct_cuda_use(dev));
   const ct_tensor *x = c->in[0];

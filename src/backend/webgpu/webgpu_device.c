@@ -13,8 +13,16 @@
 #ifndef __EMSCRIPTEN__
 #include <dlfcn.h>
 #include <sched.h>
-#else /* the browser build compiles the backend but does not open Dawn yet (issue 9, part 3) */
+#elif !defined(CT_WEBGPU_BROWSER) /* the CPU-only wasm build compiles the backend without WebGPU */
 #pragma clang diagnostic ignored "-Wunused-function"
+#endif
+#ifdef CT_WEBGPU_BROWSER
+/* The browser build (make wasm-webgpu): the same entry points implemented in JavaScript on
+ * navigator.gpu by src/backend/webgpu/webgpu_shim.js (an emscripten --js-library), linked
+ * directly; wgpuInstanceProcessEvents yields to the browser's event loop (ASYNCIFY). */
+#define X(ret, name, args) ret name args;
+CT_WGPU_PROCS(X)
+#undef X
 #endif
 
 #ifndef CT_WEBGPU_DEFAULT_LIB /* set by webgpu.mk to the npm-installed library */
@@ -194,13 +202,22 @@ static bool request_adapter(void) {
   memset(&o, 0, sizeof o);
   o.featureLevel = WGPUFeatureLevel_Core;
   o.powerPreference = WGPUPowerPreference_HighPerformance;
+#ifdef CT_WEBGPU_BROWSER
+  o.backendType = WGPUBackendType_Undefined; /* the browser picks */
+#else
   o.backendType = WGPUBackendType_Vulkan; /* never Dawn's Null backend, which computes zeros */
+#endif
   req_result r;
   memset(&r, 0, sizeof r);
   WGPURequestAdapterCallbackInfo cb = {NULL, WGPUCallbackMode_AllowProcessEvents, on_adapter, &r, NULL};
   p_wgpuInstanceRequestAdapter(G.inst, &o, cb);
   if (!wait_flag(&r.done, 60) || r.status != WGPU_SUCCESS || !r.obj) {
-    snprintf(G.reason, sizeof G.reason, "WebGPU: no Vulkan adapter (%s)",
+    snprintf(G.reason, sizeof G.reason,
+#ifdef CT_WEBGPU_BROWSER
+             "WebGPU: no adapter (%s)",
+#else
+             "WebGPU: no Vulkan adapter (%s)",
+#endif
              r.done ? (r.msg[0] ? r.msg : "none offered") : "no answer within 60 s");
     if (r.obj) p_wgpuAdapterRelease(r.obj);
     p_wgpuInstanceRelease(G.inst);
@@ -212,9 +229,16 @@ static bool request_adapter(void) {
 }
 
 static void open_device(void) {
-#ifdef __EMSCRIPTEN__
-  snprintf(G.reason, sizeof G.reason, "WebGPU: the browser build does not carry the native backend yet");
+#if defined(__EMSCRIPTEN__) && !defined(CT_WEBGPU_BROWSER)
+  snprintf(G.reason, sizeof G.reason,
+           "WebGPU: this WebAssembly build has no WebGPU backend (the WebGPU build is `make wasm-webgpu`)");
   return;
+#else
+#ifdef CT_WEBGPU_BROWSER
+#define X(ret, name, args) p_##name = name;
+  CT_WGPU_PROCS(X)
+#undef X
+  if (!request_adapter()) return;
 #else
   const char *off = getenv("CT_WEBGPU");
   if (off && !strcmp(off, "0")) {
@@ -260,6 +284,7 @@ static void open_device(void) {
     setenv("VK_ICD_FILENAMES", SWIFTSHADER_ICD, 0);
     if (!request_adapter()) return;
   }
+#endif
   /* the adapter info, with a sentinel after the struct to see how much Dawn writes */
   union {
     WGPUAdapterInfo info;
@@ -285,7 +310,12 @@ static void open_device(void) {
            G.adapter_type == WGPUAdapterType_CPU ? "cpu" : G.adapter_type == WGPUAdapterType_DiscreteGPU ? "discrete gpu"
            : G.adapter_type == WGPUAdapterType_IntegratedGPU ? "integrated gpu" : "unknown type");
   p_wgpuAdapterInfoFreeMembers(ui.info);
-  if (G.backend_type != WGPUBackendType_Vulkan) {
+#ifdef CT_WEBGPU_BROWSER
+  const uint32_t want_backend = WGPUBackendType_WebGPU; /* what the browser's adapter is, to the shim */
+#else
+  const uint32_t want_backend = WGPUBackendType_Vulkan;
+#endif
+  if (G.backend_type != want_backend) {
     snprintf(G.reason, sizeof G.reason, "WebGPU: Dawn offered its %s backend, not Vulkan (refused: %s)",
              backend_name(G.backend_type),
              G.backend_type == WGPUBackendType_Null ? "the Null backend computes nothing" : "untested here");
@@ -462,6 +492,9 @@ static void on_done(WGPUQueueWorkDoneStatus st, WGPUStringView msg, void *u1, vo
               (msg.data != NULL && (msg.length == WGPU_STRLEN || msg.length < 4096));
   r->done = 1;
 }
+#ifdef CT_WEBGPU_BROWSER
+static void wait_scopes(void);
+#endif
 static ct_status queue_idle(done_result *out) {
   wg_flush();
   done_result r;
@@ -469,6 +502,9 @@ static ct_status queue_idle(done_result *out) {
   WGPUQueueWorkDoneCallbackInfo cb = {NULL, WGPUCallbackMode_AllowProcessEvents, on_done, &r, NULL};
   p_wgpuQueueOnSubmittedWorkDone(G.queue, cb);
   if (!wait_flag(&r.done, 600)) return CT_ERR(CT_ERR_RUNTIME, "WebGPU: the queue did not finish within 600 s");
+#ifdef CT_WEBGPU_BROWSER
+  wait_scopes(); /* a synchronisation also reports the compile errors of the pipelines made before it */
+#endif
   if (out) *out = r;
   if (r.status != WGPU_SUCCESS) {
     ct_status st = take_error();
@@ -749,6 +785,7 @@ typedef struct {
   uint32_t status, type;
   char msg[1024];
 } scope_result;
+#ifndef CT_WEBGPU_BROWSER /* the browser does not wait for the scope (on_scope_deferred) */
 static void on_scope(WGPUPopErrorScopeStatus st, WGPUErrorType type, WGPUStringView msg, void *u1, void *u2) {
   (void)u2;
   scope_result *r = u1;
@@ -757,6 +794,29 @@ static void on_scope(WGPUPopErrorScopeStatus st, WGPUErrorType type, WGPUStringV
   sv_copy(r->msg, sizeof r->msg, msg);
   r->done = 1;
 }
+#endif
+
+#ifdef CT_WEBGPU_BROWSER
+static volatile int scopes_pending; /* pipelines whose error scope has not answered yet */
+static void on_scope_deferred(WGPUPopErrorScopeStatus st, WGPUErrorType type, WGPUStringView msg, void *u1, void *u2) {
+  (void)u1;
+  (void)u2;
+  scopes_pending--;
+  if (st != WGPU_SUCCESS || type == WGPUErrorType_NoError) return;
+  pthread_mutex_lock(&err_mu);
+  if (!err_count) {
+    char m[900];
+    sv_copy(m, sizeof m, msg);
+    snprintf(err_msg, sizeof err_msg, "WebGPU: compute pipeline creation failed: %s", m);
+  }
+  err_count++;
+  pthread_mutex_unlock(&err_mu);
+}
+static void wait_scopes(void) {
+  double t0 = now_s();
+  while (scopes_pending > 0 && now_s() - t0 < 120) p_wgpuInstanceProcessEvents(G.inst);
+}
+#endif
 
 wg_pipe *wg_pipeline(const char *wgsl) {
   uint64_t h = fnv(wgsl);
@@ -781,13 +841,25 @@ wg_pipe *wg_pipeline(const char *wgsl) {
   if (mod) p_wgpuShaderModuleRelease(mod);
   scope_result r;
   memset(&r, 0, sizeof r);
+  WGPUBindGroupLayout bgl = NULL;
+#ifdef CT_WEBGPU_BROWSER
+  /* The browser compiles without being waited for: a failure arrives with the next events
+   * and is reported at the next synchronisation, like a kernel's validation error, so that
+   * only read-backs ever yield to the event loop. */
+  WGPUPopErrorScopeCallbackInfo cb = {NULL, WGPUCallbackMode_AllowProcessEvents, on_scope_deferred, NULL, NULL};
+  if (pipe) bgl = p_wgpuComputePipelineGetBindGroupLayout(pipe, 0); /* inside the scope: one error, not two */
+  scopes_pending++;
+  p_wgpuDevicePopErrorScope(G.dev, cb);
+#else
   WGPUPopErrorScopeCallbackInfo cb = {NULL, WGPUCallbackMode_AllowProcessEvents, on_scope, &r, NULL};
   p_wgpuDevicePopErrorScope(G.dev, cb);
   wait_flag(&r.done, 120);
+#endif
   if (!pipe || (r.done && r.status == WGPU_SUCCESS && r.type != WGPUErrorType_NoError)) {
     const char *dbg = getenv("CT_WEBGPU_DEBUG");
     if (dbg && *dbg && strcmp(dbg, "0")) fprintf(stderr, "---- WGSL that failed ----\n%s\n----\n", wgsl);
     ct_set_error(CT_ERR_RUNTIME, "WebGPU: compute pipeline creation failed: %s", r.msg[0] ? r.msg : "no message");
+    if (bgl) p_wgpuBindGroupLayoutRelease(bgl);
     if (pipe) p_wgpuComputePipelineRelease(pipe);
     return NULL;
   }
@@ -795,6 +867,7 @@ wg_pipe *wg_pipeline(const char *wgsl) {
   char *src = p ? malloc(strlen(wgsl) + 1) : NULL;
   if (!src) {
     free(p);
+    if (bgl) p_wgpuBindGroupLayoutRelease(bgl);
     p_wgpuComputePipelineRelease(pipe);
     ct_set_error(CT_ERR_OOM, "out of memory");
     return NULL;
@@ -803,7 +876,7 @@ wg_pipe *wg_pipeline(const char *wgsl) {
   p->src = src;
   p->hash = h;
   p->pipe = pipe;
-  p->bgl = p_wgpuComputePipelineGetBindGroupLayout(pipe, 0);
+  p->bgl = bgl ? bgl : p_wgpuComputePipelineGetBindGroupLayout(pipe, 0);
   p->next = *slot;
   *slot = p;
   G.cnt.pipelines++;
@@ -882,6 +955,19 @@ ct_status ct_webgpu_abi_probe(ct_webgpu_abi_report *r) {
       ensure_encoder();
       p_wgpuCommandEncoderCopyBufferToBuffer(G.enc, a->b, 0, b->b, 0, 6); /* invalid: not 4-aligned */
       st = queue_idle(NULL);
+#ifdef CT_WEBGPU_BROWSER
+      /* the browser's error events come from its GPU process and may trail the queue's
+       * answer (the bad copy, then the submit of the invalid command buffer): wait until
+       * two idle rounds bring no new error, so none of them lands on the next caller */
+      for (int round = 0, quiet = 0, seen = -1; round < 8 && quiet < 2; round++) {
+        pthread_mutex_lock(&err_mu);
+        int now = err_count;
+        pthread_mutex_unlock(&err_mu);
+        quiet = now == seen ? quiet + 1 : 0;
+        seen = now;
+        (void)queue_idle(NULL);
+      }
+#endif
       (void)st;
       st = CT_OK;
       pthread_mutex_lock(&err_mu);

@@ -145,6 +145,10 @@ class SubsetRandomSampler(Sampler):
 
 class BatchSampler(Sampler):
     def __init__(self, sampler, batch_size, drop_last):
+        if not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size <= 0:
+            raise ValueError("batch_size should be a positive integer value, but got batch_size={}".format(batch_size))
+        if not isinstance(drop_last, bool):
+            raise ValueError("drop_last should be a boolean value, but got drop_last={}".format(drop_last))
         self.sampler, self.batch_size, self.drop_last = sampler, batch_size, drop_last
 
     def __iter__(self):
@@ -200,8 +204,37 @@ class DataLoader:
         self.drop_last = drop_last
         self.num_workers = num_workers
         self.generator = generator
+        # PyTorch's checks, in its order
+        if num_workers < 0:
+            raise ValueError("num_workers option should be non-negative; use num_workers=0 to disable multiprocessing.")
+        if timeout < 0:
+            raise ValueError("timeout option should be non-negative")
+        if num_workers == 0 and prefetch_factor != 2:
+            raise ValueError("prefetch_factor option could only be specified in multiprocessing.let num_workers > 0 "
+                             "to enable multiprocessing.")
+        if persistent_workers and num_workers == 0:
+            raise ValueError("persistent_workers option needs num_workers > 0")
+        if isinstance(dataset, IterableDataset):
+            if shuffle not in {False, None}:
+                raise ValueError("DataLoader with IterableDataset: expected unspecified shuffle option, but got "
+                                 "shuffle={}".format(shuffle))
+            if sampler is not None:
+                raise ValueError("DataLoader with IterableDataset: expected unspecified sampler option, but got "
+                                 "sampler={}".format(sampler))
+            if batch_sampler is not None:
+                raise ValueError("DataLoader with IterableDataset: expected unspecified batch_sampler option, but "
+                                 "got batch_sampler={}".format(batch_sampler))
         if sampler is not None and shuffle:
             raise ValueError("sampler option is mutually exclusive with shuffle")
+        if batch_sampler is not None:
+            if batch_size != 1 or shuffle or sampler is not None or drop_last:
+                raise ValueError("batch_sampler option is mutually exclusive with batch_size, shuffle, sampler, and "
+                                 "drop_last")
+            batch_size = None
+            drop_last = False
+            self.batch_size, self.drop_last = None, False
+        elif batch_size is None and drop_last:
+            raise ValueError("batch_size=None option disables auto-batching and is mutually exclusive with drop_last")
         if sampler is None:
             sampler = RandomSampler(dataset, generator=generator) if shuffle else SequentialSampler(dataset)
         if batch_sampler is None and batch_size is not None:

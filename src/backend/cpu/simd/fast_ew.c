@@ -6,6 +6,7 @@
 #include "fast_norm.h"
 #include "../cpu_iter.h"
 #include "simd.h"
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #if defined(__x86_64__)
@@ -55,6 +56,12 @@ static const double erfc_q[ERFC_DEG + 1] = {0.24573858325621073, 0.2209153622741
 #define VFMA_F(a, b, c) ((__typeof__(a))_mm512_fmadd_ps((__m512)(a), (__m512)(b), (__m512)(c)))
 #define VFMA_D(a, b, c) ((__typeof__(a))_mm512_fmadd_pd((__m512d)(a), (__m512d)(b), (__m512d)(c)))
 #define VRCP_F(a) ((__typeof__(a))_mm512_rcp14_ps((__m512)(a)))
+#define VSTNT(p, v) _mm512_stream_ps((p), (__m512)(v))
+#define VMAX_F(a, b) ((__typeof__(a))_mm512_max_ps((__m512)(a), (__m512)(b)))
+#define VMIN_F(a, b) ((__typeof__(a))_mm512_min_ps((__m512)(a), (__m512)(b)))
+#define VBLENDS_F(s, a, b) \
+  ((__typeof__(a))_mm512_mask_blend_ps(_mm512_movepi32_mask((__m512i)(s)), (__m512)(a), (__m512)(b)))
+#define VSCALEF_F(a, n) ((__typeof__(a))_mm512_scalef_ps((__m512)(a), (__m512)(n)))
 #include "fast_ew_impl.h"
 #undef SFX
 #undef TGT
@@ -62,6 +69,11 @@ static const double erfc_q[ERFC_DEG + 1] = {0.24573858325621073, 0.2209153622741
 #undef VFMA_F
 #undef VFMA_D
 #undef VRCP_F
+#undef VSTNT
+#undef VMAX_F
+#undef VMIN_F
+#undef VBLENDS_F
+#undef VSCALEF_F
 
 #define SFX avx2
 #define TGT __attribute__((target("avx2,fma")))
@@ -69,6 +81,10 @@ static const double erfc_q[ERFC_DEG + 1] = {0.24573858325621073, 0.2209153622741
 #define VFMA_F(a, b, c) ((__typeof__(a))_mm256_fmadd_ps((__m256)(a), (__m256)(b), (__m256)(c)))
 #define VFMA_D(a, b, c) ((__typeof__(a))_mm256_fmadd_pd((__m256d)(a), (__m256d)(b), (__m256d)(c)))
 #define VRCP_F(a) ((__typeof__(a))_mm256_rcp_ps((__m256)(a)))
+#define VSTNT(p, v) _mm256_stream_ps((p), (__m256)(v))
+#define VMAX_F(a, b) ((__typeof__(a))_mm256_max_ps((__m256)(a), (__m256)(b)))
+#define VMIN_F(a, b) ((__typeof__(a))_mm256_min_ps((__m256)(a), (__m256)(b)))
+#define VBLENDS_F(s, a, b) ((__typeof__(a))_mm256_blendv_ps((__m256)(a), (__m256)(b), (__m256)(s)))
 #include "fast_ew_impl.h"
 #undef SFX
 #undef TGT
@@ -76,6 +92,10 @@ static const double erfc_q[ERFC_DEG + 1] = {0.24573858325621073, 0.2209153622741
 #undef VFMA_F
 #undef VFMA_D
 #undef VRCP_F
+#undef VSTNT
+#undef VMAX_F
+#undef VMIN_F
+#undef VBLENDS_F
 #endif
 
 #define SFX c
@@ -84,6 +104,21 @@ static const double erfc_q[ERFC_DEG + 1] = {0.24573858325621073, 0.2209153622741
 #define VFMA_F(a, b, c) ((a) * (b) + (c))
 #define VFMA_D(a, b, c) ((a) * (b) + (c))
 #define VRCP_F(a) (1.0f / (a))
+#define VBLENDS_F(s, a, b) F(self)((vi)(s) >> 31, (b), (a)) /* vi, F: the template's */
+#if defined(__x86_64__)
+#define VSTNT(p, v) _mm_stream_ps((p), (__m128)(v))
+#define VMAX_F(a, b) ((__typeof__(a))_mm_max_ps((__m128)(a), (__m128)(b)))
+#define VMIN_F(a, b) ((__typeof__(a))_mm_min_ps((__m128)(a), (__m128)(b)))
+#else
+#define VMAX_F(a, b) F(self)((a) > (b), (a), (b))
+#define VMIN_F(a, b) F(self)((a) < (b), (a), (b))
+/* WebAssembly has no non-temporal store: a plain one */
+#define VSTNT(p, v)                 \
+  do {                              \
+    __typeof__(v) nt_ = (v);        \
+    memcpy((p), &nt_, sizeof nt_);  \
+  } while (0)
+#endif
 #include "fast_ew_impl.h"
 #undef SFX
 #undef TGT
@@ -91,23 +126,48 @@ static const double erfc_q[ERFC_DEG + 1] = {0.24573858325621073, 0.2209153622741
 #undef VFMA_F
 #undef VFMA_D
 #undef VRCP_F
+#undef VSTNT
+#undef VMAX_F
+#undef VMIN_F
+#undef VBLENDS_F
 
 /* ---- dispatch ---- */
+/* ---- non-temporal stores ---- */
+/* Outputs of at least this many bytes (per call / per tensor) are written with NT stores:
+ * 4 MiB is above a core's L2 (1-2 MiB on current x86) and a large share of a small L3, so
+ * such an output would mostly be evicted before the next op reads it anyway. */
+static int64_t nt_min_bytes = (int64_t)4 << 20;
+void ct_fast_set_nt_min_bytes(int64_t bytes) { __atomic_store_n(&nt_min_bytes, bytes, __ATOMIC_RELAXED); }
+bool ct_fast_nt_wanted(int64_t out_bytes) { return out_bytes >= __atomic_load_n(&nt_min_bytes, __ATOMIC_RELAXED); }
+/* NT stores are weakly ordered: fence them before the thread pool's join publishes the
+ * output to other threads */
+void ct_fast_nt_fence(void) {
+#if defined(__x86_64__)
+  _mm_sfence();
+#endif
+}
+
 static void k_unary(int op, int gt, const float *x, float *y, int64_t n) {
+  int nt = ct_fast_nt_wanted(n * 4);
 #if defined(__x86_64__)
   ct_simd_isa l = ct_simd_active();
-  if (l == CT_SIMD_AVX512) return unary_avx512(op, gt, x, y, n);
-  if (l == CT_SIMD_AVX2) return unary_avx2(op, gt, x, y, n);
+  if (l == CT_SIMD_AVX512) unary_avx512(op, gt, x, y, n, nt);
+  else if (l == CT_SIMD_AVX2) unary_avx2(op, gt, x, y, n, nt);
+  else
 #endif
-  unary_c(op, gt, x, y, n);
+    unary_c(op, gt, x, y, n, nt);
+  if (nt) ct_fast_nt_fence();
 }
 static void k_binary(int op, const float *a, int sa, const float *b, int sb, float *y, int64_t n) {
+  int nt = ct_fast_nt_wanted(n * 4);
 #if defined(__x86_64__)
   ct_simd_isa l = ct_simd_active();
-  if (l == CT_SIMD_AVX512) return binary_avx512(op, a, sa, b, sb, y, n);
-  if (l == CT_SIMD_AVX2) return binary_avx2(op, a, sa, b, sb, y, n);
+  if (l == CT_SIMD_AVX512) binary_avx512(op, a, sa, b, sb, y, n, nt);
+  else if (l == CT_SIMD_AVX2) binary_avx2(op, a, sa, b, sb, y, n, nt);
+  else
 #endif
-  binary_c(op, a, sa, b, sb, y, n);
+    binary_c(op, a, sa, b, sb, y, n, nt);
+  if (nt) ct_fast_nt_fence();
 }
 static double k_sum(const float *x, int64_t n) {
 #if defined(__x86_64__)
@@ -137,16 +197,16 @@ static float k_minmax(const float *x, int64_t n, int sign) {
 #else
 #define PICK(fn, ...) return fn##_c(__VA_ARGS__)
 #endif
-static void k_softmax_row2(const float *x, float *y, int64_t n, int log, const float *nx, float *ny) {
-  PICK(softmax_row2, x, y, n, log, nx, ny);
+static void k_softmax_row2(const float *x, float *y, int64_t n, int log, int nt, const float *pf) {
+  PICK(softmax_row2, x, y, n, log, nt, pf);
 }
 void ct_fast_norm_fwd_row(const float *x, const float *w, const float *b, float *y, int64_t n, double eps, int rms,
-                          float *mean, float *rstd, const float *nx, float *ny) {
-  PICK(norm_fwd_row, x, w, b, y, n, eps, rms, mean, rstd, nx, ny);
+                          float *mean, float *rstd, int nt, const float *next) {
+  PICK(norm_fwd_row, x, w, b, y, n, eps, rms, mean, rstd, nt, next);
 }
 void ct_fast_norm_bwd_row(const float *x, const float *g, const float *w, float mean, float rstd, float *dx, float *dw,
-                          float *db, int64_t n, int rms) {
-  PICK(norm_bwd_row, x, g, w, mean, rstd, dx, dw, db, n, rms);
+                          float *db, int64_t n, int rms, int nt) {
+  PICK(norm_bwd_row, x, g, w, mean, rstd, dx, dw, db, n, rms, nt);
 }
 double ct_fast_lse_row(const float *x, const float *w, int64_t n, double *sx) { PICK(lse_row, x, w, n, sx); }
 void ct_fast_ce_bwd_row(const float *x, const float *w, float *dx, int64_t n, float lse, float ca, float cb) {
@@ -282,15 +342,14 @@ typedef struct {
   const float *x;
   float *y;
   int64_t len;
-  int log;
+  int log, nt;
 } fs_ctx;
 static void fs_rows(void *vctx, int64_t begin, int64_t end) {
   fs_ctx *s = vctx;
-  for (int64_t r = begin; r < end; r++) {
-    bool more = r + 1 < end; /* prefetch the next row of this range while this one computes */
-    k_softmax_row2(s->x + r * s->len, s->y + r * s->len, s->len, s->log, more ? s->x + (r + 1) * s->len : NULL,
-                   more ? s->y + (r + 1) * s->len : NULL);
-  }
+  for (int64_t r = begin; r < end; r++) /* the next row of this range is prefetched meanwhile */
+    k_softmax_row2(s->x + r * s->len, s->y + r * s->len, s->len, s->log, s->nt,
+                   r + 1 < end ? s->x + (r + 1) * s->len : NULL);
+  if (s->nt) ct_fast_nt_fence();
 }
 
 bool ct_fast_softmax(const ct_call *c, ct_status *st) {
@@ -301,7 +360,8 @@ bool ct_fast_softmax(const ct_call *c, ct_status *st) {
     if (x->shape[k] != 1) return false; /* the reduced dim must be the innermost */
   if (!ct_is_contiguous(x) || !ct_is_contiguous(y) || ct_numel(x) == 0) return false;
   if (!ct_fast_enabled()) return false;
-  fs_ctx s = {(const float *)ct_cpu_ptr(x), (float *)ct_cpu_ptr(y), x->shape[d], c->op == CT_OP_log_softmax};
+  fs_ctx s = {(const float *)ct_cpu_ptr(x), (float *)ct_cpu_ptr(y), x->shape[d], c->op == CT_OP_log_softmax,
+              ct_fast_nt_wanted(ct_numel(y) * 4)};
   int64_t rows = ct_numel(x) / s.len;
   ct_parallel_for(rows, 1 + 16384 / (s.len + 1), fs_rows, &s);
   *st = CT_OK;

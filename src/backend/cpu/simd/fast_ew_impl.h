@@ -4,6 +4,10 @@
  *   VB    vector width in bytes (64, 32, 16)
  *   VFMA_F(a,b,c), VFMA_D(a,b,c)  fused multiply-add on float / double vectors
  *   VRCP_F(a)  reciprocal estimate of a float vector (>= 12 bits; exact division portably)
+ *   VSTNT(p, v)  non-temporal store of a vector to a VB-aligned p (plain store on WebAssembly)
+ *   VMAX_F(a, b), VMIN_F(a, b)  a > b ? a : b and a < b ? a : b (x86 maxps/minps: b when
+ *                unordered, so VMAX_F(constant, x) keeps a NaN x)
+ *   VBLENDS_F(s, a, b)  per lane: b where the sign bit of s is set, else a
  * Written with GCC/clang vector extensions, so the same source becomes AVX-512,
  * AVX2 or SSE2/WebAssembly SIMD128 code. Tails go through a zero-padded vector. */
 
@@ -35,9 +39,10 @@ INL vd F(seld)(vl m, vd a, vd b) { return (vd)(((vl)a & m) | ((vl)b & ~m)); }
 /* exp(x), float: x = n ln2 + r, |r| <= ln2/2 (ln2 in two parts so r is exact),
  * e^r by a degree-7 Taylor polynomial (truncation < 1e-8 relative), 2^n built in the
  * exponent bits in two halves so results down to the subnormals are right. ~1-2 ulp. */
-INL vf F(expf)(vf x) {
-  vf xc = F(self)(x > 100.0f, F(spf)(100.0f), x);
-  xc = F(self)(xc < -110.0f, F(spf)(-110.0f), xc);
+/* e^xc for xc in [-110, 100] (NaN propagates): the reduction and polynomial of expf below;
+ * 2^n by AVX-512's scalef where there is one (one rounding, subnormals right), else built in
+ * the exponent bits in two halves so results down to the subnormals are right. */
+INL vf F(exp_core)(vf xc) {
   const float magic = 12582912.0f; /* 1.5 * 2^23: adding it rounds to an integer */
   vf t = VFMA_F(xc, F(spf)(1.44269504088896341f), F(spf)(magic));
   vf n = t - magic;
@@ -51,11 +56,19 @@ INL vf F(expf)(vf x) {
   p = VFMA_F(p, r, F(spf)(0.5f));
   p = VFMA_F(p, r, F(spf)(1.0f));
   p = VFMA_F(p, r, F(spf)(1.0f));
+#ifdef VSCALEF_F
+  return VSCALEF_F(p, n);
+#else
   vi ni = (vi)t - (vi)F(spf)(magic);
   vi n1 = ni >> 1, n2 = ni - n1;
   vf s1 = (vf)((n1 + 127) << 23), s2 = (vf)((n2 + 127) << 23);
-  vf res = p * s1 * s2;
-  return F(self)(x != x, x, res); /* NaN stays NaN */
+  return p * s1 * s2;
+#endif
+}
+INL vf F(expf)(vf x) {
+  /* clamp: min/max keep a NaN x, which then propagates through the arithmetic (any product
+   * with the NaN polynomial is NaN whatever the exponent bits) */
+  return F(exp_core)(VMAX_F(F(spf)(-110.0f), VMIN_F(F(spf)(100.0f), x)));
 }
 
 /* expm1(x) for |x| <= ~20, float: same reduction; e^r - 1 by its Taylor series
@@ -82,25 +95,7 @@ INL vf F(expm1f)(vf x) {
 /* e^x for x <= 0 or -inf (softmax after subtracting the row max; NaN rows are handled by
  * the callers): the reduction of expf without its overflow/NaN selects (same degree-7
  * polynomial), 2^n in two halves so the subnormal results stay right. */
-INL vf F(expnf)(vf x) {
-  vf xc = F(self)(x < -104.0f, F(spf)(-104.0f), x);
-  const float magic = 12582912.0f;
-  vf t = VFMA_F(xc, F(spf)(1.44269504088896341f), F(spf)(magic));
-  vf n = t - magic;
-  vf r = VFMA_F(n, F(spf)(-0.693145751953125f), xc);
-  r = VFMA_F(n, F(spf)(-1.4286068202862268e-06f), r);
-  vf p = F(spf)(1.0f / 5040);
-  p = VFMA_F(p, r, F(spf)(1.0f / 720));
-  p = VFMA_F(p, r, F(spf)(1.0f / 120));
-  p = VFMA_F(p, r, F(spf)(1.0f / 24));
-  p = VFMA_F(p, r, F(spf)(1.0f / 6));
-  p = VFMA_F(p, r, F(spf)(0.5f));
-  p = VFMA_F(p, r, F(spf)(1.0f));
-  p = VFMA_F(p, r, F(spf)(1.0f));
-  vi ni = (vi)t - (vi)F(spf)(magic);
-  vi n1 = ni >> 1, n2 = ni - n1;
-  return p * (vf)((n1 + 127) << 23) * (vf)((n2 + 127) << 23);
-}
+INL vf F(expnf)(vf x) { return F(exp_core)(VMAX_F(F(spf)(-104.0f), x)); }
 /* sigmoid(x) = 1 / (1 + e^-|x|) for x >= 0, e^-|x| / (1 + e^-|x|) below: no overflow,
  * no cancellation. */
 INL vf F(sigmoidf)(vf x) {
@@ -109,16 +104,14 @@ INL vf F(sigmoidf)(vf x) {
   vf q = 1.0f + e;      /* in [1, 2] */
   vf d = VRCP_F(q);     /* reciprocal estimate, then one Newton step: ~1 ulp */
   d = VFMA_F(d, VFMA_F(-q, d, F(spf)(1.0f)), d);
-  return F(self)(x >= 0.0f, d, e * d); /* NaN: e and d are NaN */
+  return VBLENDS_F(x, d, e * d); /* x < 0: e d; NaN: e and d are NaN */
 }
 
 /* tanh(x) = e / (e + 2) with e = expm1(2x): accurate near 0 too; |x| > 9.1 is +-1 in float */
 INL vf F(tanhf)(vf x) {
-  vf xc = F(self)(x > 9.1f, F(spf)(9.1f), x);
-  xc = F(self)(xc < -9.1f, F(spf)(-9.1f), xc);
+  vf xc = VMAX_F(F(spf)(-9.1f), VMIN_F(F(spf)(9.1f), x)); /* NaN stays NaN */
   vf e = F(expm1f)(xc + xc);
-  vf r = e / (e + 2.0f);
-  return F(self)(x != x, x, r);
+  return e / (e + 2.0f);
 }
 
 /* exp in double (for the erf tail): degree-12 Taylor on |r| <= ln2/2, for y in [-745, 0] */
@@ -170,36 +163,18 @@ INL vd F(phid)(vd x) {
 }
 
 /* ---- unary ops over n contiguous floats ---- */
-INL vf F(unary_vec)(int op, int gelu_tanh, vf x) {
-  switch (op) {
-    case CT_OP_neg: return -x;
-    case CT_OP_exp: return F(expf)(x);
-    case CT_OP_relu: return F(self)(x <= 0.0f, F(spf)(0.0f), x);
-    case CT_OP_sigmoid: return F(sigmoidf)(x);
-    case CT_OP_silu: return x * F(sigmoidf)(x);
-    case CT_OP_tanh: return F(tanhf)(x);
-    case CT_OP_gelu:
-      if (gelu_tanh) { /* 0.5 x (1 + tanh(u)) = x sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3) */
-        vf u = x * VFMA_F(x * x, F(spf)(0.0356774081363001f), F(spf)(0.7978845608028654f));
-        vf r = x * F(sigmoidf)(u + u);
-        return F(self)(x != x, x, r);
-      }
-      return x; /* the erf form is done in double by unary_gelu_erf */
-    default: return x;
-  }
-}
-
 /* gelu (erf form) in float lanes: x Phi(x), Phi(x) = 1 - E/2 (x >= 0) or E/2 (x < 0) with
  * E = erfc(a), a = |x|/sqrt(2). E = e^(-a^2) t R(u): t = 1/(1 + a), u = 2.2 t - 1.2 in
  * [-1, 1] over a in [0, 10], R a degree-12 fit (GELU_Q, relative error 2.5e-7 evaluated in
- * float). a^2 = x^2/2 is split exactly with an FMA (x^2 = hi + lo) so the exponential does
+ * float). a^2 = x^2/2 is split exactly (x^2 = hi + lo, below) so the exponential does
  * not inherit the rounding of a: e^(-a^2) = e^(-hi/2) (1 - lo/2). Beyond |x| = 14 Phi is
  * 0 or 1 in float (E = 0: -inf gives NaN like the reference). */
 INL vf F(gelu_erf_vec)(vf x) {
   vf ax = (vf)((vi)x & 0x7fffffff);
-  vf xc = F(self)(ax > 14.0f, F(spf)(14.0f), ax);
+  vf xc = VMIN_F(F(spf)(14.5f), ax); /* NaN stays NaN */
   vf a = xc * 0.70710678118654752f;
-  vf t = 1.0f / (1.0f + a);
+  vf q = 1.0f + a, t = VRCP_F(q);
+  t = VFMA_F(t, VFMA_F(-q, t, F(spf)(1.0f)), t); /* 1 / (1 + a): estimate + Newton step */
   vf u = VFMA_F(t, F(spf)(2.2f), F(spf)(-1.2f));
   vf r = F(spf)(GELU_Q12);
   r = VFMA_F(r, u, F(spf)(GELU_Q11));
@@ -214,66 +189,131 @@ INL vf F(gelu_erf_vec)(vf x) {
   r = VFMA_F(r, u, F(spf)(GELU_Q2));
   r = VFMA_F(r, u, F(spf)(GELU_Q1));
   r = VFMA_F(r, u, F(spf)(GELU_Q0));
-  vf hi = xc * xc, lo = VFMA_F(xc, xc, -hi);
-  vf e = F(expf)(hi * -0.5f) * VFMA_F(lo, F(spf)(-0.5f), F(spf)(1.0f));
+  /* x^2 = hi + lo exactly without an FMA (the portable / SIMD128 path has none): Dekker's
+   * product, xh keeping the top 12 significant bits of x so every partial product is exact */
+  vf xh = (vf)((vi)xc & (int32_t)0xfffff000), xl = xc - xh;
+  vf hi = xc * xc, lo = ((xh * xh - hi) + (xh + xh) * xl) + xl * xl;
+  /* |x| = 14.5: e^(-105) is 0 in float, so E = 0 there and Phi is exactly 0 or 1 */
+  vf e = F(expnf)(hi * -0.5f) * VFMA_F(lo, F(spf)(-0.5f), F(spf)(1.0f));
   vf E = e * (r * t);
-  E = F(self)(ax >= 14.0f, F(spf)(0.0f), E);
-  vf phi = F(self)(x >= 0.0f, 1.0f - 0.5f * E, 0.5f * E);
-  return F(self)(x != x, x, x * phi);
+  vf phi = VBLENDS_F(x, 1.0f - 0.5f * E, 0.5f * E);
+  return x * phi;
 }
 
-TGT static void F(unary_gelu_erf)(const float *x, float *y, int64_t n) {
-  int64_t i = 0;
-  for (; i + NF <= n; i += NF) F(stf)(y + i, F(gelu_erf_vec)(F(ldf)(x + i)));
-  if (i < n) {
-    float tb[NF] = {0};
-    memcpy(tb, x + i, sizeof(float) * (size_t)(n - i));
-    F(stf)(tb, F(gelu_erf_vec)(F(ldf)(tb)));
-    memcpy(y + i, tb, sizeof(float) * (size_t)(n - i));
-  }
+/* gelu (tanh form): 0.5 x (1 + tanh(u)) = x sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3) */
+INL vf F(gelu_tanh_vec)(vf x) {
+  vf u = x * VFMA_F(x * x, F(spf)(0.0356774081363001f), F(spf)(0.7978845608028654f));
+  return x * F(sigmoidf)(u + u); /* NaN: the sigmoid is NaN */
 }
 
-TGT static void F(unary)(int op, int gelu_tanh, const float *x, float *y, int64_t n) {
-  if (op == CT_OP_gelu && !gelu_tanh) {
-    F(unary_gelu_erf)(x, y, n);
-    return;
-  }
-  int64_t i = 0;
-  for (; i + NF <= n; i += NF) F(stf)(y + i, F(unary_vec)(op, gelu_tanh, F(ldf)(x + i)));
-  if (i < n) {
-    float tb[NF] = {0};
-    memcpy(tb, x + i, sizeof(float) * (size_t)(n - i));
-    F(stf)(tb, F(unary_vec)(op, gelu_tanh, F(ldf)(tb)));
-    memcpy(y + i, tb, sizeof(float) * (size_t)(n - i));
+/* Stores of a streamed output: NT (non-temporal) stores bypass the caches, so a large output
+ * that is not read back soon costs one memory write instead of a read-for-ownership plus a
+ * write (what memcpy does for large copies). Used when the caller passes nt (the output is
+ * larger than the caches, see ct_fast_nt_wanted); the body starts at the first VB-aligned
+ * element of y, the unaligned head and the tail go through a padded vector. */
+INL int64_t F(nt_head)(const float *y, int64_t n) {
+  int64_t h = (int64_t)(((uintptr_t)VB - ((uintptr_t)y & (VB - 1))) & (VB - 1)) / 4;
+  if ((uintptr_t)y & 3) h = n; /* not float-aligned: no vector body */
+  return h < n ? h : n;
+}
+/* Streamed (NT) loops also prefetch their input this many floats ahead: a core keeps only a
+ * few cache misses in flight on its own, and the arithmetic between loads would otherwise
+ * leave memory idle (prefetching past the end of x is harmless: prefetches do not fault) */
+#define PF_AHEAD 1024
+/* y[i0, i1) = EXPR(v) with v the input vector at x + i (tails padded with PAD) */
+#define MAP1(x, y, i0, i1, PAD, EXPR)                                        \
+  do {                                                                      \
+    int64_t len_ = (i1) - (i0);                                             \
+    if (len_ > 0) {                                                         \
+      float tb_[NF];                                                        \
+      for (int k_ = 0; k_ < NF; k_++) tb_[k_] = k_ < len_ ? (x)[(i0) + k_] : (PAD); \
+      vf v = F(ldf)(tb_);                                                   \
+      vf r_ = (EXPR);                                                       \
+      F(stf)(tb_, r_);                                                      \
+      memcpy((y) + (i0), tb_, sizeof(float) * (size_t)len_);                \
+    }                                                                       \
+  } while (0)
+/* the whole of y[0, n) = EXPR(v), v = x[i..i+NF), NF at a time, NT body when nt */
+#define MAP_ROW(x, y, n, nt, PAD, EXPR)                                      \
+  do {                                                                      \
+    int64_t i_ = 0;                                                         \
+    if (nt) {                                                               \
+      int64_t h_ = F(nt_head)((y), (n));                                    \
+      for (; i_ + NF <= h_; i_ += NF) { vf v = F(ldf)((x) + i_); F(stf)((y) + i_, (EXPR)); } \
+      MAP1(x, y, i_, h_, PAD, EXPR);                                        \
+      i_ = h_;                                                              \
+      for (; i_ + NF <= (n); i_ += NF) {                                    \
+        __builtin_prefetch((x) + i_ + PF_AHEAD, 0, 0);                      \
+        vf v = F(ldf)((x) + i_);                                            \
+        vf r_ = (EXPR);                                                     \
+        VSTNT((y) + i_, r_);                                                \
+      }                                                                     \
+    } else {                                                                \
+      for (; i_ + NF <= (n); i_ += NF) { vf v = F(ldf)((x) + i_); F(stf)((y) + i_, (EXPR)); } \
+    }                                                                       \
+    MAP1(x, y, i_, (n), PAD, EXPR);                                         \
+  } while (0)
+
+/* one loop per op (the op is not switched inside the loop) */
+TGT static void F(unary)(int op, int gelu_tanh, const float *x, float *y, int64_t n, int nt) {
+  switch (op) {
+    case CT_OP_neg: MAP_ROW(x, y, n, nt, 0.0f, -v); break;
+    case CT_OP_exp: MAP_ROW(x, y, n, nt, 0.0f, F(expf)(v)); break;
+    case CT_OP_relu: MAP_ROW(x, y, n, nt, 0.0f, F(self)(v <= 0.0f, F(spf)(0.0f), v)); break;
+    case CT_OP_sigmoid: MAP_ROW(x, y, n, nt, 0.0f, F(sigmoidf)(v)); break;
+    case CT_OP_silu: MAP_ROW(x, y, n, nt, 0.0f, v * F(sigmoidf)(v)); break;
+    case CT_OP_tanh: MAP_ROW(x, y, n, nt, 0.0f, F(tanhf)(v)); break;
+    case CT_OP_gelu:
+      if (gelu_tanh) MAP_ROW(x, y, n, nt, 0.0f, F(gelu_tanh_vec)(v));
+      else MAP_ROW(x, y, n, nt, 0.0f, F(gelu_erf_vec)(v));
+      break;
+    default: MAP_ROW(x, y, n, nt, 0.0f, v); break;
   }
 }
 
 /* ---- binary: add, sub, mul, div; sa / sb = 0 means that operand is one broadcast value ---- */
-INL vf F(binary_vec)(int op, vf a, vf b) {
+/* y = a op b; an operand with stride flag 0 is one broadcast value (loaded once) */
+#define BIN_ROW(OPX)                                                                    \
+  do {                                                                                  \
+    if (sa && sb) {                                                                     \
+      int64_t i_ = 0, h_ = nt ? F(nt_head)(y, n) : 0;                                   \
+      for (; i_ < h_; i_++) { float p_ = a[i_], q_ = b[i_]; y[i_] = OPX(p_, q_); }      \
+      if (nt)                                                                           \
+        for (; i_ + NF <= n; i_ += NF) {                                                \
+          vf r_ = OPX(F(ldf)(a + i_), F(ldf)(b + i_));                                  \
+          VSTNT(y + i_, r_);                                                            \
+        }                                                                               \
+      else                                                                              \
+        for (; i_ + NF <= n; i_ += NF) F(stf)(y + i_, OPX(F(ldf)(a + i_), F(ldf)(b + i_))); \
+      for (; i_ < n; i_++) { float p_ = a[i_], q_ = b[i_]; y[i_] = OPX(p_, q_); }       \
+    } else if (sa) {                                                                    \
+      vf vb_ = F(spf)(b[0]);                                                            \
+      MAP_ROW(a, y, n, nt, 1.0f, OPX(v, vb_));                                          \
+    } else if (sb) {                                                                    \
+      vf va_ = F(spf)(a[0]);                                                            \
+      MAP_ROW(b, y, n, nt, 1.0f, OPX(va_, v));                                          \
+    } else {                                                                            \
+      float r_ = OPX(a[0], b[0]);                                                       \
+      for (int64_t i_ = 0; i_ < n; i_++) y[i_] = r_;                                    \
+    }                                                                                   \
+  } while (0)
+#define OP_ADD(p, q) ((p) + (q))
+#define OP_SUB(p, q) ((p) - (q))
+#define OP_MUL(p, q) ((p) * (q))
+#define OP_DIV(p, q) ((p) / (q))
+TGT static void F(binary)(int op, const float *a, int sa, const float *b, int sb, float *y, int64_t n, int nt) {
   switch (op) {
-    case CT_OP_add: return a + b;
-    case CT_OP_sub: return a - b;
-    case CT_OP_mul: return a * b;
-    default: return a / b;
+    case CT_OP_add: BIN_ROW(OP_ADD); break;
+    case CT_OP_sub: BIN_ROW(OP_SUB); break;
+    case CT_OP_mul: BIN_ROW(OP_MUL); break;
+    default: BIN_ROW(OP_DIV); break;
   }
 }
-TGT static void F(binary)(int op, const float *a, int sa, const float *b, int sb, float *y, int64_t n) {
-  int64_t i = 0;
-  vf va = sa ? F(spf)(0) : F(spf)(a[0]), vb = sb ? F(spf)(0) : F(spf)(b[0]);
-  for (; i + NF <= n; i += NF) {
-    vf x = sa ? F(ldf)(a + i) : va, z = sb ? F(ldf)(b + i) : vb;
-    F(stf)(y + i, F(binary_vec)(op, x, z));
-  }
-  if (i < n) {
-    float ta[NF], tb[NF];
-    for (int k = 0; k < NF; k++) {
-      ta[k] = i + k < n ? a[sa ? i + k : 0] : 1.0f;
-      tb[k] = i + k < n ? b[sb ? i + k : 0] : 1.0f;
-    }
-    F(stf)(ta, F(binary_vec)(op, F(ldf)(ta), F(ldf)(tb)));
-    memcpy(y + i, ta, sizeof(float) * (size_t)(n - i));
-  }
-}
+#undef OP_ADD
+#undef OP_SUB
+#undef OP_MUL
+#undef OP_DIV
+#undef BIN_ROW
 
 /* ---- row reductions ---- */
 /* sum in double lanes (exact for any realistic count of float32 integers; ~1e-16 relative) */
@@ -411,24 +451,6 @@ INL double F(bsum)(const float *x, const float *w, int64_t n) {
   for (; i < n; i++) s += (double)x[i] * (w ? w[i] : 1.0f);
   return s;
 }
-/* sum of (x - m)^2 over n <= RB elements */
-INL double F(bsqdev)(const float *x, int64_t n, float m, const float *pf) {
-  vf vm = F(spf)(m), q0 = F(spf)(0), q1 = q0, q2 = q0, q3 = q0;
-  int64_t i = 0;
-  for (; i + 4 * NF <= n; i += 4 * NF) {
-    F(pf4)(pf, i, 0);
-    vf d0 = F(ldf)(x + i) - vm, d1 = F(ldf)(x + i + NF) - vm;
-    vf d2 = F(ldf)(x + i + 2 * NF) - vm, d3 = F(ldf)(x + i + 3 * NF) - vm;
-    q0 = VFMA_F(d0, d0, q0), q1 = VFMA_F(d1, d1, q1), q2 = VFMA_F(d2, d2, q2), q3 = VFMA_F(d3, d3, q3);
-  }
-  for (; i + NF <= n; i += NF) {
-    vf d = F(ldf)(x + i) - vm;
-    q0 = VFMA_F(d, d, q0);
-  }
-  double q = F(hsum)((q0 + q1) + (q2 + q3));
-  for (; i < n; i++) q += ((double)x[i] - m) * ((double)x[i] - m);
-  return q;
-}
 /* sum of e^(x - m) over n <= RB elements (m finite); y != NULL also stores them */
 INL double F(bsumexp)(const float *x, float *y, int64_t n, float m, const float *pf) {
   vf vm = F(spf)(m), a0 = F(spf)(0), a1 = a0, a2 = a0, a3 = a0;
@@ -487,71 +509,208 @@ INL void F(bgrad)(const float *x, const float *g, const float *w, int64_t n, flo
 }
 #define BLOCKS(i0, len, n) for (int64_t i0 = 0, len; i0 < (n) && ((len = (n) - i0 < RB ? (n) - i0 : RB), 1); i0 += RB)
 
-/* softmax / log_softmax of one contiguous row */
-TGT static void F(softmax_row2)(const float *x, float *y, int64_t n, int log, const float *nx, float *ny) {
+/* One read of a row for softmax: the row max M and sum_i e^(x_i - M) together ("online"
+ * softmax). Each lane keeps its running max m and a float sum relative to it; per group of 4
+ * vectors the max grows first and the sums are rescaled by e^(m_old - m_new) (one extra
+ * exponential per 4 vectors, no branch). Every RB elements the float sums go into double
+ * lanes (rescaled the same way), so long rows keep ~1e-7 relative accuracy. Lanes start at
+ * -FLT_MAX, not -inf, so a lane that only sees -inf sums 0 instead of NaN. NaN anywhere:
+ * *nan. Returns the max (-FLT_MAX if every element is -inf), *sum relative to it. */
+INL float F(online_maxsum)(const float *x, int64_t n, double *sum, bool *nan) {
+  vf M = F(spf)(-FLT_MAX);
+  vd D0 = F(spd)(0), D1 = F(spd)(0); /* lanes [0, ND) and [ND, NF) of the double sums */
+  vi bad = (vi){0};
+  for (int64_t i0 = 0; i0 < n; i0 += RB) {
+    int64_t i1 = n - i0 < RB ? n : i0 + RB, i = i0;
+    vf M0 = M, A0 = F(spf)(0), A1 = A0, A2 = A0, A3 = A0;
+    for (; i + 4 * NF <= i1; i += 4 * NF) {
+      vf v0 = F(ldf)(x + i), v1 = F(ldf)(x + i + NF), v2 = F(ldf)(x + i + 2 * NF), v3 = F(ldf)(x + i + 3 * NF);
+      bad |= (v0 != v0) | (v1 != v1) | (v2 != v2) | (v3 != v3);
+      vf b01 = F(self)(v1 > v0, v1, v0), b23 = F(self)(v3 > v2, v3, v2);
+      vf bm = F(self)(b23 > b01, b23, b01);
+      vf Mn = F(self)(bm > M, bm, M);
+      vf f = F(expnf)(M - Mn);
+      M = Mn;
+      A0 = VFMA_F(A0, f, F(expnf)(v0 - M));
+      A1 = A1 * f + F(expnf)(v1 - M);
+      A2 = A2 * f + F(expnf)(v2 - M);
+      A3 = A3 * f + F(expnf)(v3 - M);
+    }
+    for (; i < i1; i += NF) { /* the last < 4 vectors, the final one padded with -inf */
+      float tb[NF];
+      for (int k = 0; k < NF; k++) tb[k] = i + k < i1 ? x[i + k] : -INFINITY;
+      vf v = F(ldf)(tb);
+      bad |= v != v;
+      vf Mn = F(self)(v > M, v, M);
+      vf f = F(expnf)(M - Mn);
+      M = Mn;
+      A0 = VFMA_F(A0, f, F(expnf)(v - M));
+      A1 *= f, A2 *= f, A3 *= f;
+    }
+    /* fold the block's float sums into the double lanes (both relative to M now) */
+    vf fb = F(expnf)(M0 - M), A = (A0 + A1) + (A2 + A3);
+    vfh fl, fh, al, ah;
+    memcpy(&fl, &fb, sizeof fl);
+    memcpy(&fh, (const char *)&fb + sizeof fl, sizeof fh);
+    memcpy(&al, &A, sizeof al);
+    memcpy(&ah, (const char *)&A + sizeof al, sizeof ah);
+    D0 = VFMA_D(D0, __builtin_convertvector(fl, vd), __builtin_convertvector(al, vd));
+    D1 = VFMA_D(D1, __builtin_convertvector(fh, vd), __builtin_convertvector(ah, vd));
+  }
+  bool any = false;
+  float mx = -FLT_MAX;
+  for (int k = 0; k < NF; k++) {
+    any = any || bad[k];
+    if (M[k] > mx) mx = M[k];
+  }
+  vf g = F(expnf)(M - mx); /* each lane's sum relative to the row max */
+  double s = 0;
+  for (int k = 0; k < ND; k++) s += D0[k] * (double)g[k] + D1[k] * (double)g[ND + k];
+  *nan = any;
+  *sum = s;
+  return mx;
+}
+
+/* softmax / log_softmax of one contiguous row, reading it from memory once and writing y once
+ * (NT stores when nt). Rows of up to SM_CACHED floats stay in L1/L2 after the first pass, so
+ * the max is a separate cheap pass and the exponentials are computed once: softmax keeps
+ * them in a stack buffer when the row fits (SM_SCR), else recomputes them in the write
+ * pass. Longer rows take the max and the sum in one read (online_maxsum), then the write
+ * pass: y = e^(x - max) / sum or (x - max) - log(sum). pf: the next row (or NULL), prefetched
+ * while this one is computed from the cache, so memory and arithmetic overlap. */
+#define SM_CACHED 16384
+#define SM_SCR 2048
+TGT static void F(softmax_row2)(const float *x, float *y, int64_t n, int log, int nt, const float *pf) {
   bool nan;
-  float mx = F(rowmax)(x, n, &nan);
-  if (nan) {
+  double s = 0;
+  float mx;
+  float scr[SM_SCR] __attribute__((aligned(64)));
+  bool use_scr = !log && n <= SM_SCR;
+  if (n <= SM_CACHED) {
+    mx = F(rowmax)(x, n, &nan);
+    if (!nan && mx != INFINITY) {
+      float m0 = mx == -INFINITY ? 0.0f : mx; /* all -inf: sum 0 */
+      BLOCKS(i0, len, n) s += F(bsumexp)(x + i0, use_scr ? scr + i0 : NULL, len, m0, pf ? pf + i0 : NULL);
+    }
+  } else {
+    mx = F(online_maxsum)(x, n, &s, &nan);
+  }
+  if (nan || mx == INFINITY) { /* PyTorch: e^(inf - inf) = NaN makes the whole row NaN */
     for (int64_t i = 0; i < n; i++) y[i] = NAN;
     return;
   }
-  if (mx == -INFINITY) mx = 0; /* all -inf: sum 0 -> nan like PyTorch */
-  double s = 0;
-  BLOCKS(i0, len, n) s += F(bsumexp)(x + i0, log ? NULL : y + i0, len, mx, nx ? nx + i0 : NULL);
-  int64_t i = 0;
+  /* all -inf: sum 0, so softmax 0 * inf and log_softmax -inf - -inf give NaN as in PyTorch */
+  vf vm = F(spf)(mx);
   if (log) {
     /* (x - max) is exact near the max; one rounding for the log of the sum */
     float lse = (float)log_d(s);
-    vf vm = F(spf)(mx), vl_ = F(spf)(lse);
-    for (; i + NF <= n; i += NF) {
-      if ((i & (4 * NF - 1)) == 0) F(pf4)(ny, i, 1);
-      F(stf)(y + i, (F(ldf)(x + i) - vm) - vl_);
-    }
-    for (; i < n; i++) y[i] = (x[i] - mx) - lse;
+    vf vl_ = F(spf)(lse);
+    MAP_ROW(x, y, n, nt, 0.0f, (v - vm) - vl_);
+  } else if (use_scr) {
+    vf vi_ = F(spf)((float)(1.0 / s));
+    MAP_ROW(scr, y, n, nt, 0.0f, v * vi_);
   } else {
-    float inv = (float)(1.0 / s);
-    vf v = F(spf)(inv);
-    for (; i + NF <= n; i += NF) {
-      if ((i & (4 * NF - 1)) == 0) F(pf4)(ny, i, 1);
-      F(stf)(y + i, F(ldf)(y + i) * v);
-    }
-    for (; i < n; i++) y[i] = y[i] * inv;
+    vf vi_ = F(spf)((float)(1.0 / s));
+    MAP_ROW(x, y, n, nt, 0.0f, F(expnf)(v - vm) * vi_);
   }
 }
+#undef SM_CACHED
+#undef SM_SCR
 
 /* layer_norm (rms = 0) / rms_norm (rms = 1) of one row: y = (x - mean) * rstd [* w] [+ b]
- * (rms: mean = 0); mean and rstd out. Two passes for the statistics (stable variance). */
+ * (rms: mean = 0); mean and rstd out. One read for the statistics: sums of d = x - c and of
+ * d^2 in double lanes, c = x[0] (layer_norm; 0 for rms), then var = (sum d^2 - (sum d)^2 / n)
+ * / n. In double, d and d^2 of float inputs are exact or nearly (d has <= 25 significant
+ * bits when |x - c| < 2^24 ulp(c)), and each sum has relative error <= n 2^-53; the
+ * cancellation then magnifies that by 1 + (mean - c)^2 / var, i.e. the z-score^2 of x[0]
+ * within its row. So |var - var_two_pass| <= n 2^-52 (var + (mean - c)^2) + O(eps^2): below
+ * float's 2^-24 for any row up to 2^20 elements whose first element lies within ~2^14
+ * standard deviations of the mean (tests/c/test_fast_ulp.c checks it against the
+ * two-pass double reference, including shifted and constant rows). Second pass: the output,
+ * NT stores when nt. */
 TGT static void F(norm_fwd_row)(const float *x, const float *w, const float *b, float *y, int64_t n, double eps, int rms,
-                                float *mean_out, float *rstd_out, const float *nx, float *ny) {
+                                float *mean_out, float *rstd_out, int nt, const float *pf) {
+  double c = rms ? 0.0 : (double)x[0];
+  vd vc = F(spd)(c), s0 = F(spd)(0), s1 = s0, q0 = s0, q1 = s0;
+  int64_t i = 0;
+  for (; i + NF <= n; i += NF) {
+    vfh h0, h1;
+    memcpy(&h0, x + i, sizeof h0);
+    memcpy(&h1, x + i + ND, sizeof h1);
+    vd d0 = __builtin_convertvector(h0, vd) - vc, d1 = __builtin_convertvector(h1, vd) - vc;
+    s0 += d0, s1 += d1;
+    q0 = VFMA_D(d0, d0, q0), q1 = VFMA_D(d1, d1, q1);
+  }
+  s0 += s1, q0 += q1;
   double s = 0, q = 0;
-  if (!rms) BLOCKS(i0, len, n) s += F(bsum)(x + i0, NULL, len);
-  float mf = (float)(s / (double)n);
-  BLOCKS(i0, len, n) q += F(bsqdev)(x + i0, len, mf, nx ? nx + i0 : NULL);
-  float rstd = (float)(1.0 / sqrt(q / (double)n + eps));
+  for (int k = 0; k < ND; k++) s += s0[k], q += q0[k];
+  for (; i < n; i++) {
+    double d = (double)x[i] - c;
+    s += d, q += d * d;
+  }
+  double var, mean;
+  if (rms) {
+    mean = 0, var = q / (double)n;
+  } else {
+    double md = s / (double)n;
+    mean = c + md;
+    var = (q - s * md) / (double)n;
+    if (var < 0) var = 0;
+  }
+  float mf = (float)mean;
+  float rstd = (float)(1.0 / sqrt(var + eps));
   *mean_out = mf;
   *rstd_out = rstd;
   vf vm = F(spf)(mf), vr = F(spf)(rstd);
-  int64_t i = 0;
-  for (; i + NF <= n; i += NF) {
-    if ((i & (4 * NF - 1)) == 0) F(pf4)(ny, i, 1);
-    vf v = (F(ldf)(x + i) - vm) * vr;
-    if (w) v = v * F(ldf)(w + i);
-    if (b) v = v + F(ldf)(b + i);
-    F(stf)(y + i, v);
-  }
-  for (; i < n; i++) {
-    float v = (x[i] - mf) * rstd;
-    if (w) v = v * w[i];
-    if (b) v = v + b[i];
-    y[i] = v;
-  }
+  int64_t i1 = nt ? F(nt_head)(y, n) : 0;
+#define NORM_V(j)                                        \
+  ({                                                     \
+    vf v_ = (F(ldf)(x + (j)) - vm) * vr;                 \
+    if (w) v_ = v_ * F(ldf)(w + (j));                    \
+    if (b) v_ = v_ + F(ldf)(b + (j));                    \
+    v_;                                                  \
+  })
+  /* the unaligned head and the tail go through a padded vector, so every element gets the same
+   * arithmetic as the body (a scalar expression may be contracted into FMAs differently) */
+#define NORM_PAD(j0, j1)                                                                        \
+  do {                                                                                          \
+    int64_t l_ = (j1) - (j0);                                                                   \
+    if (l_ > 0) {                                                                               \
+      float tx_[NF] = {0}, tw_[NF] = {0}, tb_[NF] = {0};                                        \
+      memcpy(tx_, x + (j0), sizeof(float) * (size_t)l_);                                        \
+      if (w) memcpy(tw_, w + (j0), sizeof(float) * (size_t)l_);                                 \
+      if (b) memcpy(tb_, b + (j0), sizeof(float) * (size_t)l_);                                 \
+      vf v_ = (F(ldf)(tx_) - vm) * vr;                                                          \
+      if (w) v_ = v_ * F(ldf)(tw_);                                                             \
+      if (b) v_ = v_ + F(ldf)(tb_);                                                             \
+      F(stf)(tx_, v_);                                                                          \
+      memcpy(y + (j0), tx_, sizeof(float) * (size_t)l_);                                        \
+    }                                                                                           \
+  } while (0)
+  NORM_PAD(0, i1);
+  i = i1;
+  /* this pass reads x from the cache: prefetch the next row (pf) meanwhile */
+  if (nt)
+    for (; i + NF <= n; i += NF) {
+      if (pf) __builtin_prefetch(pf + i, 0);
+      vf r = NORM_V(i);
+      VSTNT(y + i, r);
+    }
+  else
+    for (; i + NF <= n; i += NF) {
+      if (pf) __builtin_prefetch(pf + i, 0);
+      F(stf)(y + i, NORM_V(i));
+    }
+  NORM_PAD(i, n);
+#undef NORM_V
+#undef NORM_PAD
 }
 
 /* Backward of one row: with xh = (x - mean) * rstd and gw = g [* w],
  * dx = rstd (gw - mean(gw) - xh mean(gw xh)) (rms: no mean(gw) term);
  * dw += g xh, db += g (any of dx, dw, db may be NULL). */
 TGT static void F(norm_bwd_row)(const float *x, const float *g, const float *w, float mean, float rstd, float *dx,
-                                float *dw, float *db, int64_t n, int rms) {
+                                float *dw, float *db, int64_t n, int rms, int nt) {
   vf vm = F(spf)(mean), vr = F(spf)(rstd);
   float ma = 0, mb = 0;
   if (dx) {
@@ -561,7 +720,19 @@ TGT static void F(norm_bwd_row)(const float *x, const float *g, const float *w, 
     mb = (float)(sb / (double)n);
   }
   vf va = F(spf)(ma), vb = F(spf)(mb);
-  int64_t i = 0;
+#define BWD_S(j)                                    \
+  do {                                              \
+    float hj = (x[j] - mean) * rstd, gj = g[j];     \
+    if (dw) dw[j] += gj * hj;                       \
+    if (db) db[j] += gj;                            \
+    if (dx) {                                       \
+      if (w) gj *= w[j];                            \
+      dx[j] = rstd * ((gj - ma) - hj * mb);         \
+    }                                               \
+  } while (0)
+  if (!dx) nt = 0;
+  int64_t i = 0, head = nt ? F(nt_head)(dx, n) : 0; /* NT stores start at an aligned dx */
+  for (; i < head; i++) BWD_S(i);
   for (; i + NF <= n; i += NF) {
     vf g0 = F(ldf)(g + i);
     vf h0 = (F(ldf)(x + i) - vm) * vr;
@@ -569,18 +740,13 @@ TGT static void F(norm_bwd_row)(const float *x, const float *g, const float *w, 
     if (db) F(stf)(db + i, F(ldf)(db + i) + g0);
     if (dx) {
       if (w) g0 = g0 * F(ldf)(w + i);
-      F(stf)(dx + i, vr * ((g0 - va) - h0 * vb));
+      vf r = vr * ((g0 - va) - h0 * vb);
+      if (nt) VSTNT(dx + i, r);
+      else F(stf)(dx + i, r);
     }
   }
-  for (; i < n; i++) {
-    float h = (x[i] - mean) * rstd, g0 = g[i];
-    if (dw) dw[i] += g0 * h;
-    if (db) db[i] += g0;
-    if (dx) {
-      if (w) g0 *= w[i];
-      dx[i] = rstd * ((g0 - ma) - h * mb);
-    }
-  }
+  for (; i < n; i++) BWD_S(i);
+#undef BWD_S
 }
 
 /* log-sum-exp of a row (NaN row: NaN; all -inf: -inf) and, when sx != NULL, sum(x [* w]) */
@@ -612,6 +778,9 @@ TGT static void F(ce_bwd_row)(const float *x, const float *w, float *dx, int64_t
 }
 #undef BLOCKS
 #undef RB
+#undef MAP_ROW
+#undef PF_AHEAD
+#undef MAP1
 
 #undef vf
 #undef vi

@@ -12,6 +12,7 @@
 #ifndef CT_SIMD_H
 #define CT_SIMD_H
 #include <stdbool.h>
+#include <stdint.h>
 
 typedef enum { CT_SIMD_PORTABLE = 0, CT_SIMD_AVX2 = 1, CT_SIMD_AVX512 = 2 } ct_simd_isa;
 
@@ -26,6 +27,9 @@ bool ct_fast_enabled(void);
 void ct_fast_set_enabled(bool on);
 void ct_simd_force(ct_simd_isa level);
 const char *ct_simd_isa_name(ct_simd_isa level);
+/* For tests: outputs of at least this many bytes use non-temporal stores (default 4 MiB;
+ * 0 makes every output take that path, INT64_MAX none). */
+void ct_fast_set_nt_min_bytes(int64_t bytes);
 /* What ct_simd_level() reports: the CPU's level and the kernels active now, e.g.
  * "avx512 (kernels: avx512 gemm 12x32, avx512 elementwise)". */
 const char *ct_simd_describe(void);

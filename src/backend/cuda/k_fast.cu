@@ -1,0 +1,1067 @@
+/* Native-precision fast paths of the CUDA backend: the common float32 / float16 /
+ * bfloat16 elementwise ops over contiguous (or scalar / row-broadcast) operands with
+ * 16-byte vector loads, same-dtype contiguous copies as cudaMemcpyAsync, contiguous-row
+ * sums (the sum family of k_reduce.cu), softmax / log_softmax rows and the fused
+ * Adam/AdamW step. Everything else stays on the reference kernels (double arithmetic
+ * through the strided iterator, k_pointwise.cu / k_reduce.cu), which remain the
+ * correctness baseline; each fast path is entered only where its preconditions hold and
+ * returns false otherwise.
+ *
+ * Arithmetic: half types compute in float and round once (like PyTorch); float32 computes
+ * in float with CUDA's libm (expf/erff/tanhf: at most 2 ulp, NaN and inf handled by the
+ * formulas, which are the reference's), so results agree with the CPU within a few ulp,
+ * far inside the suites' float32 tolerance (rel 1e-5). Sums accumulate in double. */
+#include "cu_common.cuh"
+#include <cuda_bf16.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+extern "C" {
+#include "optim/optim_internal.h"
+}
+
+/* ---- element types: raw storage, load to float, store from float ---- */
+template <int DT> struct El;
+template <> struct El<CT_FLOAT32> {
+  typedef float raw;
+  static __device__ __forceinline__ float ld(float v) { return v; }
+  static __device__ __forceinline__ float st(float v) { return v; }
+};
+template <> struct El<CT_FLOAT16> {
+  typedef uint16_t raw;
+  static __device__ __forceinline__ float ld(uint16_t v) { return cu_h2f(v); }
+  static __device__ __forceinline__ uint16_t st(float v) { return cu_f2h(v); }
+};
+template <> struct El<CT_BFLOAT16> {
+  typedef uint16_t raw;
+  static __device__ __forceinline__ float ld(uint16_t v) { return cu_bf2f(v); }
+  /* the hardware conversion (one cvt.rn.bf16.f32): round-to-nearest-even like the CPU's
+   * for every number and infinity; a NaN comes out as the canonical quiet NaN */
+  static __device__ __forceinline__ uint16_t st(float v) { return __bfloat16_as_ushort(__float2bfloat16_rn(v)); }
+};
+
+/* CT_CUDA_FAST=0 keeps every op on the reference kernels (for comparing the two). */
+static int fast_on = -1;
+static bool getenv_fast_enabled(void) {
+  if (fast_on < 0) {
+    const char *e = getenv("CT_CUDA_FAST");
+    fast_on = !(e && *e == '0');
+  }
+  return fast_on != 0;
+}
+
+static bool fast_dtype(ct_dtype d) { return d == CT_FLOAT32 || d == CT_FLOAT16 || d == CT_BFLOAT16; }
+static char *dptr(const ct_tensor *t) { return (char *)t->storage->data + t->offset * (int64_t)ct_dtype_size(t->dtype); }
+static bool al16(const void *p) { return ((uintptr_t)p & 15) == 0; }
+
+static int n_sm = 0;
+/* Blocks for a grid-stride loop over n work items of 256 threads: enough to fill the
+ * chip several times over, never more than the items. */
+static unsigned fast_blocks(int64_t n) {
+  if (!n_sm) {
+    int dev = 0, v = 0;
+    cudaGetDevice(&dev);
+    if (cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || v <= 0) v = 132;
+    n_sm = v;
+  }
+  int64_t b = (n + CU_THREADS - 1) / CU_THREADS, cap = (int64_t)n_sm * 64;
+  if (b > cap) b = cap;
+  return (unsigned)(b < 1 ? 1 : b);
+}
+
+/* ---- operand access: contiguous (mode 0), one scalar (1), a row of L repeated (2),
+ * each element repeated L times (3: a per-row statistic, [rows, 1] against [rows, L]) ---- */
+struct Opnd {
+  const char *p;
+  int mode;
+  int64_t L;
+};
+
+template <typename R>
+__device__ __forceinline__ R opnd_ld(const Opnd &o, int64_t i) {
+  const R *p = (const R *)o.p;
+  return o.mode == 0 ? p[i] : o.mode == 1 ? p[0] : o.mode == 2 ? p[i % o.L] : p[i / o.L];
+}
+
+/* ---- unary ops in float ---- */
+__device__ __forceinline__ float f_unary(int op, float x, float a0, float a1, int k0) {
+  switch (op) {
+    case CT_OP_abs: return fabsf(x);
+    case CT_OP_neg: return -x;
+    case CT_OP_exp: return expf(x);
+    case CT_OP_exp2: return exp2f(x);
+    case CT_OP_expm1: return expm1f(x);
+    case CT_OP_log: return logf(x);
+    case CT_OP_log2: return log2f(x);
+    case CT_OP_log10: return log10f(x);
+    case CT_OP_log1p: return log1pf(x);
+    case CT_OP_sqrt: return sqrtf(x);
+    case CT_OP_rsqrt: return 1.0f / sqrtf(x);
+    case CT_OP_sin: return sinf(x);
+    case CT_OP_cos: return cosf(x);
+    case CT_OP_tan: return tanf(x);
+    case CT_OP_tanh: return tanhf(x);
+    case CT_OP_sigmoid: return 1.0f / (1.0f + expf(-x));
+    case CT_OP_erf: return erff(x);
+    case CT_OP_erfc: return erfcf(x);
+    case CT_OP_floor: return floorf(x);
+    case CT_OP_ceil: return ceilf(x);
+    case CT_OP_trunc: return truncf(x);
+    case CT_OP_reciprocal: return 1.0f / x;
+    case CT_OP_square: return x * x;
+    case CT_OP_relu: return x <= 0 ? 0.0f : x;
+    case CT_OP_silu: return x / (1.0f + expf(-x));
+    case CT_OP_leaky_relu: return x > 0 ? x : x * a0;
+    case CT_OP_gelu:
+      if (k0) {
+        const float kb = 0.7978845608028654f, kk = 0.044715f; /* sqrt(2/pi) */
+        return 0.5f * x * (1.0f + tanhf(kb * (x + kk * x * x * x)));
+      }
+      return 0.5f * x * (1.0f + erff(x * 0.7071067811865476f));
+    default: return x;
+  }
+}
+static bool unary_fast_op(int op, const ct_attrs *a) {
+  switch (op) {
+    case CT_OP_abs: case CT_OP_neg: case CT_OP_exp: case CT_OP_exp2: case CT_OP_expm1: case CT_OP_log:
+    case CT_OP_log2: case CT_OP_log10: case CT_OP_log1p: case CT_OP_sqrt: case CT_OP_rsqrt: case CT_OP_sin:
+    case CT_OP_cos: case CT_OP_tan: case CT_OP_tanh: case CT_OP_sigmoid: case CT_OP_erf: case CT_OP_erfc:
+    case CT_OP_floor: case CT_OP_ceil: case CT_OP_trunc: case CT_OP_reciprocal: case CT_OP_square:
+    case CT_OP_relu: case CT_OP_silu: case CT_OP_leaky_relu: case CT_OP_gelu: return true;
+    default: return false;
+  }
+}
+
+/* ---- binary ops in float (add/sub with alpha 1: the CPU's float32 path is exact float) ---- */
+__device__ __forceinline__ float f_binary(int op, float x, float y) {
+  switch (op) {
+    case CT_OP_add: return x + y;
+    case CT_OP_sub: return x - y;
+    case CT_OP_mul: return x * y;
+    case CT_OP_div: return x / y;
+    case CT_OP_maximum: return (x != x || y != y) ? __int_as_float(0x7fc00000) : (x < y ? y : x);
+    case CT_OP_minimum: return (x != x || y != y) ? __int_as_float(0x7fc00000) : (y < x ? y : x);
+    default: return x;
+  }
+}
+
+/* One kernel for both arities: NIN = 1 applies f_unary to a, NIN = 2 f_binary to (a, b).
+ * VEC: 16-byte loads and stores (every contiguous operand and the output 16-byte
+ * aligned, rows a multiple of the vector). */
+template <int DT, int NIN, bool VEC, int OPT = -1>
+__global__ void __launch_bounds__(CU_THREADS) k_ew(char *out, Opnd A, Opnd B, int64_t n, int op_rt, float a0, float a1,
+                                                   int k0) {
+  /* OPT >= 0: the op fixed at compile time (the hot activations), so the V elements of a
+   * vector are computed side by side instead of through a jump table each */
+  const int op = OPT >= 0 ? OPT : op_rt;
+  typedef typename El<DT>::raw R;
+  constexpr int V = 16 / sizeof(R);
+  int64_t tid = blockIdx.x * (int64_t)blockDim.x + threadIdx.x, stride = gridDim.x * (int64_t)blockDim.x;
+  int64_t done = 0;
+  if (VEC) {
+    int64_t nv = n / V;
+    for (int64_t i = tid; i < nv; i += stride) {
+      union {
+        uint4 u;
+        R r[V];
+      } va, vb, vo;
+      int64_t e0 = i * V;
+      if (A.mode == 1 || A.mode == 3) {
+        R s = ((const R *)A.p)[A.mode == 1 ? 0 : e0 / A.L];
+#pragma unroll
+        for (int k = 0; k < V; k++) va.r[k] = s;
+      } else va.u = *(const uint4 *)((const R *)A.p + (A.mode == 0 ? e0 : e0 % A.L));
+      if (NIN == 2) {
+        if (B.mode == 1 || B.mode == 3) {
+          R s = ((const R *)B.p)[B.mode == 1 ? 0 : e0 / B.L];
+#pragma unroll
+          for (int k = 0; k < V; k++) vb.r[k] = s;
+        } else vb.u = *(const uint4 *)((const R *)B.p + (B.mode == 0 ? e0 : e0 % B.L));
+      }
+#pragma unroll
+      for (int k = 0; k < V; k++) {
+        float x = El<DT>::ld(va.r[k]);
+        float r = NIN == 1 ? f_unary(op, x, a0, a1, k0) : f_binary(op, x, El<DT>::ld(vb.r[k]));
+        vo.r[k] = El<DT>::st(r);
+      }
+      *(uint4 *)((R *)out + e0) = vo.u;
+    }
+    done = nv * V;
+  }
+  for (int64_t i = done + tid; i < n; i += stride) {
+    float x = El<DT>::ld(opnd_ld<R>(A, i));
+    float r = NIN == 1 ? f_unary(op, x, a0, a1, k0) : f_binary(op, x, El<DT>::ld(opnd_ld<R>(B, i)));
+    ((R *)out)[i] = El<DT>::st(r);
+  }
+}
+
+/* Classifies input t against the contiguous output o of n elements. */
+static bool classify(const ct_tensor *t, const ct_tensor *o, Opnd *op) {
+  op->p = dptr(t);
+  op->L = 1;
+  if (t->dtype != o->dtype) return false;
+  int64_t tn = ct_numel(t);
+  if (tn == 1) {
+    op->mode = 1;
+    return true;
+  }
+  if (t->ndim == o->ndim && tn == ct_numel(o) && ct_is_contiguous(t)) {
+    bool same = true;
+    for (int d = 0; d < t->ndim; d++) same = same && t->shape[d] == o->shape[d];
+    if (same) {
+      op->mode = 0;
+      return true;
+    }
+  }
+  /* a row broadcast: t's trailing dims equal o's and are contiguous, the leading ones
+   * are size 1 or stride 0 (the bias of a linear layer, a per-channel-last scale) */
+  int k = o->ndim - 1;
+  int64_t L = 1, want = 1;
+  int first = -1;
+  for (; k >= 0; k--) {
+    int tk = t->ndim - (o->ndim - k);
+    if (tk < 0) break;
+    if (t->shape[tk] == o->shape[k] && (t->stride[tk] == want || t->shape[tk] == 1)) {
+      want *= t->shape[tk];
+      L *= t->shape[tk];
+      first = k;
+      continue;
+    }
+    break;
+  }
+  if (first > 0) {
+    for (int j = k; j >= 0; j--) {
+      int tj = t->ndim - (o->ndim - j);
+      if (tj >= 0 && !(t->shape[tj] == 1 || t->stride[tj] == 0)) return false;
+    }
+    op->mode = 2;
+    op->L = L;
+    return true;
+  }
+  /* a per-row value: t's trailing dims are size 1 or stride 0 (over L elements of o), its
+   * leading dims equal o's and contiguous (the element index is i / L) */
+  if (t->ndim != o->ndim) return false;
+  int m = o->ndim - 1;
+  L = 1;
+  for (; m >= 0 && (t->shape[m] == 1 || t->stride[m] == 0); m--) L *= o->shape[m];
+  if (m < 0 || L <= 1) return false;
+  want = 1;
+  for (int j = m; j >= 0; j--) {
+    if (t->shape[j] != o->shape[j] || (t->shape[j] != 1 && t->stride[j] != want)) return false;
+    want *= t->shape[j];
+  }
+  op->mode = 3;
+  op->L = L;
+  return true;
+}
+
+template <int DT, int NIN>
+static void launch_ew(int dev, char *out, const Opnd &A, const Opnd &B, int64_t n, int op, float a0, float a1, int k0) {
+  typedef typename El<DT>::raw R;
+  constexpr int V = 16 / sizeof(R);
+  bool vec = al16(out);
+  const Opnd *ops[2] = {&A, &B};
+  for (int k = 0; k < NIN; k++) {
+    const Opnd &o = *ops[k];
+    if ((o.mode == 0 || o.mode == 2) && !al16(o.p)) vec = false;
+    if (o.mode >= 2 && o.L % V) vec = false;
+  }
+  cudaStream_t s = CU_STREAM(dev);
+  unsigned vb = fast_blocks((n + V - 1) / V);
+  if constexpr (NIN == 1) {
+    if (vec && (op == CT_OP_gelu || op == CT_OP_relu || op == CT_OP_silu)) {
+      if (op == CT_OP_gelu) k_ew<DT, 1, true, CT_OP_gelu><<<vb, CU_THREADS, 0, s>>>(out, A, B, n, op, a0, a1, k0);
+      else if (op == CT_OP_relu) k_ew<DT, 1, true, CT_OP_relu><<<vb, CU_THREADS, 0, s>>>(out, A, B, n, op, a0, a1, k0);
+      else k_ew<DT, 1, true, CT_OP_silu><<<vb, CU_THREADS, 0, s>>>(out, A, B, n, op, a0, a1, k0);
+      return;
+    }
+  }
+  if (vec) k_ew<DT, NIN, true><<<vb, CU_THREADS, 0, s>>>(out, A, B, n, op, a0, a1, k0);
+  else k_ew<DT, NIN, false><<<fast_blocks(n), CU_THREADS, 0, s>>>(out, A, B, n, op, a0, a1, k0);
+}
+
+template <int NIN>
+static void launch_ew_dt(int dev, ct_dtype dt, char *out, const Opnd &A, const Opnd &B, int64_t n, int op, float a0,
+                         float a1, int k0) {
+  if (dt == CT_FLOAT32) launch_ew<CT_FLOAT32, NIN>(dev, out, A, B, n, op, a0, a1, k0);
+  else if (dt == CT_FLOAT16) launch_ew<CT_FLOAT16, NIN>(dev, out, A, B, n, op, a0, a1, k0);
+  else launch_ew<CT_BFLOAT16, NIN>(dev, out, A, B, n, op, a0, a1, k0);
+}
+
+/* The output must be contiguous, of a fast dtype, not overlapping an input other than
+ * exactly (in-place ops write the element they read). */
+static bool out_ok(const ct_tensor *o) { return fast_dtype(o->dtype) && ct_is_contiguous(o) && ct_numel(o) > 0; }
+static bool alias_ok(const ct_tensor *o, const ct_tensor *t, const Opnd &op) {
+  if (o->storage != t->storage) return true;
+  return op.mode == 0 && dptr(o) == dptr(t);
+}
+
+extern "C" bool ct_cuda_fast_unary(const ct_call *c, ct_status *st) {
+  if (!getenv_fast_enabled()) return false;
+  const ct_tensor *x = c->in[0];
+  ct_tensor *o = c->out[0];
+  if (!out_ok(o) || x->dtype != o->dtype || !unary_fast_op(c->op, &c->a)) return false;
+  Opnd A, B = {NULL, 0, 1};
+  if (!classify(x, o, &A) || A.mode != 0 || !alias_ok(o, x, A)) return false;
+  int dev = ct_cuda_call_dev(c);
+  if ((*st = ct_cuda_use(dev)) != CT_OK) return true;
+  launch_ew_dt<1>(dev, o->dtype, dptr(o), A, B, ct_numel(o), c->op, (float)c->a.f[0], (float)c->a.f[1], (int)c->a.k[0]);
+  *st = ct_cuda_check_launch(ct_op_info_of(c->op)->id);
+  return true;
+}
+
+extern "C" bool ct_cuda_fast_binary(const ct_call *c, ct_status *st) {
+  if (!getenv_fast_enabled()) return false;
+  const ct_tensor *x = c->in[0], *y = c->in[1];
+  ct_tensor *o = c->out[0];
+  int op = c->op;
+  bool ok = (op == CT_OP_add || op == CT_OP_sub) ? c->a.f[0] == 1.0
+            : op == CT_OP_div                    ? c->a.k[0] == 0
+                                                 : (op == CT_OP_mul || op == CT_OP_maximum || op == CT_OP_minimum);
+  if (!ok || !out_ok(o) || x->dtype != o->dtype || y->dtype != o->dtype) return false;
+  Opnd A, B;
+  if (!classify(x, o, &A) || !classify(y, o, &B) || !alias_ok(o, x, A) || !alias_ok(o, y, B)) return false;
+  if (A.mode != 0 && B.mode != 0) return false; /* both broadcast: the iterator's job */
+  int dev = ct_cuda_call_dev(c);
+  if ((*st = ct_cuda_use(dev)) != CT_OK) return true;
+  launch_ew_dt<2>(dev, o->dtype, dptr(o), A, B, ct_numel(o), op, 0, 0, 0);
+  *st = ct_cuda_check_launch(ct_op_info_of(op)->id);
+  return true;
+}
+
+/* Same dtype, both contiguous, disjoint: one cudaMemcpyAsync on the device's stream. */
+extern "C" bool ct_cuda_fast_copy(ct_tensor *dst, const ct_tensor *src, ct_status *st) {
+  if (!getenv_fast_enabled()) return false;
+  if (dst->dtype != src->dtype || !ct_is_contiguous(dst) || !ct_is_contiguous(src)) return false;
+  if (src->storage->device.type != CT_DEVICE_CUDA || src->storage->device.index != dst->storage->device.index) return false;
+  int64_t n = ct_numel(dst);
+  if (n != ct_numel(src)) return false;
+  if (dst->ndim != src->ndim) return false;
+  for (int d = 0; d < dst->ndim; d++)
+    if (dst->shape[d] != src->shape[d]) return false;
+  size_t nb = (size_t)n * ct_dtype_size(dst->dtype);
+  char *d = dptr(dst);
+  const char *s = dptr(src);
+  if (dst->storage == src->storage && d != s && d < s + nb && s < d + nb) return false; /* overlap */
+  int dev = dst->storage->device.index;
+  if ((*st = ct_cuda_use(dev)) != CT_OK) return true;
+  if (n == 0 || d == s) {
+    *st = CT_OK;
+    return true;
+  }
+  cudaError_t e = cudaMemcpyAsync(d, s, nb, cudaMemcpyDeviceToDevice, CU_STREAM(dev));
+  *st = e == cudaSuccess ? CT_OK : ct_cuda_fail(e, "copy");
+  return true;
+}
+
+/* ---- contiguous-row sums (k_reduce.cu's sum family: sum, sum of squares, |x|, squared
+ * deviations from a per-row shift): one group of G threads per (row, chunk), each
+ * thread accumulating in double over 16-byte vectors, then warp shuffles and a block
+ * tree; the per-chunk partials are combined in order by k_reduce.cu's final kernel.
+ * Double accumulation makes the result at least as accurate as the CPU's pairwise sum
+ * (error of the float32 result: its final rounding, plus ~n * 2^-53 relative). ---- */
+enum { FS_SUM = 0, FS_SQ, FS_ABS, FS_SQDEV };
+
+template <int DT> struct Ld64;
+template <> struct Ld64<CT_FLOAT32> {
+  typedef float raw;
+  static __device__ __forceinline__ double ld(float v) { return v; }
+};
+template <> struct Ld64<CT_FLOAT64> {
+  typedef double raw;
+  static __device__ __forceinline__ double ld(double v) { return v; }
+};
+template <> struct Ld64<CT_FLOAT16> {
+  typedef uint16_t raw;
+  static __device__ __forceinline__ double ld(uint16_t v) { return cu_h2f(v); }
+};
+template <> struct Ld64<CT_BFLOAT16> {
+  typedef uint16_t raw;
+  static __device__ __forceinline__ double ld(uint16_t v) { return cu_bf2f(v); }
+};
+
+__device__ __forceinline__ double fs_term(int mode, double v, double shift) {
+  switch (mode) {
+    case FS_SQ: return v * v;
+    case FS_ABS: return fabs(v);
+    case FS_SQDEV: {
+      double d = v - shift;
+      return d * d;
+    }
+    default: return v;
+  }
+}
+
+struct FSParams {
+  const char *in;
+  int no;
+  int64_t oshape[CT_MAX_DIMS], ostride[CT_MAX_DIMS]; /* bytes */
+  int64_t outer, inner, split, chunk;
+  const double *shift;
+  int mode;
+  double *part; /* sum per (row, chunk): laid out as k_reduce's partials, stride pstride bytes */
+  int64_t pstride;
+};
+
+__device__ __forceinline__ int64_t fs_off(const FSParams &P, int64_t idx) {
+  int64_t off = 0;
+  for (int d = P.no - 1; d > 0; d--) {
+    int64_t s = P.oshape[d], q = idx / s;
+    off += (idx - q * s) * P.ostride[d];
+    idx = q;
+  }
+  return P.no ? off + idx * P.ostride[0] : 0;
+}
+
+template <int DT, int G>
+__global__ void __launch_bounds__(CU_THREADS) k_rowsum(FSParams P) {
+  typedef typename Ld64<DT>::raw R;
+  constexpr int V = 16 / sizeof(R);
+  __shared__ double sh[CU_THREADS / 32];
+  const int gpb = CU_THREADS / G;
+  int lane = threadIdx.x % G, gid = threadIdx.x / G;
+  int64_t total = P.outer * P.split;
+  for (int64_t w0 = (int64_t)blockIdx.x * gpb; w0 < total; w0 += (int64_t)gridDim.x * gpb) {
+    int64_t w = w0 + gid;
+    double acc = 0;
+    if (w < total) {
+      int64_t o = w / P.split, s = w - o * P.split;
+      const R *row = (const R *)(P.in + fs_off(P, o));
+      double shift = P.shift ? P.shift[o] : 0.0;
+      int64_t j0 = s * P.chunk, j1 = j0 + P.chunk < P.inner ? j0 + P.chunk : P.inner;
+      if (j0 < j1) {
+        /* head up to 16-byte alignment, vector body, tail */
+        int64_t mis = (int64_t)(((uintptr_t)(row + j0)) & 15) / (int64_t)sizeof(R);
+        int64_t head = mis ? V - mis : 0;
+        if (((uintptr_t)(row + j0)) % sizeof(R)) head = j1 - j0; /* not even element-aligned: scalar */
+        if (head > j1 - j0) head = j1 - j0;
+        for (int64_t j = j0 + lane; j < j0 + head; j += G) acc += fs_term(P.mode, Ld64<DT>::ld(row[j]), shift);
+        int64_t b0 = j0 + head, nv = (j1 - b0) / V;
+        const uint4 *vp = (const uint4 *)(row + b0);
+        union VU {
+          uint4 u;
+          R r[V];
+        };
+        /* four 16-byte loads in flight per thread, two accumulators */
+        int64_t k = lane;
+        double acc2 = 0;
+        for (; k + 3 * G < nv; k += 4 * G) {
+          VU v0, v1, v2, v3;
+          v0.u = vp[k];
+          v1.u = vp[k + G];
+          v2.u = vp[k + 2 * G];
+          v3.u = vp[k + 3 * G];
+#pragma unroll
+          for (int q = 0; q < V; q++) {
+            acc += fs_term(P.mode, Ld64<DT>::ld(v0.r[q]), shift);
+            acc2 += fs_term(P.mode, Ld64<DT>::ld(v1.r[q]), shift);
+          }
+#pragma unroll
+          for (int q = 0; q < V; q++) {
+            acc += fs_term(P.mode, Ld64<DT>::ld(v2.r[q]), shift);
+            acc2 += fs_term(P.mode, Ld64<DT>::ld(v3.r[q]), shift);
+          }
+        }
+        for (; k < nv; k += G) {
+          VU v;
+          v.u = vp[k];
+#pragma unroll
+          for (int q = 0; q < V; q++) acc += fs_term(P.mode, Ld64<DT>::ld(v.r[q]), shift);
+        }
+        acc += acc2;
+        for (int64_t j = b0 + nv * V + lane; j < j1; j += G) acc += fs_term(P.mode, Ld64<DT>::ld(row[j]), shift);
+      }
+    }
+    /* reduce within the group */
+    if (G > 1) {
+#pragma unroll
+      for (int h = (G < 32 ? G : 32) / 2; h > 0; h /= 2) acc += __shfl_down_sync(0xffffffffu, acc, h);
+      if (G > 32) {
+        if ((threadIdx.x & 31) == 0) sh[threadIdx.x / 32] = acc;
+        __syncthreads();
+        if (threadIdx.x < 32) {
+          acc = threadIdx.x < CU_THREADS / 32 ? sh[threadIdx.x] : 0.0;
+#pragma unroll
+          for (int h = 4; h > 0; h /= 2) acc += __shfl_down_sync(0xffffffffu, acc, h);
+        }
+        __syncthreads();
+      }
+    }
+    if (lane == 0 && w < total) *(double *)((char *)P.part + w * P.pstride) = acc;
+  }
+}
+
+/* Called by k_reduce.cu's reduce_pass: in (rows at outer offsets, each `inner` contiguous
+ * elements), mode (FS_*), the partial array (element w at part + w * pstride bytes, a
+ * double), split/chunk chosen by the caller (chunk rounded here to whole vectors).
+ * Returns false (nothing launched) where this path does not apply. */
+extern "C" bool ct_cuda_fast_rowsum(int dev, int dt, int mode, const char *in, int no, const int64_t *oshape,
+                                    const int64_t *ostride, int64_t outer, int64_t inner, int64_t split, int64_t chunk,
+                                    const double *shift, double *part, int64_t pstride) {
+  if (!getenv_fast_enabled()) return false;
+  if (!(dt == CT_FLOAT32 || dt == CT_FLOAT64 || dt == CT_FLOAT16 || dt == CT_BFLOAT16)) return false;
+  if (chunk < 1 || chunk % 8) return false;
+  FSParams P;
+  memset(&P, 0, sizeof P);
+  P.in = in;
+  P.no = no;
+  memcpy(P.oshape, oshape, sizeof P.oshape);
+  memcpy(P.ostride, ostride, sizeof P.ostride);
+  P.outer = outer;
+  P.inner = inner;
+  P.split = split;
+  P.chunk = chunk;
+  P.shift = shift;
+  P.mode = mode;
+  P.part = part;
+  P.pstride = pstride;
+  int64_t nparts = outer * split;
+  cudaStream_t s = CU_STREAM(dev);
+#define RS_LAUNCH(DT)                                                                                   \
+  do {                                                                                                  \
+    if (chunk >= 2048) k_rowsum<DT, 256><<<cu_blocks(nparts, 1), CU_THREADS, 0, s>>>(P);                 \
+    else k_rowsum<DT, 32><<<cu_blocks(nparts, CU_THREADS / 32), CU_THREADS, 0, s>>>(P);                  \
+  } while (0)
+  switch (dt) {
+    case CT_FLOAT32: RS_LAUNCH(CT_FLOAT32); break;
+    case CT_FLOAT64: RS_LAUNCH(CT_FLOAT64); break;
+    case CT_FLOAT16: RS_LAUNCH(CT_FLOAT16); break;
+    default: RS_LAUNCH(CT_BFLOAT16); break;
+  }
+#undef RS_LAUNCH
+  return true;
+}
+
+/* ---- softmax / log_softmax over contiguous rows: one warp per row (short rows) or one
+ * block per row, an online max/sum pass in float and a writing pass. NaN anywhere in a row
+ * makes the row NaN; +inf makes it NaN (exp(inf - inf)), as the reference's max-shifted
+ * formula does; an all -inf row gives NaN (0/0), also as the reference. ---- */
+__device__ __forceinline__ void sm_add(float &m, float &s, float v) {
+  if (v > m) {
+    s = s * expf(m - v) + expf(v - v); /* expf(v - v): NaN for v = +inf, like the reference */
+    m = v;
+  } else if (v != -INFINITY || m != -INFINITY) s += expf(v - m);
+}
+__device__ __forceinline__ void sm_merge(float &m, float &s, float m2, float s2) {
+  float mm = m > m2 ? m : m2; /* m is never NaN (sm_add never stores one) */
+  float t1 = s == 0.0f ? 0.0f : s * expf(m - mm), t2 = s2 == 0.0f ? 0.0f : s2 * expf(m2 - mm);
+  s = t1 + t2;
+  m = mm;
+}
+
+template <int DT, int G>
+__global__ void __launch_bounds__(CU_THREADS) k_softmax_rows(const char *xin, char *yout, int64_t rows, int64_t len,
+                                                             int64_t xrs, int64_t yrs, bool lg) {
+  typedef typename El<DT>::raw R;
+  __shared__ float shm[CU_THREADS / 32], shs[CU_THREADS / 32];
+  const int gpb = CU_THREADS / G;
+  int lane = threadIdx.x % G, gid = threadIdx.x / G;
+  for (int64_t r0 = (int64_t)blockIdx.x * gpb; r0 < rows; r0 += (int64_t)gridDim.x * gpb) {
+    int64_t r = r0 + gid;
+    bool act = r < rows;
+    const R *x = (const R *)(xin + (act ? r : 0) * xrs);
+    R *y = (R *)(yout + (act ? r : 0) * yrs);
+    float m = -INFINITY, s = 0.0f;
+    if (act)
+      for (int64_t j = lane; j < len; j += G) sm_add(m, s, El<DT>::ld(x[j]));
+#pragma unroll
+    for (int h = (G < 32 ? G : 32) / 2; h > 0; h /= 2) {
+      float m2 = __shfl_down_sync(0xffffffffu, m, h), s2 = __shfl_down_sync(0xffffffffu, s, h);
+      sm_merge(m, s, m2, s2);
+    }
+    if (G > 32) {
+      if ((threadIdx.x & 31) == 0) {
+        shm[threadIdx.x / 32] = m;
+        shs[threadIdx.x / 32] = s;
+      }
+      __syncthreads();
+      m = shm[0];
+      s = shs[0];
+      for (int k = 1; k < CU_THREADS / 32; k++) sm_merge(m, s, shm[k], shs[k]);
+      __syncthreads();
+    } else {
+      m = __shfl_sync(0xffffffffu, m, 0);
+      s = __shfl_sync(0xffffffffu, s, 0);
+    }
+    if (m == -INFINITY) m = 0.0f;
+    if (act) {
+      if (lg) {
+        float ls = logf(s);
+        for (int64_t j = lane; j < len; j += G) y[j] = El<DT>::st(El<DT>::ld(x[j]) - m - ls);
+      } else {
+        for (int64_t j = lane; j < len; j += G) y[j] = El<DT>::st(expf(El<DT>::ld(x[j]) - m) / s);
+      }
+    }
+  }
+}
+
+/* Rows of at most G * PER elements: the row is read once into registers (loads of one
+ * warp are consecutive), max and sum reduced over the group, then written. The max keeps
+ * NaN (NaN anywhere -> NaN row) and -inf becomes 0, as the reference. */
+__device__ __forceinline__ float nanmax(float a, float b) { return (b > a || b != b || a != a) ? (a != a ? a : b) : a; }
+template <int G>
+__device__ __forceinline__ float group_max_f(float v, float *sh) {
+#pragma unroll
+  for (int h = (G < 32 ? G : 32) / 2; h > 0; h /= 2) v = nanmax(v, __shfl_xor_sync(0xffffffffu, v, h));
+  if (G > 32) {
+    __syncthreads();
+    if ((threadIdx.x & 31) == 0) sh[threadIdx.x / 32] = v;
+    __syncthreads();
+    v = sh[0];
+#pragma unroll
+    for (int k = 1; k < G / 32; k++) v = nanmax(v, sh[k]);
+  }
+  return v;
+}
+template <int G>
+__device__ __forceinline__ float group_sum_f(float v, float *sh) {
+#pragma unroll
+  for (int h = (G < 32 ? G : 32) / 2; h > 0; h /= 2) v += __shfl_xor_sync(0xffffffffu, v, h);
+  if (G > 32) {
+    __syncthreads();
+    if ((threadIdx.x & 31) == 0) sh[threadIdx.x / 32] = v;
+    __syncthreads();
+    v = 0;
+#pragma unroll
+    for (int k = 0; k < G / 32; k++) v += sh[k];
+  }
+  return v;
+}
+template <int DT, int G, int PER>
+__global__ void __launch_bounds__(CU_THREADS) k_softmax_reg(const char *xin, char *yout, int64_t rows, int64_t len, bool lg) {
+  typedef typename El<DT>::raw R;
+  __shared__ float sh[CU_THREADS / 32];
+  const int gpb = CU_THREADS / G;
+  int lane = threadIdx.x % G, gid = threadIdx.x / G;
+  for (int64_t r0 = (int64_t)blockIdx.x * gpb; r0 < rows; r0 += (int64_t)gridDim.x * gpb) {
+    int64_t r = r0 + gid;
+    bool act = r < rows;
+    const R *x = (const R *)xin + (act ? r : 0) * len;
+    float v[PER];
+#pragma unroll
+    for (int k = 0; k < PER; k++) {
+      int64_t j = (int64_t)k * G + lane;
+      v[k] = act && j < len ? El<DT>::ld(x[j]) : -INFINITY;
+    }
+    float m = -INFINITY;
+#pragma unroll
+    for (int k = 0; k < PER; k++) m = nanmax(m, v[k]);
+    m = group_max_f<G>(m, sh);
+    if (m == -INFINITY) m = 0.0f;
+    float s = 0.0f, e[PER];
+#pragma unroll
+    for (int k = 0; k < PER; k++) {
+      int64_t j = (int64_t)k * G + lane;
+      e[k] = j < len ? expf(v[k] - m) : 0.0f; /* kept for softmax's write */
+      s += e[k];
+    }
+    s = group_sum_f<G>(s, sh);
+    if (act) {
+      R *y = (R *)yout + r * len;
+      float ls = lg ? logf(s) : 0.0f;
+#pragma unroll
+      for (int k = 0; k < PER; k++) {
+        int64_t j = (int64_t)k * G + lane;
+        if (j < len) y[j] = El<DT>::st(lg ? v[k] - m - ls : e[k] / s);
+      }
+    }
+  }
+}
+
+extern "C" bool ct_cuda_fast_softmax(const ct_call *c, ct_status *st) {
+  if (!getenv_fast_enabled()) return false;
+  const ct_tensor *x = c->in[0];
+  ct_tensor *y = c->out[0];
+  /* float16 softmax is refused before dispatch (PyTorch 1.13's CPU has none) */
+  if (x->dtype != y->dtype || (x->dtype != CT_FLOAT32 && x->dtype != CT_BFLOAT16) || x->ndim == 0) return false;
+  int d = (int)c->a.k[0];
+  if (d != x->ndim - 1 || !ct_is_contiguous(x) || !ct_is_contiguous(y)) return false;
+  int64_t len = x->shape[d], rows = ct_numel(x) / (len ? len : 1);
+  if (len == 0 || rows == 0) return false;
+  if (x->storage == y->storage && dptr(x) != dptr(y)) return false;
+  int dev = ct_cuda_call_dev(c);
+  if ((*st = ct_cuda_use(dev)) != CT_OK) return true;
+  int64_t isz = (int64_t)ct_dtype_size(x->dtype), rs = len * isz;
+  bool lg = c->op == CT_OP_log_softmax;
+  cudaStream_t s = CU_STREAM(dev);
+#define SM_LAUNCH(DT)                                                                                                 \
+  do {                                                                                                                \
+    if (len <= 128) k_softmax_reg<DT, 32, 4><<<cu_blocks(rows, CU_THREADS / 32), CU_THREADS, 0, s>>>(dptr(x), dptr(y), rows, len, lg); \
+    else if (len <= 1024) k_softmax_reg<DT, 32, 32><<<cu_blocks(rows, CU_THREADS / 32), CU_THREADS, 0, s>>>(dptr(x), dptr(y), rows, len, lg); \
+    else if (len <= 2048) k_softmax_reg<DT, 256, 8><<<cu_blocks(rows, 1), CU_THREADS, 0, s>>>(dptr(x), dptr(y), rows, len, lg); \
+    else if (len <= 8192) k_softmax_reg<DT, 256, 32><<<cu_blocks(rows, 1), CU_THREADS, 0, s>>>(dptr(x), dptr(y), rows, len, lg); \
+    else if (len >= 1024) k_softmax_rows<DT, 256><<<cu_blocks(rows, 1), CU_THREADS, 0, s>>>(dptr(x), dptr(y), rows, len, rs, rs, lg); \
+    else k_softmax_rows<DT, 32><<<cu_blocks(rows, CU_THREADS / 32), CU_THREADS, 0, s>>>(dptr(x), dptr(y), rows, len, rs, rs, lg); \
+  } while (0)
+  if (x->dtype == CT_FLOAT32) SM_LAUNCH(CT_FLOAT32);
+  else SM_LAUNCH(CT_BFLOAT16);
+#undef SM_LAUNCH
+  *st = ct_cuda_check_launch("softmax");
+  return true;
+}
+
+/* ---- fused Adam / AdamW: one pass over p, g, m, v (and max_v for amsgrad), with every
+ * rounding where the CPU's fused loop (src/optim/step_fused.c) rounds: the _rn intrinsics
+ * keep nvcc from contracting into FMAs, double where the reference keeps double (add's
+ * alpha) and the correctly rounded double sqrt, so the GPU's step equals the CPU's bit
+ * for bit. ---- */
+struct AdamP {
+  float *p, *m, *v, *mx;
+  const float *g;
+  int64_t n;
+  double wd, omb1;
+  float sg, decay, b1, b2, omb2, bc2, eps, nss;
+  bool W, WD, AMS;
+};
+__device__ __forceinline__ float adda(float x, float y, double a) { return (float)__dadd_rn((double)x, __dmul_rn(a, (double)y)); }
+
+__global__ void __launch_bounds__(CU_THREADS) k_adam(AdamP P) {
+  int64_t stride = gridDim.x * (int64_t)blockDim.x;
+  for (int64_t k = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; k < P.n; k += stride) {
+    float gk = __fmul_rn(P.g[k], P.sg), pk = P.p[k];
+    if (!P.W && P.WD) gk = adda(gk, pk, P.wd);
+    float mk = adda(__fmul_rn(P.m[k], P.b1), gk, P.omb1);
+    float vk = __fadd_rn(__fmul_rn(P.v[k], P.b2), __fmul_rn(__fmul_rn(P.omb2, gk), gk));
+    P.m[k] = mk;
+    P.v[k] = vk;
+    float q = vk;
+    if (P.AMS) {
+      float xk = P.mx[k];
+      xk = (xk != xk || vk != vk) ? __int_as_float(0x7fc00000) : (xk < vk ? vk : xk);
+      P.mx[k] = xk;
+      q = xk;
+    }
+    float sq = (float)__dsqrt_rn((double)q);
+    if (P.W) pk = __fmul_rn(pk, P.decay);
+    float den = __fadd_rn(__fdiv_rn(sq, P.bc2), P.eps);
+    P.p[k] = __fadd_rn(pk, __fdiv_rn(__fmul_rn(P.nss, mk), den));
+  }
+}
+
+static bool fused_usable(const ct_tensor *t, int dev) {
+  return t && t->dtype == CT_FLOAT32 && t->storage->device.type == CT_DEVICE_CUDA && t->storage->device.index == dev &&
+         ct_is_contiguous(t);
+}
+static bool make_zeros_dev(ct_pstate *s, int slot, const ct_tensor *p) {
+  if (s->t[slot]) return true;
+  bool prev = ct_set_grad_enabled(false);
+  ct_tensor *t = ct_zeros_like(p, NULL);
+  ct_set_grad_enabled(prev);
+  if (!t) return false;
+  s->t[slot] = ct_own(t);
+  return true;
+}
+
+/* Adam/AdamW on a float32 CUDA parameter: true if it updated it, false to leave it to
+ * the reference path (other kinds, dtypes, layouts, aliasing). */
+extern "C" bool ct_cuda_optim_update_fused(ct_optim *opt, ct_pgroup *gr, int64_t i) {
+  if (!getenv_fast_enabled()) return false;
+  ct_tensor *p = gr->params[i], *g = p->grad;
+  ct_pstate *s = &gr->st[i];
+  const ct_optim_options *o = &gr->o;
+  if (opt->kind != CT_OPTIM_ADAM && opt->kind != CT_OPTIM_ADAMW) return false;
+  int dev = p->storage->device.index;
+  if (!fused_usable(p, dev) || !fused_usable(g, dev) || ct_shares_storage(p, g)) return false;
+  if (o->amsgrad && !make_zeros_dev(s, 3, p)) return false;
+  for (int k = 1; k < CT_OPTIM_NSLOT; k++)
+    if (s->t[k] && (!fused_usable(s->t[k], dev) || ct_shares_storage(s->t[k], p) || ct_shares_storage(s->t[k], g)))
+      return false;
+  if (!s->t[1] || !s->t[2] || !s->t[0] || s->t[0]->storage->device.type != CT_DEVICE_CPU) return false;
+  if (ct_cuda_use(dev) != CT_OK) return false;
+  double step = ct_optim_bump_step(s->t[0]);
+  double bc1 = 1 - pow(o->beta1, step), bc2 = 1 - pow(o->beta2, step);
+  AdamP P;
+  P.p = (float *)dptr(p);
+  P.g = (const float *)dptr(g);
+  P.m = (float *)dptr(s->t[1]);
+  P.v = (float *)dptr(s->t[2]);
+  P.mx = o->amsgrad ? (float *)dptr(s->t[3]) : NULL;
+  P.n = ct_numel(p);
+  P.W = opt->kind == CT_OPTIM_ADAMW;
+  P.WD = o->weight_decay != 0;
+  P.AMS = o->amsgrad;
+  P.wd = o->weight_decay;
+  P.omb1 = 1 - o->beta1;
+  P.sg = o->maximize ? -1.0f : 1.0f;
+  P.decay = (float)(1 - o->lr * o->weight_decay);
+  P.b1 = (float)o->beta1;
+  P.b2 = (float)o->beta2;
+  P.omb2 = (float)(1 - o->beta2);
+  P.bc2 = (float)sqrt(bc2);
+  P.eps = (float)o->eps;
+  P.nss = (float)(-(o->lr / bc1));
+  if (P.n > 0) {
+    k_adam<<<fast_blocks(P.n), CU_THREADS, 0, CU_STREAM(dev)>>>(P);
+    if (ct_cuda_check_launch("adam") != CT_OK) return false;
+  }
+  ct_bump_version(p);
+  for (int k = 1; k < CT_OPTIM_NSLOT; k++)
+    if (s->t[k]) ct_bump_version(s->t[k]);
+  return true;
+}
+
+/* ---- fused layer_norm / rms_norm (the CPU's native_layer_norm / native_rms_norm /
+ * native_norm_backward contract, src/backend/cpu/kernels_norm.c): float32 and float64
+ * rows, one block (long rows) or one warp per row, statistics in double. ---- */
+template <int G>
+__device__ __forceinline__ double group_sum(double v, double *sh) {
+#pragma unroll
+  for (int h = (G < 32 ? G : 32) / 2; h > 0; h /= 2) v += __shfl_xor_sync(0xffffffffu, v, h);
+  if (G > 32) {
+    __syncthreads();
+    if ((threadIdx.x & 31) == 0) sh[threadIdx.x / 32] = v;
+    __syncthreads();
+    v = 0;
+#pragma unroll
+    for (int k = 0; k < G / 32; k++) v += sh[k];
+  }
+  return v;
+}
+
+template <typename T, int G>
+__global__ void __launch_bounds__(CU_THREADS) k_norm_fwd(const T *x, const T *w, const T *b, T *y, T *mean, T *rstd,
+                                                          int64_t rows, int64_t n, double eps, int rms) {
+  __shared__ double sh[CU_THREADS / 32];
+  const int gpb = CU_THREADS / G;
+  int lane = threadIdx.x % G, gid = threadIdx.x / G;
+  for (int64_t r0 = (int64_t)blockIdx.x * gpb; r0 < rows; r0 += (int64_t)gridDim.x * gpb) {
+    int64_t r = r0 + gid;
+    bool act = r < rows;
+    const T *xr = x + (act ? r : 0) * n;
+    double m = 0, q = 0;
+    if (!rms) {
+      if (act)
+        for (int64_t j = lane; j < n; j += G) m += (double)xr[j];
+      m = group_sum<G>(m, sh) / (double)n;
+    }
+    if (act)
+      for (int64_t j = lane; j < n; j += G) {
+        double d = (double)xr[j] - m;
+        q += d * d;
+      }
+    q = group_sum<G>(q, sh);
+    double rs = 1.0 / sqrt(q / (double)n + eps);
+    if (act) {
+      T *yr = y + r * n;
+      for (int64_t j = lane; j < n; j += G) {
+        double v = ((double)xr[j] - m) * rs;
+        if (w) v *= (double)w[j];
+        if (b) v += (double)b[j];
+        yr[j] = (T)v;
+      }
+      if (lane == 0) {
+        if (mean) mean[r] = (T)m;
+        rstd[r] = (T)rs;
+      }
+    }
+  }
+}
+
+/* float32 rows of at most G * PER elements: read once into registers (one global read and
+ * one write per element), the same double statistics */
+template <int G, int PER>
+__global__ void __launch_bounds__(CU_THREADS) k_norm_fwd_reg(const float *x, const float *w, const float *b, float *y,
+                                                              float *mean, float *rstd, int64_t rows, int64_t n,
+                                                              double eps, int rms) {
+  __shared__ double sh[CU_THREADS / 32];
+  const int gpb = CU_THREADS / G;
+  int lane = threadIdx.x % G, gid = threadIdx.x / G;
+  for (int64_t r0 = (int64_t)blockIdx.x * gpb; r0 < rows; r0 += (int64_t)gridDim.x * gpb) {
+    int64_t r = r0 + gid;
+    bool act = r < rows;
+    const float *xr = x + (act ? r : 0) * n;
+    float v[PER];
+#pragma unroll
+    for (int k = 0; k < PER; k++) {
+      int64_t j = (int64_t)k * G + lane;
+      v[k] = act && j < n ? xr[j] : 0.0f;
+    }
+    double m = 0, q = 0;
+    if (!rms) {
+#pragma unroll
+      for (int k = 0; k < PER; k++) m += (double)v[k];
+      m = group_sum<G>(m, sh) / (double)n;
+    }
+#pragma unroll
+    for (int k = 0; k < PER; k++) {
+      int64_t j = (int64_t)k * G + lane;
+      double d = (double)v[k] - m;
+      if (j < n) q += d * d;
+    }
+    q = group_sum<G>(q, sh);
+    double rs = 1.0 / sqrt(q / (double)n + eps);
+    if (act) {
+      float *yr = y + r * n;
+#pragma unroll
+      for (int k = 0; k < PER; k++) {
+        int64_t j = (int64_t)k * G + lane;
+        if (j < n) {
+          double o = ((double)v[k] - m) * rs;
+          if (w) o *= (double)w[j];
+          if (b) o += (double)b[j];
+          yr[j] = (float)o;
+        }
+      }
+      if (lane == 0) {
+        if (mean) mean[r] = (float)m;
+        rstd[r] = (float)rs;
+      }
+    }
+  }
+}
+
+/* dx per row: dx = r ((g w - mean(g w)) - h mean(g w h)), h = (x - m) r (rms: no mean(g w)) */
+template <typename T, int G>
+__global__ void __launch_bounds__(CU_THREADS) k_norm_bwd_dx(const T *g, const T *x, const T *w, const T *mean,
+                                                             const T *rstd, T *dx, int64_t rows, int64_t n, int rms) {
+  __shared__ double sh[CU_THREADS / 32];
+  const int gpb = CU_THREADS / G;
+  int lane = threadIdx.x % G, gid = threadIdx.x / G;
+  for (int64_t r0 = (int64_t)blockIdx.x * gpb; r0 < rows; r0 += (int64_t)gridDim.x * gpb) {
+    int64_t r = r0 + gid;
+    bool act = r < rows;
+    int64_t rr = act ? r : 0;
+    const T *xr = x + rr * n, *gr = g + rr * n;
+    double m = mean ? (double)mean[rr] : 0.0, rs = (double)rstd[rr], sa = 0, sb = 0;
+    if (act)
+      for (int64_t j = lane; j < n; j += G) {
+        double gw = w ? (double)gr[j] * (double)w[j] : (double)gr[j], h = ((double)xr[j] - m) * rs;
+        sa += gw;
+        sb += gw * h;
+      }
+    sa = group_sum<G>(sa, sh);
+    sb = group_sum<G>(sb, sh);
+    double ma = rms ? 0.0 : sa / (double)n, mb = sb / (double)n;
+    if (act) {
+      T *d = dx + r * n;
+      for (int64_t j = lane; j < n; j += G) {
+        double gw = w ? (double)gr[j] * (double)w[j] : (double)gr[j], h = ((double)xr[j] - m) * rs;
+        d[j] = (T)(rs * ((gw - ma) - h * mb));
+      }
+    }
+  }
+}
+
+/* dw / db: column partial sums over row chunks (grid.y = chunk), then an ordered sum of
+ * the chunks per column: deterministic. */
+template <typename T>
+__global__ void k_norm_bwd_cols(const T *g, const T *x, const T *mean, const T *rstd, double *dwp, double *dbp,
+                                int64_t rows, int64_t n, int64_t per) {
+  int64_t j = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (j >= n) return;
+  int64_t r0 = blockIdx.y * per, r1 = r0 + per < rows ? r0 + per : rows;
+  double sw = 0, sb = 0;
+  for (int64_t r = r0; r < r1; r++) {
+    double gv = (double)g[r * n + j];
+    if (dwp) sw += gv * (((double)x[r * n + j] - (mean ? (double)mean[r] : 0.0)) * (double)rstd[r]);
+    sb += gv;
+  }
+  if (dwp) dwp[blockIdx.y * n + j] = sw;
+  if (dbp) dbp[blockIdx.y * n + j] = sb;
+}
+template <typename T>
+__global__ void k_norm_bwd_final(const double *part, T *out, int64_t n, int64_t nch) {
+  int64_t j = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  if (j >= n) return;
+  double acc = 0;
+  for (int64_t c = 0; c < nch; c++) acc += part[c * n + j];
+  out[j] = (T)acc;
+}
+
+static bool norm_operand_ok(const ct_tensor *t, const ct_tensor *x) {
+  return !t || (t->dtype == x->dtype && ct_is_contiguous(t) && t->storage->device.type == CT_DEVICE_CUDA);
+}
+
+static ct_status cu_native_norm(const ct_call *c) {
+  bool rms = c->op == CT_OP_native_rms_norm;
+  const ct_tensor *x = c->in[0], *w = c->in[1], *b = rms ? NULL : c->in[2];
+  ct_tensor *y = c->out[0], *mean = rms ? NULL : c->out[1], *rstd = c->out[rms ? 1 : 2];
+  int64_t n = c->a.i[0], numel = ct_numel(x);
+  if ((x->dtype != CT_FLOAT32 && x->dtype != CT_FLOAT64) || !ct_is_contiguous(x) || !norm_operand_ok(w, x) ||
+      !norm_operand_ok(b, x) || !ct_is_contiguous(y) || n < 1 || numel % n)
+    return CT_ERR(CT_ERR_RUNTIME, "%s: internal error: expected contiguous float32/float64 operands",
+                  rms ? "native_rms_norm" : "native_layer_norm");
+  int dev = ct_cuda_call_dev(c);
+  CT_TRY(ct_cuda_use(dev));
+  int64_t rows = numel / n;
+  if (rows == 0) return CT_OK;
+  cudaStream_t s = CU_STREAM(dev);
+#define NF(T)                                                                                                        \
+  do {                                                                                                               \
+    const T *xp = (const T *)dptr(x), *wp = w ? (const T *)dptr(w) : NULL, *bp = b ? (const T *)dptr(b) : NULL;       \
+    T *yp = (T *)dptr(y), *mp = mean ? (T *)dptr(mean) : NULL, *rp = (T *)dptr(rstd);                                 \
+    if (n >= 1024) k_norm_fwd<T, 256><<<cu_blocks(rows, 1), CU_THREADS, 0, s>>>(xp, wp, bp, yp, mp, rp, rows, n, c->a.f[0], rms); \
+    else k_norm_fwd<T, 32><<<cu_blocks(rows, CU_THREADS / 32), CU_THREADS, 0, s>>>(xp, wp, bp, yp, mp, rp, rows, n, c->a.f[0], rms); \
+  } while (0)
+  if (x->dtype == CT_FLOAT32 && n <= 8192) {
+    const float *xp = (const float *)dptr(x), *wp = w ? (const float *)dptr(w) : NULL, *bp = b ? (const float *)dptr(b) : NULL;
+    float *yp = (float *)dptr(y), *mp = mean ? (float *)dptr(mean) : NULL, *rp = (float *)dptr(rstd);
+    double eps = c->a.f[0];
+    if (n <= 128) k_norm_fwd_reg<32, 4><<<cu_blocks(rows, CU_THREADS / 32), CU_THREADS, 0, s>>>(xp, wp, bp, yp, mp, rp, rows, n, eps, rms);
+    else if (n <= 1024) k_norm_fwd_reg<32, 32><<<cu_blocks(rows, CU_THREADS / 32), CU_THREADS, 0, s>>>(xp, wp, bp, yp, mp, rp, rows, n, eps, rms);
+    else if (n <= 2048) k_norm_fwd_reg<256, 8><<<cu_blocks(rows, 1), CU_THREADS, 0, s>>>(xp, wp, bp, yp, mp, rp, rows, n, eps, rms);
+    else k_norm_fwd_reg<256, 32><<<cu_blocks(rows, 1), CU_THREADS, 0, s>>>(xp, wp, bp, yp, mp, rp, rows, n, eps, rms);
+  } else if (x->dtype == CT_FLOAT32) NF(float);
+  else NF(double);
+#undef NF
+  return ct_cuda_check_launch(rms ? "native_rms_norm" : "native_layer_norm");
+}
+
+static ct_status cu_native_norm_backward(const ct_call *c) {
+  int rms = (int)c->a.k[0];
+  const ct_tensor *g = c->in[0], *x = c->in[1], *w = c->in[2], *mean = c->in[3], *rstd = c->in[4];
+  ct_tensor *dx = c->out[0], *dw = c->out[1], *db = rms ? NULL : c->out[2];
+  int64_t n = c->a.i[0], numel = ct_numel(x);
+  if ((x->dtype != CT_FLOAT32 && x->dtype != CT_FLOAT64) || !norm_operand_ok(g, x) || !ct_is_contiguous(x) ||
+      !norm_operand_ok(w, x) || !norm_operand_ok(mean, x) || !norm_operand_ok(rstd, x) || ct_numel(g) != numel ||
+      n < 1 || numel % n || (dx && !ct_is_contiguous(dx)))
+    return CT_ERR(CT_ERR_RUNTIME, "native_norm_backward: internal error: expected contiguous float32/float64 operands");
+  int dev = ct_cuda_call_dev(c);
+  CT_TRY(ct_cuda_use(dev));
+  int64_t rows = numel / n;
+  cudaStream_t s = CU_STREAM(dev);
+  int64_t nch = rows < 256 ? rows : 256;
+  if (nch < 1) nch = 1;
+  int64_t per = (rows + nch - 1) / nch;
+  if (per < 1) per = 1;
+  nch = rows > 0 ? (rows + per - 1) / per : 1;
+  size_t pb = (size_t)(nch * n) * sizeof(double);
+  double *dwp = NULL, *dbp = NULL;
+  if (dw && !(dwp = (double *)ct_cuda_tmp_alloc(dev, pb))) return ct_last_status();
+  if (db && !(dbp = (double *)ct_cuda_tmp_alloc(dev, pb))) {
+    ct_cuda_tmp_free(dev, dwp, pb);
+    return ct_last_status();
+  }
+#define NB(T)                                                                                                         \
+  do {                                                                                                                \
+    const T *gp = (const T *)dptr(g), *xp = (const T *)dptr(x), *wp = w ? (const T *)dptr(w) : NULL;                   \
+    const T *mp = mean ? (const T *)dptr(mean) : NULL, *rp = (const T *)dptr(rstd);                                   \
+    if (dx && rows > 0) {                                                                                             \
+      if (n >= 1024) k_norm_bwd_dx<T, 256><<<cu_blocks(rows, 1), CU_THREADS, 0, s>>>(gp, xp, wp, mp, rp, (T *)dptr(dx), rows, n, rms); \
+      else k_norm_bwd_dx<T, 32><<<cu_blocks(rows, CU_THREADS / 32), CU_THREADS, 0, s>>>(gp, xp, wp, mp, rp, (T *)dptr(dx), rows, n, rms); \
+    }                                                                                                                 \
+    if ((dw || db) && rows > 0) {                                                                                     \
+      dim3 grid((unsigned)((n + CU_THREADS - 1) / CU_THREADS), (unsigned)nch);                                         \
+      k_norm_bwd_cols<T><<<grid, CU_THREADS, 0, s>>>(gp, xp, mp, rp, dwp, dbp, rows, n, per);                           \
+    } else {                                                                                                          \
+      if (dwp) cudaMemsetAsync(dwp, 0, pb, s);                                                                        \
+      if (dbp) cudaMemsetAsync(dbp, 0, pb, s);                                                                        \
+    }                                                                                                                 \
+    unsigned fb = (unsigned)((n + CU_THREADS - 1) / CU_THREADS);                                                      \
+    if (dw) k_norm_bwd_final<T><<<fb, CU_THREADS, 0, s>>>(dwp, (T *)dptr(dw), n, nch);                                  \
+    if (db) k_norm_bwd_final<T><<<fb, CU_THREADS, 0, s>>>(dbp, (T *)dptr(db), n, nch);                                  \
+  } while (0)
+  if (x->dtype == CT_FLOAT32) NB(float);
+  else NB(double);
+#undef NB
+  ct_status st = ct_cuda_check_launch("native_norm_backward");
+  if (dwp) ct_cuda_tmp_free(dev, dwp, pb);
+  if (dbp) ct_cuda_tmp_free(dev, dbp, pb);
+  return st;
+}
+
+extern "C" void ct_cuda_register_fast(ct_kernel_fn *tab) {
+  tab[CT_OP_native_layer_norm] = cu_native_norm;
+  tab[CT_OP_native_rms_norm] = cu_native_norm;
+  tab[CT_OP_native_norm_backward] = cu_native_norm_backward;
+}
