@@ -43,7 +43,8 @@ def test_list_is_well_formed():
 
 def test_share(conformance, capsys):
     names = load_names()
-    missing = [n for n in names if resolve(ctorch, n) is None]
+    # a name that exists only to refuse (complex, quantized, sparse, named tensors) is not had
+    missing = [n for n in names if resolve(ctorch, n) is None or getattr(resolve(ctorch, n), "_ctorch_unsupported", None)]
     have = len(names) - len(missing)
     conformance(have, len(names), "names")
     with capsys.disabled():
