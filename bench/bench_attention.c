@@ -19,20 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "bench_clock.h"
 
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-/* process CPU time: on a shared, overloaded machine the 1-thread comparison is also made
- * in CPU seconds, which other processes' load does not stretch (it sums threads, so it
- * is printed for 1 thread only) */
-static double cpu_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 static double last_cpu; /* best CPU time of the last time_it */
 
 typedef void (*bench_fn)(void *ctx);

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include "bench_clock.h"
 #if defined(CT_BENCH_OPENBLAS) && __has_include(<cblas.h>)
 #include <cblas.h>
 #define HAVE_BLAS 1
@@ -23,11 +24,6 @@ char *openblas_get_corename(void);
 #include <immintrin.h>
 #endif
 
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 typedef void (*bench_fn)(void *ctx);
 /* Best of `reps` timings after one warm-up: the machine may be shared, and the
@@ -261,6 +257,42 @@ static void bench_gemm_one(int64_t M, int64_t N, int64_t K, bool dbl, bool tb, i
   free(hc);
 }
 
+/* addmm with beta != 0 (C = beta C0 + A B, an nn.Linear with bias) against matmul of the same
+ * shape in the same run: the cost of reading C0, in process CPU time (see time_it_cpu) */
+typedef struct {
+  ct_tensor *a, *b, *c0;
+} addmm_ctx;
+static void run_addmm(void *p) {
+  addmm_ctx *c = p;
+  ct_tensor *r = ct_addmm(c->c0, c->a, c->b, ct_sf(0.5), ct_sf(1.0));
+  die_if_null(r);
+  ct_release(r);
+}
+static void run_mm(void *p) {
+  addmm_ctx *c = p;
+  ct_tensor *r = ct_matmul(c->a, c->b);
+  die_if_null(r);
+  ct_release(r);
+}
+static double time_it_cpu(bench_fn fn, void *ctx, int reps);
+static void bench_addmm_one(int64_t M, int64_t N, int64_t K, int threads) {
+  char name[96];
+  snprintf(name, sizeof name, "addmm_beta_%lldx%lldx%lld_t%d", (long long)M, (long long)N, (long long)K, threads);
+  if (!wanted(name)) return;
+  ct_set_num_threads(threads);
+  int64_t sa[2] = {M, K}, sb[2] = {K, N}, sc[2] = {M, N};
+  addmm_ctx c = {ct_randn(2, sa, ct_opts(), NULL), ct_randn(2, sb, ct_opts(), NULL), ct_randn(2, sc, ct_opts(), NULL)};
+  die_if_null(c.a && c.b && c.c0 ? c.a : NULL);
+  int reps = quick ? 5 : 30;
+  double flop = 2.0 * (double)M * (double)N * (double)K;
+  double t_mm = time_it_cpu(run_mm, &c, reps), t_add = time_it_cpu(run_addmm, &c, reps);
+  /* per CPU-second, so both sides are GFLOP/s of the process's CPU time */
+  emit(name, flop / t_add / 1e9 * threads, flop / t_mm / 1e9 * threads, "matmul_cpu", "GFLOP/s", true, NULL);
+  ct_release(c.a);
+  ct_release(c.b);
+  ct_release(c.c0);
+}
+
 /* ---- elementwise / row ops vs threaded memcpy bandwidth ---- */
 typedef struct {
   const char *src;
@@ -338,11 +370,6 @@ static void run_ew(void *p) {
 /* CPU time of the process (all threads) per repetition, best of reps: on a shared machine the
  * wall clock of a 10-40 ms kernel includes time the scheduler gave to other processes; CPU
  * time does not (memory contention from them remains, for both sides of the ratio alike). */
-static double cpu_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 static double time_it_cpu(bench_fn fn, void *ctx, int reps) {
   fn(ctx);
   double best = 1e30;
@@ -501,6 +528,8 @@ int main(int argc, char **argv) {
     bench_gemm_one(1024, 3072, 768, false, true, tlist[ti], peak);
     bench_gemm_one(512, 512, 512, true, false, tlist[ti], peak);
     bench_gemm_one(1024, 1024, 1024, true, false, tlist[ti], peak);
+    bench_addmm_one(256, 768, 256, tlist[ti]);
+    bench_addmm_one(512, 512, 64, tlist[ti]);
   }
   for (int ti = 0; ti < nt; ti++) bench_elementwise(tlist[ti]);
   for (int ti = 0; ti < nt; ti++) bench_gemm_lowp(tlist[ti]);

@@ -27,39 +27,13 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include "bench_clock.h"
 
 static const char *const WORKLOADS[] = {"resnet18_cifar_train_b16", "resnet18_cifar_train_b64",
                                         "resnet18_224_infer_b16", "gpt2_124m_train_b4_t256"};
 #define N_WORKLOADS (int)(sizeof WORKLOADS / sizeof WORKLOADS[0])
 
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-/* process CPU seconds (all threads, user + system: page faults count): on a loaded machine wall
- * time measures the neighbours; CPU time at the same thread count still compares the two sides */
-static double cpu_now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
-/* a "Vm...:" line of /proc/self/status, in KiB */
-static long status_kb(const char *key) {
-  FILE *f = fopen("/proc/self/status", "r");
-  if (!f) return -1;
-  char line[256];
-  long v = -1;
-  size_t n = strlen(key);
-  while (fgets(line, sizeof line, f))
-    if (!strncmp(line, key, n) && line[n] == ':') {
-      v = atol(line + n + 1);
-      break;
-    }
-  fclose(f);
-  return v;
-}
 
 static void die(const char *what) {
   fprintf(stderr, "bench_memory: %s: %s\n", what, ct_last_error());

@@ -9,12 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#include "bench_clock.h"
 
-static double now(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 /* kind 0: max_pool2d 3x3 s2 p1 forward (+ backward when grad), 1: adaptive_avg_pool2d to 1x1 */
 static double run(int kind, int64_t n, bool grad, int reps) {

@@ -4,6 +4,8 @@ Small work only, so the time is the binding's overhead, not arithmetic:
   add     two 4-element float32 tensors
   linear  nn.Linear(64, 64) forward on a 1x64 input
   mlp     one training step of an MLP 784-128-10 (SGD, cross-entropy) on a batch of 64
+  and common small calls (sum(dim=), view, slicing, zeros, cat, a scalar product, to(dtype), max(dim),
+  where, relu) on 4- and 8x8-element tensors
 Both libraries run alternately in rounds; each round times a block of calls per library and
 the reported ratio is the median over rounds of (torch time / ctorch time), >1 = ctorch faster.
 
@@ -41,7 +43,16 @@ def workloads(lib):
         opt.step()
         return loss
 
-    return {"add": (add, 2000), "linear": (linear, 1000), "mlp": (mlp_step, 20)}
+    m = lib.rand(8, 8)
+    f32 = lib.float32
+
+    # common small calls beside the three: argument parsing and result wrapping dominate them
+    return {"add": (add, 2000), "linear": (linear, 1000), "mlp": (mlp_step, 20),
+            "sum_dim": (lambda: m.sum(dim=1, keepdim=True), 2000), "view": (lambda: m.view(4, 16), 2000),
+            "index": (lambda: m[1:3, 2], 2000), "zeros": (lambda: lib.zeros(4, 4), 2000),
+            "cat": (lambda: lib.cat([a, b], 0), 2000), "mul_scalar": (lambda: m * 2.0, 2000),
+            "to_dtype": (lambda: m.to(f32), 2000), "max_dim": (lambda: m.max(1), 2000),
+            "where": (lambda: lib.where(a > 0.5, a, b), 2000), "relu": (lambda: lib.relu(m), 2000)}
 
 
 def block(fn, n):

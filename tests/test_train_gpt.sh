@@ -30,6 +30,17 @@ expect_run 2 "--bias must be yes or no, got 'maybe'" "$C" train-gpt --bias maybe
 expect_run 2 "--gelu must be tanh or erf, got 'relu'" "$C" train-gpt --gelu relu
 expect_run 2 "--decay-embeddings must be yes or no, got '1'" "$C" train-gpt --decay-embeddings 1
 expect_run 1 "cannot resume from '$tmp/nowhere'" "$C" train-gpt --resume "$tmp/nowhere"
+# --device / --precision / --cuda-graph (issue 7): bad values, and CUDA where there is none (the GPU
+# comparison itself is tests/cross_backend/gpt_cuda.sh, run on a GPU machine)
+expect_run 1 "--device: invalid device string 'gpu'" "$C" train-gpt --device gpu
+expect_run 2 "--precision must be fp32, tf32 or bf16, got 'fp8'" "$C" train-gpt --precision fp8
+expect_run 1 "--precision bf16 needs --device cuda" "$C" train-gpt --precision bf16
+expect_run 1 "--cuda-graph needs --device cuda" "$C" train-gpt --cuda-graph
+expect_run 1 "ctorch sample: --device: invalid device string 'cuda:x'" "$C" sample --model "$tmp" --device cuda:x
+if ! command -v nvidia-smi >/dev/null 2>&1; then
+  expect_run 1 "ctorch train-gpt: --device cuda: " "$C" train-gpt --device cuda
+  expect_run 1 "ctorch sample: --device cuda:0: " "$C" sample --model "$tmp" --device cuda:0
+fi
 
 # 2. a tiny run: evaluation lines, the final one over 200 batches, outputs written
 for i in $(seq 1 300); do echo "the quick brown fox number $i jumps over the lazy dog"; done > "$tmp/text.txt"

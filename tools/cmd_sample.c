@@ -26,7 +26,8 @@ static void usage(void) {
          "  --seed N             random seed (default 1337)\n"
          "  --explain            per token: its probability and the top candidates (--explain-k of them)\n"
          "  --explain-k N        candidates shown by --explain (default 5)\n"
-         "  --threads N          CPU threads\n");
+         "  --threads N          CPU threads\n"
+         "  --device D           cpu (default), cuda or cuda:N: where the model and its cache live\n");
 }
 
 typedef struct {
@@ -86,7 +87,7 @@ static bool on_token(int64_t id, const float *probs, int64_t V, void *user) {
 }
 
 int ct_cmd_sample(int argc, char **argv) {
-  const char *model = NULL, *prompt = NULL;
+  const char *model = NULL, *prompt = NULL, *device = NULL;
   int64_t max_tokens = 200, top_k = 0, seed = 1337, threads = 0, explain_k = 5;
   double temperature = 0.8, top_p = 1.0;
   bool explain = false;
@@ -112,6 +113,7 @@ int ct_cmd_sample(int argc, char **argv) {
     bool ok = true;
     if (!strcmp(a, "--model")) model = v;
     else if (!strcmp(a, "--prompt")) prompt = v;
+    else if (!strcmp(a, "--device")) device = v;
     else if (!strcmp(a, "--max-tokens")) ok = gpt_parse_i64(a, v, 0, INT64_C(1) << 30, &max_tokens);
     else if (!strcmp(a, "--temperature")) ok = gpt_parse_f64(a, v, 0, 1e6, &temperature);
     else if (!strcmp(a, "--top-k")) ok = gpt_parse_i64(a, v, 0, INT64_C(1) << 40, &top_k);
@@ -130,6 +132,8 @@ int ct_cmd_sample(int argc, char **argv) {
     return 2;
   }
   if (threads) ct_set_num_threads((int)threads);
+  ct_device dev;
+  if (!gpt_parse_device("sample", device, &dev)) return 1;
   int rc = 1;
   ct_gpt *m = NULL;
   ct_tokenizer *tok = NULL;
@@ -138,7 +142,8 @@ int ct_cmd_sample(int argc, char **argv) {
   size_t n_ids = 0;
   ct_gpt_config cfg;
   if (ct_gpt_read_config(model, &cfg) != CT_OK || !(tok = gpt_tokenizer_for_model(model, &cfg)) ||
-      !(m = ct_gpt_load(model)) || !(g = ct_generator_new((uint64_t)seed))) {
+      !(m = ct_gpt_load(model)) || !(g = ct_generator_new((uint64_t)seed)) ||
+      (dev.type != CT_DEVICE_CPU && ct_gpt_to_device(m, dev) != CT_OK)) {
     fprintf(stderr, "ctorch sample: %s\n", ct_last_error());
     goto done;
   }

@@ -4,6 +4,7 @@
  * and prints a sample at the end. */
 #include "cli.h"
 #include "core/internal.h" /* ct_set_error for the command's own failures */
+#include "ctorch/cuda.h"
 #include "ctorch/io.h"
 #include "ctorch/optim.h"
 #include "gpt_cmd.h"
@@ -19,8 +20,10 @@ typedef struct {
   const char *data, *tokenizer, *tokenizer_dir, *out, *resume, *init;
   int64_t layers, heads, width, context, batch, steps, warmup, eval_every, eval_iters, threads, sample_tokens, seed;
   double lr, min_lr, weight_decay, grad_clip, dropout, beta1, beta2;
-  bool quiet;
+  bool quiet, cuda_graph;
   bool bias, gelu_erf, decay_embeddings; /* the model's variant and the weight decay's reach */
+  const char *device, *precision;       /* --device cpu|cuda[:N], --precision fp32|tf32|bf16 */
+  ct_device dev;
 } train_opts;
 
 /* Batches of the last evaluation: one batch's loss varies by about 0.065 (Tiny Shakespeare, char
@@ -54,6 +57,8 @@ static void defaults(train_opts *o) {
   o->bias = false;
   o->gelu_erf = false;
   o->decay_embeddings = true;
+  o->precision = "fp32";
+  o->dev = ct_cpu();
 }
 
 static void usage(void) {
@@ -90,6 +95,11 @@ static void usage(void) {
          "  --eval-every N       evaluate every N steps (default %lld)\n"
          "  --eval-iters N       batches per evaluation (default %lld); the final one uses at least %d\n"
          "  --threads N          CPU threads (default: all cores)\n"
+         "  --device D           cpu (default), cuda or cuda:N: where the model, the optimizer state and the steps live\n"
+         "  --precision P        fp32 (default), tf32 (float32 matrix products on the TF32 tensor cores) or bf16\n"
+         "                       (autocast: matrix products in bfloat16, float32 master weights); needs --device cuda\n"
+         "  --cuda-graph         replay each step's forward, backward and clipping as one CUDA graph captured after\n"
+         "                       the first step (the optimizer step stays eager: its learning rate changes)\n"
          "output\n"
          "  --out DIR            write checkpoints (model.safetensors + config.json + checkpoint.safetensors),\n"
          "                       log.json and loss.svg into DIR\n"
@@ -123,6 +133,10 @@ static int parse(int argc, char **argv, train_opts *o, bool only_resume) {
       o->quiet = true;
       continue;
     }
+    if (!strcmp(a, "--cuda-graph")) {
+      o->cuda_graph = true;
+      continue;
+    }
     if (strncmp(a, "--", 2)) {
       fprintf(stderr, "ctorch train-gpt: unexpected argument '%s' (see --help)\n", a);
       return 1;
@@ -139,6 +153,14 @@ static int parse(int argc, char **argv, train_opts *o, bool only_resume) {
     bool ok = true;
     const int64_t BIG = INT64_C(1) << 40;
     if (!strcmp(a, "--data")) o->data = v;
+    else if (!strcmp(a, "--device")) o->device = v;
+    else if (!strcmp(a, "--precision")) {
+      o->precision = v;
+      if (strcmp(v, "fp32") && strcmp(v, "tf32") && strcmp(v, "bf16")) {
+        fprintf(stderr, "ctorch train-gpt: --precision must be fp32, tf32 or bf16, got '%s'\n", v);
+        ok = false;
+      }
+    }
     else if (!strcmp(a, "--tokenizer")) {
       o->tokenizer = v;
       if (strcmp(v, "byte") && strcmp(v, "char") && strcmp(v, "gpt2")) {
@@ -233,7 +255,8 @@ typedef struct {
 } split;
 
 /* x, y: [B, T] windows at offsets drawn from g (nanoGPT's get_batch). */
-static ct_status get_batch(const split *s, int64_t B, int64_t T, ct_generator *g, ct_tensor **x, ct_tensor **y) {
+static ct_status get_batch(const split *s, int64_t B, int64_t T, ct_generator *g, ct_device dev, ct_tensor **x,
+                           ct_tensor **y) {
   int64_t bs[1] = {B}, shape[2] = {B, T};
   ct_tensor *ix = ct_randint(0, s->n - T, 1, bs, NULL, g);
   if (!ix) return ct_last_status();
@@ -246,8 +269,10 @@ static ct_status get_batch(const split *s, int64_t B, int64_t T, ct_generator *g
       memcpy(xb + b * T, s->tok + off[b], (size_t)T * sizeof *xb);
       memcpy(yb + b * T, s->tok + off[b] + 1, (size_t)T * sizeof *yb);
     }
-    *x = ct_from_buffer(xb, CT_INT64, 2, shape, ct_opts_dtype(CT_INT64));
-    *y = ct_from_buffer(yb, CT_INT64, 2, shape, ct_opts_dtype(CT_INT64));
+    ct_options io = ct_opts_dtype(CT_INT64);
+    io.device = dev; /* the batch is uploaded each step (the data stays on the host) */
+    *x = ct_from_buffer(xb, CT_INT64, 2, shape, io);
+    *y = ct_from_buffer(yb, CT_INT64, 2, shape, io);
     if (!*x || !*y) {
       ct_release(*x);
       ct_release(*y);
@@ -258,6 +283,73 @@ static ct_status get_batch(const split *s, int64_t B, int64_t T, ct_generator *g
   free(xb);
   free(yb);
   return st;
+}
+
+/* --cuda-graph: the forward, backward and gradient clipping of a step, captured once as a CUDA
+ * graph over fixed device buffers for the batch; the optimizer step stays eager (the learning-rate
+ * schedule changes its arguments every step) and the gradients keep their memory (zeroed in place). */
+typedef struct {
+  ct_gpt *m;
+  ct_tensor *x, *y, *loss; /* the fixed batch buffers and the step's loss (retained) */
+  int64_t np;
+  ct_tensor **allp;
+  double clip;
+  ct_generator *g;
+  ct_cuda_graph *graph;
+  bool warm, eager; /* eager: the capture failed (reported once), the steps run eagerly */
+} graph_step;
+
+static ct_status fwd_bwd(void *user) {
+  graph_step *c = user;
+  ct_scope *sc = ct_scope_begin();
+  ct_tensor *loss = NULL;
+  ct_status st = ct_gpt_forward(c->m, c->x, c->y, true, c->g, NULL, &loss);
+  if (st == CT_OK) st = ct_backward(loss, NULL, false, false);
+  if (st == CT_OK && c->clip > 0) {
+    ct_tensor *norm = ct_clip_grad_norm_(c->np, c->allp, c->clip, 2.0, false);
+    if (!norm) st = ct_last_status();
+    ct_release(norm);
+  }
+  if (st == CT_OK) {
+    ct_release(c->loss);
+    c->loss = ct_retain(loss);
+  }
+  ct_scope_end(sc);
+  return st;
+}
+
+/* One step's forward and backward through the graph (the first step eager, the graph captured at
+ * the second); x, y: the batch on the host. */
+static ct_status graph_run(graph_step *c, ct_device dev, const ct_tensor *x, const ct_tensor *y, double *loss) {
+  if (!c->x) {
+    ct_options io = ct_opts_dtype(CT_INT64);
+    io.device = dev;
+    /* retained: the step's scope releases its own reference, the buffers live until the end */
+    c->x = ct_retain(ct_empty(2, ct_shape(x), io));
+    c->y = ct_retain(ct_empty(2, ct_shape(y), io));
+    if (!c->x || !c->y) return ct_last_status();
+  }
+  CT_TRY(ct_copy_(c->x, x));
+  CT_TRY(ct_copy_(c->y, y));
+  if (!c->warm || c->eager) {
+    c->warm = true;
+    CT_TRY(fwd_bwd(c));
+  } else {
+    if (!c->graph) {
+      if (!(c->graph = ct_cuda_graph_capture(dev.index, fwd_bwd, c))) {
+        /* nothing ran during the failed capture: this step and the next ones run eagerly */
+        fprintf(stderr, "ctorch train-gpt: --cuda-graph: the step cannot be captured (%s); training eagerly\n",
+                ct_last_error());
+        ct_clear_error();
+        c->eager = true;
+        return graph_run(c, dev, x, y, loss);
+      }
+      printf("CUDA graph: %lld nodes captured (forward, backward, clipping)\n", (long long)ct_cuda_graph_num_nodes(c->graph));
+      fflush(stdout);
+    }
+    CT_TRY(ct_cuda_graph_replay(c->graph));
+  }
+  return ct_item_double(c->loss, loss);
 }
 
 /* Mean loss over iters batches drawn from a generator seeded afresh, so each evaluation sees the
@@ -272,7 +364,7 @@ static ct_status evaluate(ct_gpt *m, const split *s, const train_opts *o, int64_
     ct_scope *sc = ct_scope_begin();
     ct_tensor *x, *y, *loss;
     double v = 0;
-    st = get_batch(s, o->batch, o->context, g, &x, &y);
+    st = get_batch(s, o->batch, o->context, g, o->dev, &x, &y);
     if (st == CT_OK) st = ct_gpt_forward(m, x, y, false, NULL, NULL, &loss);
     if (st == CT_OK) st = ct_item_double(loss, &v);
     sum += v;
@@ -467,6 +559,7 @@ int ct_cmd_train_gpt(int argc, char **argv) {
   char *saved_data = NULL;
   train_log lg = {0};
   ct_tensor **decay = NULL, **no_decay = NULL, **allp = NULL;
+  graph_step gs = {0};
   const char *tok_src_dir = NULL;
   ct_gpt_config cfg;
   /* --resume: the saved run's options are the defaults, the command line overrides them */
@@ -497,6 +590,12 @@ int ct_cmd_train_gpt(int argc, char **argv) {
   if (o.resume && !o.out) o.out = o.resume;
   if (o.min_lr < 0) o.min_lr = o.lr / 10;
   if (o.threads) ct_set_num_threads((int)o.threads);
+  if (!gpt_parse_device("train-gpt", o.device, &o.dev)) goto done;
+  if (strcmp(o.precision, "fp32") && o.dev.type != CT_DEVICE_CUDA)
+    FAIL("--precision %s needs --device cuda (the CPU trains in float32)", o.precision);
+  if (!strcmp(o.precision, "tf32")) ct_cuda_set_allow_tf32(true);
+  if (!strcmp(o.precision, "bf16")) CHECK_ST(ct_cuda_set_autocast_bf16(true));
+  if (o.cuda_graph && o.dev.type != CT_DEVICE_CUDA) FAIL("--cuda-graph needs --device cuda");
 
   /* data and tokenizer */
   size_t text_n = 0;
@@ -539,6 +638,7 @@ int ct_cmd_train_gpt(int argc, char **argv) {
     if (!(m = ct_gpt_new_variant(&cfg, o.bias, o.gelu_erf ? "none" : "tanh", g))) FAIL("%s", ct_last_error());
   }
   cfg = *ct_gpt_get_config(m);
+  if (o.dev.type != CT_DEVICE_CPU) CHECK_ST(ct_gpt_to_device(m, o.dev)); /* before the optimizer makes its state */
   if (o.context > cfg.n_positions) o.context = cfg.n_positions;
   if (n_train <= o.context + 1 || n_val <= o.context + 1)
     FAIL("the data is too short: %lld tokens give %lld training and %lld validation tokens, and each split needs "
@@ -595,6 +695,8 @@ int ct_cmd_train_gpt(int argc, char **argv) {
   printf("data: %s, %zu bytes -> %zu tokens (%lld train, %lld val); batch %lld x %lld, %lld steps, lr %g, %d threads\n",
          o.data ? o.data : "built-in stories", text_n, n_ids, (long long)n_train, (long long)n_val, (long long)o.batch,
          (long long)o.context, (long long)o.steps, o.lr, ct_get_num_threads());
+  if (o.dev.type != CT_DEVICE_CPU)
+    printf("device: cuda:%d (%s), precision %s\n", o.dev.index, ct_cuda_device_name(o.dev.index), o.precision);
   if (o.resume) printf("resuming at step %lld from %s\n", (long long)step, o.resume);
   fflush(stdout);
 
@@ -629,7 +731,13 @@ int ct_cmd_train_gpt(int argc, char **argv) {
     for (int gi = 0; gi < ct_optim_num_groups(opt); gi++) CHECK_ST(ct_optim_set_lr(opt, gi, lr));
     ct_scope *sc = ct_scope_begin();
     ct_tensor *x, *y, *loss;
-    ct_status st = get_batch(&tr, o.batch, o.context, g, &x, &y);
+    ct_status st = get_batch(&tr, o.batch, o.context, g, o.cuda_graph ? ct_cpu() : o.dev, &x, &y);
+    if (o.cuda_graph) {
+      if (!gs.m) gs = (graph_step){m, NULL, NULL, NULL, np, allp, o.grad_clip, g, NULL, false, false};
+      if (st == CT_OK) st = graph_run(&gs, o.dev, x, y, &last_loss);
+      ct_scope_end(sc);
+      if (st != CT_OK) FAIL("step %lld: %s", (long long)step, ct_last_error());
+    } else {
     if (st == CT_OK) st = ct_gpt_forward(m, x, y, true, g, NULL, &loss);
     if (st == CT_OK) st = ct_backward(loss, NULL, false, false);
     if (st == CT_OK) st = ct_item_double(loss, &last_loss);
@@ -640,8 +748,9 @@ int ct_cmd_train_gpt(int argc, char **argv) {
     }
     ct_scope_end(sc);
     if (st != CT_OK) FAIL("step %lld: %s", (long long)step, ct_last_error());
+    }
     CHECK_ST(ct_optim_step(opt));
-    CHECK_ST(ct_optim_zero_grad(opt, true));
+    CHECK_ST(ct_optim_zero_grad(opt, !o.cuda_graph)); /* the graph keeps writing the same gradients */
     step++;
     double dt = gpt_now() - t0;
     t_train += dt;
@@ -672,6 +781,10 @@ int ct_cmd_train_gpt(int argc, char **argv) {
   }
   rc = 0;
 done:
+  ct_cuda_graph_free(gs.graph);
+  ct_release(gs.x);
+  ct_release(gs.y);
+  ct_release(gs.loss);
   ctj_free(saved);
   free(saved_data);
   log_free(&lg);

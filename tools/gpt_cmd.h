@@ -24,4 +24,6 @@ bool gpt_copy_tokenizer_files(const char *src, const char *dst);
 bool gpt_parse_i64(const char *opt, const char *s, int64_t lo, int64_t hi, int64_t *out);
 bool gpt_parse_f64(const char *opt, const char *s, double lo, double hi, double *out);
 double gpt_now(void); /* monotonic seconds */
+/* --device: cpu, cuda or cuda:N; false (with a message on stderr) if invalid or not available. */
+bool gpt_parse_device(const char *cmd, const char *s, ct_device *out);
 #endif

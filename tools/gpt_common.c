@@ -1,5 +1,6 @@
 /* Shared helpers of `ctorch train-gpt` and `ctorch sample`. */
 #include "gpt_cmd.h"
+#include "ctorch/cuda.h"
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,4 +98,33 @@ bool gpt_copy_tokenizer_files(const char *src, const char *dst) {
     any = true;
   }
   return any;
+}
+
+/* --device for train-gpt and sample: cpu, cuda or cuda:N, checked (and a missing driver or GPU
+ * reported) before any work, as train-cnn does. */
+bool gpt_parse_device(const char *cmd, const char *s, ct_device *out) {
+  *out = ct_cpu();
+  if (!s || !strcmp(s, "cpu")) return true;
+  char *end = NULL;
+  long idx = 0;
+  bool ok = !strncmp(s, "cuda", 4) && (s[4] == 0 || s[4] == ':');
+  if (ok && s[4] == ':') {
+    errno = 0;
+    idx = strtol(s + 5, &end, 10);
+    ok = end != s + 5 && !*end && !errno && idx >= 0 && idx <= 1024;
+  }
+  if (!ok) {
+    fprintf(stderr, "ctorch %s: --device: invalid device string '%s' (cpu, cuda or cuda:N)\n", cmd, s);
+    return false;
+  }
+  if (!ct_cuda_is_available()) {
+    fprintf(stderr, "ctorch %s: --device %s: %s\n", cmd, s, ct_cuda_unavailable_reason());
+    return false;
+  }
+  if (idx >= ct_cuda_device_count()) {
+    fprintf(stderr, "ctorch %s: --device %s: there are %d CUDA device(s)\n", cmd, s, ct_cuda_device_count());
+    return false;
+  }
+  *out = ct_cuda((int)idx);
+  return true;
 }

@@ -148,6 +148,13 @@ wasm-deps:
 	@command -v emcc >/dev/null 2>&1 || apt-get install -y emscripten
 	@command -v chromium >/dev/null 2>&1 || apt-get install -y chromium
 
+# What `make test-wasm` needs on a fresh Debian machine (CI): emscripten only (chromium is for the
+# page tests). Proposed CI step: make wasm-deps-test test-wasm
+.PHONY: wasm-deps-test
+wasm-deps-test:
+	@command -v emcc >/dev/null 2>&1 || { SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq emscripten >/dev/null; }
+
 # The benchmark of issue 8 against the peers, in one headless Chromium page (web/bench_peers.html):
 # ONNX Runtime Web on ResNet-18 / ViT-Tiny/16 exported from PyTorch 1.13, TF.js's wasm backend on
 # the MNIST CNN step. The npm packages and the .onnx files go under build/wasm-bench (not committed).

@@ -22,6 +22,30 @@ ct_status ct_cuda_synchronize(int index);
  * products on the TF32 tensor cores (10-bit mantissa inputs, float32 accumulation). */
 void ct_cuda_set_allow_tf32(bool allow);
 bool ct_cuda_allow_tf32(void);
+/* bf16 mixed precision (an autocast-style mode for the training step): while on, float32 matrix
+ * products on CUDA (mm, bmm, addmm, baddbmm, linear) round their inputs to bfloat16 and multiply on
+ * the bf16 tensor cores with float32 accumulation and float32 results; parameters, gradients,
+ * optimizer state, reductions, norms and softmax stay float32 (the master weights). It takes
+ * precedence over TF32. Fails only when turned on in a build without CUDA. */
+ct_status ct_cuda_set_autocast_bf16(bool on);
+bool ct_cuda_autocast_bf16(void);
+
+/* CUDA graphs (torch.cuda.CUDAGraph): a compiled step. ct_cuda_graph_capture calls fn(user) once
+ * with every launch on device `index` recorded instead of run (nothing executes during the
+ * capture), and returns the graph; each ct_cuda_graph_replay runs the recorded launches again on
+ * the same device memory. Rules, as PyTorch's: run the step eagerly once first (so that the
+ * gradients, optimizer state and library handles exist), keep the inputs in fixed device tensors
+ * and copy each new batch into them before a replay, keep the outputs' handles and read them
+ * after it, and make no host<->device copy, host read or synchronize inside the step (the capture
+ * fails with the reason). Host-side values are frozen into the graph: scalars such as a learning
+ * rate or Adam's bias corrections stay as they were at capture. Memory allocated during the
+ * capture stays reserved for the graphs until the last one is freed. Index checks inside a
+ * replayed graph are not reported (the kernels skip a bad index). NULL with the error on failure. */
+typedef struct ct_cuda_graph ct_cuda_graph;
+ct_cuda_graph *ct_cuda_graph_capture(int index, ct_status (*fn)(void *user), void *user);
+ct_status ct_cuda_graph_replay(ct_cuda_graph *g);
+int64_t ct_cuda_graph_num_nodes(const ct_cuda_graph *g); /* the launches and copies recorded */
+void ct_cuda_graph_free(ct_cuda_graph *g);                 /* NULL-safe; waits for the device */
 
 #ifdef __cplusplus
 }

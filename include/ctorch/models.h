@@ -59,6 +59,8 @@ ct_dict *ct_gpt_state_dict(const ct_gpt *m);
  * converted). Shape mismatches and missing or unexpected keys are errors, PyTorch's wording. */
 ct_status ct_gpt_load_state_dict(ct_gpt *m, const ct_dict *sd);
 int64_t ct_gpt_num_params(const ct_gpt *m); /* each tied tensor counted once */
+/* model.to(dev): moves every parameter (training state such as optimizers must be made after). */
+ct_status ct_gpt_to_device(ct_gpt *m, ct_device dev);
 
 /* Logits [B, T, V] for idx (int64 [B, T] or [T]: then [T, V]), T <= n_positions. training turns
  * dropout on (drawing from g, NULL: the default generator). If targets (int64, idx's shape) and

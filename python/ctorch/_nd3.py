@@ -256,8 +256,7 @@ def adaptive_max_pool3d(input, output_size, return_indices=False):
 def install(torch):
     nn = torch.nn
     F = nn.functional
-    from .nn.layers import _ConvNd
-    from .nn.module import Module
+    from .nn.layers import _ConvNd, _MaxPoolNd, _AvgPoolNd, _AdaptiveAvgPoolNd, _AdaptiveMaxPoolNd
 
     for name, fn in (("conv3d", conv3d), ("max_pool3d", max_pool3d), ("avg_pool3d", avg_pool3d),
                      ("adaptive_avg_pool3d", adaptive_avg_pool3d), ("adaptive_max_pool3d", adaptive_max_pool3d)):
@@ -279,59 +278,18 @@ def install(torch):
                               self.bias, self.stride, 0, self.dilation, self.groups)
             return conv3d(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
 
-    class MaxPool3d(Module):
-        def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False, ceil_mode=False):
-            super().__init__()
-            self.kernel_size = kernel_size
-            self.stride = stride if stride is not None else kernel_size
-            self.padding, self.dilation = padding, dilation
-            self.return_indices, self.ceil_mode = return_indices, ceil_mode
+    # the pools share their constructors with the 1-d/2-d modules (nn/layers.py); F.<_fn> is set above
+    class MaxPool3d(_MaxPoolNd):
+        _fn = "max_pool3d"
 
-        def forward(self, input):
-            return max_pool3d(input, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode,
-                              self.return_indices)
+    class AvgPool3d(_AvgPoolNd):
+        _fn = "avg_pool3d"
 
-        def extra_repr(self):
-            return "kernel_size={kernel_size}, stride={stride}, padding={padding}, dilation={dilation}, " \
-                   "ceil_mode={ceil_mode}".format(**self.__dict__)
+    class AdaptiveAvgPool3d(_AdaptiveAvgPoolNd):
+        _fn = "adaptive_avg_pool3d"
 
-    class AvgPool3d(Module):
-        def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
-                     divisor_override=None):
-            super().__init__()
-            self.kernel_size = kernel_size
-            self.stride = stride if stride is not None else kernel_size
-            self.padding, self.ceil_mode = padding, ceil_mode
-            self.count_include_pad, self.divisor_override = count_include_pad, divisor_override
-
-        def forward(self, input):
-            return avg_pool3d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
-                              self.count_include_pad, self.divisor_override)
-
-        def extra_repr(self):
-            return "kernel_size={}, stride={}, padding={}".format(self.kernel_size, self.stride, self.padding)
-
-    class AdaptiveAvgPool3d(Module):
-        def __init__(self, output_size):
-            super().__init__()
-            self.output_size = output_size
-
-        def forward(self, input):
-            return adaptive_avg_pool3d(input, self.output_size)
-
-        def extra_repr(self):
-            return "output_size={}".format(self.output_size)
-
-    class AdaptiveMaxPool3d(Module):
-        def __init__(self, output_size, return_indices=False):
-            super().__init__()
-            self.output_size, self.return_indices = output_size, return_indices
-
-        def forward(self, input):
-            return adaptive_max_pool3d(input, self.output_size, self.return_indices)
-
-        def extra_repr(self):
-            return "output_size={}".format(self.output_size)
+    class AdaptiveMaxPool3d(_AdaptiveMaxPoolNd):
+        _fn = "adaptive_max_pool3d"
 
     for cls in (Conv3d, MaxPool3d, AvgPool3d, AdaptiveAvgPool3d, AdaptiveMaxPool3d):
         if not hasattr(nn, cls.__name__):

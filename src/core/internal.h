@@ -92,7 +92,19 @@ struct ct_tensor {
   /* own version counter shared by this handle's views and aliases (PyTorch's `.data` gets one);
    * NULL: the storage's counter */
   struct ct_vcell *vcell;
+  /* how this view was made (PyTorch's CreationMeta), for the in-place checks: CT_VIEW_* */
+  uint8_t view_creation;
+  int32_t view_output; /* CT_VIEW_MULTI: which output of the multi-view op this is */
 };
+enum { CT_VIEW_DEFAULT = 0, CT_VIEW_NO_GRAD, CT_VIEW_INFERENCE, CT_VIEW_MULTI };
+/* Output k of an op returning several views (unbind, split): made with grad mode on, it may not be
+ * changed in place while autograd records (PyTorch's MULTI_OUTPUT_NODE). */
+static inline void ct_mark_multi_view(ct_tensor *v, int k) {
+  if (v->base && v->view_creation == CT_VIEW_DEFAULT) {
+    v->view_creation = CT_VIEW_MULTI;
+    v->view_output = k;
+  }
+}
 typedef struct ct_vcell {
   int64_t refs;
   uint64_t v;
@@ -160,6 +172,7 @@ ct_tensor *ct_own(ct_tensor *t);
 ct_tensor *ct_hold(ct_tensor *t);
 void ct_unhold(ct_tensor *t);
 bool ct_scope_active(void); /* inside some scope */
+ct_status ct_scope_end_failed(ct_scope *s); /* ends s keeping the failing op's error */
 /* For ops that return their input unchanged (contiguous of a contiguous tensor, to() of
  * the same dtype, ...): t itself as a new reference, as PyTorch returns self. Inside a
  * scope that is a new handle with t's storage, geometry and history (a leaf requiring

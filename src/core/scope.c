@@ -2,6 +2,7 @@
  * creator's reference: ct_scope_end releases it unless the handle was kept. A
  * handle whose last reference is released early leaves its scope. */
 #include "internal.h"
+#include <stdio.h>
 #include <stdlib.h>
 
 struct ct_scope {
@@ -77,6 +78,18 @@ ct_status ct_scope_end(ct_scope *s) {
   free(s->slot);
   free(s);
   return CT_OK;
+}
+
+/* End a scope on a failure path: the scope's releases must not replace the error of the op
+ * that failed, so its status and message are kept across them. Returns that status. */
+ct_status ct_scope_end_failed(ct_scope *s) {
+  char msg[1024];
+  ct_status st = ct_last_status();
+  snprintf(msg, sizeof msg, "%s", ct_last_error());
+  ct_scope_end(s);
+  if (st == CT_OK) st = CT_ERR_RUNTIME;
+  ct_set_error(st, "%s", msg);
+  return st;
 }
 
 ct_tensor *ct_keep(ct_tensor *t) {

@@ -124,6 +124,15 @@ ct_tensor *ct_make_view(const ct_tensor *t, int ndim, const int64_t *shape, cons
   ct_tensor *base = t->base ? t->base : (ct_tensor *)t;
   v->base = ct_hold(base);
   ct_vcell_share(v, t);
+  /* PyTorch forbids in-place changes with grad recording on to views made while it was off */
+  if (ct_is_inference_mode())
+    v->view_creation = base->is_inference ? CT_VIEW_DEFAULT : CT_VIEW_INFERENCE;
+  else if (!ct_is_grad_enabled())
+    v->view_creation = CT_VIEW_NO_GRAD;
+  else {
+    v->view_creation = t->view_creation; /* a view of such a view inherits it */
+    v->view_output = t->view_output;
+  }
   return v;
 }
 

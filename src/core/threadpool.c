@@ -1,24 +1,51 @@
-/* A persistent thread pool: workers sleep on a condition variable between jobs.
- * One job at a time; a nested ct_parallel_for runs inline on the calling worker. */
+/* A persistent thread pool. One job at a time; a nested ct_parallel_for runs inline on the
+ * calling thread, and so does a call from a second thread while a job runs.
+ *
+ * Fork/join cost matters: a training step issues thousands of parallel loops of tens of
+ * microseconds each. So:
+ *  - the caller only waits for workers that really took part. A job is "open" while chunks may
+ *    still be claimed; a worker joins it by a compare-and-swap on the job word (busy count + 1)
+ *    that succeeds only while it is open, and the caller closes it once every chunk is claimed and
+ *    then waits for the busy count to drop to zero. A worker that wakes late (a busy machine)
+ *    therefore costs the caller nothing: before, the caller waited for every worker to wake up,
+ *    even when it had done all the chunks itself.
+ *  - workers spin briefly after a job before sleeping on the condition variable, so back-to-back
+ *    loops find them awake; the caller takes the mutex only when a worker sleeps.
+ * CT_POOL_SPIN_US sets the spin (default 200 microseconds; 0: sleep at once).
+ * The job word: bits 0..15 busy workers, bit 16 open, bits 17.. job sequence number. */
 #include "internal.h"
 #include <pthread.h>
+#include <sched.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define CPU_RELAX() _mm_pause()
+#else
+#define CPU_RELAX() ((void)0)
+#endif
 
 #define MAX_THREADS 256
+#define OPEN ((uint64_t)1 << 16)
+#define BUSY_MASK (OPEN - 1)
+#define SEQ_ONE ((uint64_t)1 << 17)
 
 static struct {
   pthread_mutex_t mu;
   pthread_cond_t wake, done;
   pthread_t th[MAX_THREADS];
-  int n_workers;       /* started workers (threads - 1; the caller works too) */
-  int n_threads;       /* threads used per job */
-  uint64_t generation; /* bumps per job */
-  /* current job */
+  int n_workers; /* started workers (threads - 1; the caller works too) */
+  int n_threads; /* threads used per job */
+  int sleepers;  /* workers waiting on `wake` (under mu) */
+  bool shutdown;
+  uint64_t state; /* the job word (atomic) */
+  /* current job: written by the caller before it opens the job, read by workers after joining */
   ct_range_fn fn;
   void *ctx;
-  int64_t n, chunk, next, pending;
-  bool shutdown;
+  int64_t n, chunk, next;
+  int helpers;      /* workers allowed in this job */
+  int64_t spin_ns;  /* how long an idle worker spins before sleeping */
 } P = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, PTHREAD_COND_INITIALIZER};
 
 static pthread_mutex_t job_mu = PTHREAD_MUTEX_INITIALIZER; /* one job at a time */
@@ -34,22 +61,71 @@ static void run_chunks(void) {
   }
 }
 
+static int64_t mono_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Joins the open job whose sequence differs from *seen (busy + 1); false when there is none or
+ * it already has its helpers. */
+static bool try_join(uint64_t *seen) {
+  uint64_t s = __atomic_load_n(&P.state, __ATOMIC_ACQUIRE);
+  while ((s & OPEN) && (s >> 17) != *seen) {
+    if ((int)(s & BUSY_MASK) >= __atomic_load_n(&P.helpers, __ATOMIC_RELAXED)) { /* full (if s is stale, the CAS fails) */
+      *seen = s >> 17;
+      return false;
+    }
+    if (__atomic_compare_exchange_n(&P.state, &s, s + 1, true, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+      *seen = s >> 17;
+      return true;
+    }
+  }
+  return false;
+}
+
+static void leave_job(void) {
+  uint64_t s = __atomic_sub_fetch(&P.state, 1, __ATOMIC_ACQ_REL);
+  if (!(s & OPEN) && (s & BUSY_MASK) == 0) { /* the caller may be waiting for the last helper */
+    pthread_mutex_lock(&P.mu);
+    pthread_cond_signal(&P.done);
+    pthread_mutex_unlock(&P.mu);
+  }
+}
+
 static void *worker(void *arg) {
   (void)arg;
   in_worker = true;
   uint64_t seen = 0;
-  pthread_mutex_lock(&P.mu);
   for (;;) {
-    while (P.generation == seen && !P.shutdown) pthread_cond_wait(&P.wake, &P.mu);
-    if (P.shutdown) break;
-    seen = P.generation;
-    pthread_mutex_unlock(&P.mu);
-    run_chunks();
+    if (try_join(&seen)) {
+      run_chunks();
+      leave_job();
+      continue;
+    }
+    /* spin a while for the next job, then sleep */
+    bool got = false;
+    int64_t t0 = mono_ns();
+    for (int i = 1; !got; i++) {
+      for (int k = 0; k < 64; k++) CPU_RELAX();
+      uint64_t s = __atomic_load_n(&P.state, __ATOMIC_ACQUIRE);
+      if ((s & OPEN) && (s >> 17) != seen) got = true;
+      else if (__atomic_load_n(&P.shutdown, __ATOMIC_ACQUIRE)) return NULL;
+      else if ((i & 15) == 0 && mono_ns() - t0 >= P.spin_ns) break;
+    }
+    if (got) continue;
     pthread_mutex_lock(&P.mu);
-    if (--P.pending == 0) pthread_cond_signal(&P.done);
+    P.sleepers++;
+    for (;;) {
+      uint64_t s = __atomic_load_n(&P.state, __ATOMIC_ACQUIRE);
+      if (P.shutdown || ((s & OPEN) && (s >> 17) != seen)) break;
+      pthread_cond_wait(&P.wake, &P.mu);
+    }
+    P.sleepers--;
+    bool stop = P.shutdown;
+    pthread_mutex_unlock(&P.mu);
+    if (stop) return NULL;
   }
-  pthread_mutex_unlock(&P.mu);
-  return NULL;
 }
 
 static void start_workers(int threads) {
@@ -61,7 +137,7 @@ static void start_workers(int threads) {
 
 static void stop_pool(void) {
   pthread_mutex_lock(&P.mu);
-  P.shutdown = true;
+  __atomic_store_n(&P.shutdown, true, __ATOMIC_RELEASE);
   pthread_cond_broadcast(&P.wake);
   pthread_mutex_unlock(&P.mu);
   for (int i = 0; i < P.n_workers; i++) pthread_join(P.th[i], NULL);
@@ -76,6 +152,9 @@ static void init_pool(void) {
   if (n <= 0) n = 1;
   if (n > MAX_THREADS) n = MAX_THREADS;
   P.n_threads = n;
+  const char *sp = getenv("CT_POOL_SPIN_US");
+  P.spin_ns = sp && *sp ? (int64_t)atoi(sp) * 1000 : 200000;
+  if (P.spin_ns < 0) P.spin_ns = 0;
   atexit(stop_pool);
 }
 
@@ -107,24 +186,34 @@ void ct_parallel_for(int64_t n, int64_t grain, ct_range_fn fn, void *ctx) {
   if (threads > max_tasks) threads = (int)max_tasks;
   start_workers(P.n_threads);
   int helpers = threads - 1 < P.n_workers ? threads - 1 : P.n_workers;
-  pthread_mutex_lock(&P.mu);
+  if (helpers > (int)BUSY_MASK) helpers = (int)BUSY_MASK;
+  /* the job is closed and no worker is in it (the previous call waited): set it up, then open it */
   P.fn = fn;
   P.ctx = ctx;
   P.n = n;
   int64_t chunk = (n + (int64_t)threads * 4 - 1) / ((int64_t)threads * 4);
   P.chunk = chunk < grain ? grain : chunk;
   P.next = 0;
-  P.pending = P.n_workers;
-  P.generation++;
-  pthread_cond_broadcast(&P.wake);
+  __atomic_store_n(&P.helpers, helpers, __ATOMIC_RELAXED);
+  uint64_t seq = (__atomic_load_n(&P.state, __ATOMIC_RELAXED) >> 17) + 1;
+  __atomic_store_n(&P.state, (seq << 17) | OPEN, __ATOMIC_SEQ_CST);
+  pthread_mutex_lock(&P.mu);
+  if (P.sleepers > 0) pthread_cond_broadcast(&P.wake);
   pthread_mutex_unlock(&P.mu);
-  (void)helpers;
   bool was = in_worker;
   in_worker = true;
   run_chunks();
   in_worker = was;
-  pthread_mutex_lock(&P.mu);
-  while (P.pending > 0) pthread_cond_wait(&P.done, &P.mu);
-  pthread_mutex_unlock(&P.mu);
+  /* every chunk is claimed: close the job (no worker joins any more), wait for those in it */
+  uint64_t s = __atomic_and_fetch(&P.state, ~OPEN, __ATOMIC_ACQ_REL);
+  for (int i = 0; (s & BUSY_MASK) != 0 && i < 4096; i++) {
+    CPU_RELAX();
+    s = __atomic_load_n(&P.state, __ATOMIC_ACQUIRE);
+  }
+  if (s & BUSY_MASK) {
+    pthread_mutex_lock(&P.mu);
+    while (__atomic_load_n(&P.state, __ATOMIC_ACQUIRE) & BUSY_MASK) pthread_cond_wait(&P.done, &P.mu);
+    pthread_mutex_unlock(&P.mu);
+  }
   pthread_mutex_unlock(&job_mu);
 }

@@ -1,6 +1,7 @@
 /* GPT-2 architecture on ctorch's ops (llm.c-style: parameters in a ct_dict under Hugging Face's
  * names), a key/value cache for generation, and checkpoints in transformers' layout. */
 #include "ctorch/models.h"
+#include "models/gpt_internal.h"
 #include "core/internal.h"
 #include "autograd/autograd.h"
 #include "backend/cpu/simd/fast_ew.h"
@@ -137,6 +138,39 @@ ct_gpt *ct_gpt_new_variant(const ct_gpt_config *c, bool bias, const char *gelu, 
 bool ct_gpt_has_bias(const ct_gpt *m) { return m && m->bias; }
 const char *ct_gpt_gelu(const ct_gpt *m) { return m && m->gelu_erf ? "none" : "tanh"; }
 
+/* The device of the model's parameters (they all live on one: ct_gpt_to_device moves them together). */
+static ct_device gpt_device(const ct_gpt *m) { return m && m->wte ? ct_tensor_device(m->wte) : ct_cpu(); }
+
+ct_status ct_gpt_to_device(ct_gpt *m, ct_device dev) {
+  if (!m) return CT_ERR(CT_ERR_VALUE, "GPT model is NULL");
+  if (!ct_device_available(dev))
+    return CT_ERR(CT_ERR_RUNTIME, "GPT.to: device %s:%d is not available", ct_device_type_name(dev.type), dev.index);
+  bool prev = ct_set_grad_enabled(false);
+  ct_status st = CT_OK;
+  for (int64_t i = 0; i < ct_dict_len(m->params) && st == CT_OK; i++) {
+    ct_tensor *t = ct_dict_tensor(m->params, i);
+    ct_device d = ct_tensor_device(t);
+    if (d.type == dev.type && d.index == dev.index) continue;
+    ct_tensor *nt = ct_to_device(t, dev);
+    if (!nt || ct_requires_grad_(nt, ct_requires_grad(t)) != CT_OK) {
+      ct_release(nt);
+      st = ct_last_status();
+      break;
+    }
+    /* the borrowed pointers follow the dict's entry (switched before the old tensor can go) */
+    ct_tensor **slots[4] = {&m->wte, &m->wpe, &m->lnf_w, &m->lnf_b};
+    for (int k = 0; k < 4; k++)
+      if (*slots[k] == t) *slots[k] = nt;
+    for (int64_t l = 0; l < m->cfg.n_layer; l++)
+      for (int k = 0; k < L_N; k++)
+        if (m->layer[l][k] == t) m->layer[l][k] = nt;
+    st = ct_dict_set(m->params, ct_dict_name(m->params, i), nt);
+    ct_release(nt);
+  }
+  ct_set_grad_enabled(prev);
+  return st;
+}
+
 int64_t ct_gpt_num_params(const ct_gpt *m) {
   if (!m) return 0;
   int64_t n = 0;
@@ -262,6 +296,30 @@ static bool check_idx(const ct_gpt *m, const ct_tensor *idx, const char *what) {
  * the full causal attention or the cached one. */
 typedef ct_tensor *(*attn_fn)(void *ctx, int64_t layer, ct_tensor *q, ct_tensor *k, ct_tensor *v);
 
+static bool cpu_f32_dense(const ct_tensor *t) {
+  return t->storage->device.type == CT_DEVICE_CPU && t->dtype == CT_FLOAT32 && ct_is_contiguous(t);
+}
+
+/* Decoding (no autograd, at most GPT_MV_MAX_ROWS rows, float32 on the CPU): x2 [rows, K] times
+ * w ([K, N], or [N, K] when w_nk) plus b through gpt_decode.c's matrix-vector products, which read
+ * each weight once; the GEMM would repack the whole weight for every token. NULL (no error set)
+ * when not applicable. */
+static ct_tensor *matvec(const ct_tensor *x2, const ct_tensor *w, bool w_nk, const ct_tensor *b, bool *used) {
+  *used = false;
+  int64_t rows = ct_shape(x2)[0], K = ct_shape(x2)[1];
+  if (ct_is_grad_enabled() || rows > GPT_MV_MAX_ROWS || !cpu_f32_dense(x2) || ct_ndim(w) != 2 || !cpu_f32_dense(w) ||
+      ct_shape(w)[w_nk ? 1 : 0] != K || (b && (!cpu_f32_dense(b) || ct_ndim(b) != 1)))
+    return NULL;
+  int64_t N = ct_shape(w)[w_nk ? 0 : 1], so[2] = {rows, N};
+  if (b && ct_shape(b)[0] != N) return NULL;
+  *used = true;
+  ct_tensor *y = ct_empty(2, so, ct_opts_dtype(CT_FLOAT32));
+  if (y)
+    gpt_matvec_f32((const float *)ct_cpu_ptr(x2), rows, K, (const float *)ct_cpu_ptr(w), N, w_nk,
+                   b ? (const float *)ct_cpu_ptr(b) : NULL, (float *)ct_cpu_ptr(y));
+  return y;
+}
+
 /* Conv1D: x [..., in] @ W [in, out] + b, as one addmm over the flattened rows. */
 static ct_tensor *conv1d(const ct_tensor *x, const ct_tensor *w, const ct_tensor *b) {
   int nd = ct_ndim(x);
@@ -269,9 +327,12 @@ static ct_tensor *conv1d(const ct_tensor *x, const ct_tensor *w, const ct_tensor
   for (int d = 0; d < nd - 1; d++) rows *= ct_shape(x)[d];
   int64_t s2[2] = {rows, ct_shape(x)[nd - 1]};
   ct_tensor *x2 = ct_reshape(x, 2, s2);
+  bool mv = false;
+  ct_tensor *y = x2 ? matvec(x2, w, false, b, &mv) : NULL;
+  if (mv) b = NULL; /* added by matvec */
   /* mm then add: the packed GEMM writes a product straight into its output only without a
    * C0 term, so addmm's bias would send every tile through its scalar write-back */
-  ct_tensor *y = x2 ? ct_mm(x2, w) : NULL;
+  if (x2 && !mv) y = ct_mm(x2, w);
   ct_release(x2);
   if (y && b) {
     ct_tensor *yb = ct_add(y, b);
@@ -504,6 +565,7 @@ static ct_tensor *attn_full(void *vctx, int64_t layer, ct_tensor *q, ct_tensor *
 static ct_tensor *embed(ct_gpt *m, const ct_tensor *idx, int64_t start) {
   int64_t T = ct_shape(idx)[1];
   ct_options o = ct_opts_dtype(CT_INT64);
+  o.device = ct_tensor_device(idx);
   ct_tensor *te = ct_embedding(idx, m->wte, NULL); /* stop at the first failure: its message stays */
   ct_tensor *pos = te ? ct_arange(ct_si(start), ct_si(start + T), ct_si(1), &o) : NULL;
   ct_tensor *pe = pos ? ct_embedding(pos, m->wpe, NULL) : NULL;
@@ -516,7 +578,10 @@ static ct_tensor *lm_head(ct_gpt *m, ct_tensor *x) {
   int64_t rows = 1;
   for (int d = 0; d < nd - 1; d++) rows *= ct_shape(x)[d];
   int64_t s2[2] = {rows, m->cfg.n_embd};
-  ct_tensor *l = ct_mm(ct_reshape(x, 2, s2), ct_t(m->wte));
+  ct_tensor *x2 = ct_reshape(x, 2, s2);
+  bool mv = false;
+  ct_tensor *l = x2 ? matvec(x2, m->wte, true, NULL, &mv) : NULL;
+  if (x2 && !mv) l = ct_mm(x2, ct_t(m->wte));
   if (!l) return NULL;
   int64_t so[CT_MAX_DIMS];
   for (int d = 0; d < nd - 1; d++) so[d] = ct_shape(x)[d];
@@ -548,7 +613,8 @@ ct_status ct_gpt_forward(ct_gpt *m, const ct_tensor *idx, const ct_tensor *targe
   full_attn a = {m->cfg.dropout, training, g};
   x = x ? trunk(m, x, training, g, attn_full, &a) : NULL;
   ct_tensor *l = NULL;
-  if (x && loss && !logits_out) {
+  bool on_cuda = gpt_device(m).type == CT_DEVICE_CUDA;
+  if (x && loss && !logits_out && !on_cuda) {
     /* only the loss: the fused classifier + cross-entropy (src/nn/linear_ce.c) never holds the
      * [B*T, V] logits for backward (GPT-2's vocabulary makes them the largest activation) */
     int64_t C = m->cfg.n_embd, flat[2] = {-1, C}, tf[1] = {-1};
@@ -564,7 +630,19 @@ ct_status ct_gpt_forward(ct_gpt *m, const ct_tensor *idx, const ct_tensor *targe
   if (logits && loss) {
     int64_t V = m->cfg.vocab_size, flat[2] = {-1, V}, tf[1] = {-1};
     ct_tensor *lf = ct_reshape(logits, 2, flat), *tflat = ct_reshape(targets, 1, tf);
-    l = lf && tflat ? ct_cross_entropy(lf, tflat, NULL, CT_REDUCTION_MEAN, -1, 0.0) : NULL;
+    if (on_cuda) {
+      /* on the GPU the logits fit; cross-entropy as logsumexp(logits) - <x, wte[target]> (the
+       * target's logit, as the lm_head computes it), averaged over every target (none ignored):
+       * gather/scatter would read the targets on the host to check them, the embedding checks
+       * them on the device, so the step has no host read and can be captured as a CUDA graph */
+      int64_t d1[1] = {1}, xs[2] = {-1, m->cfg.n_embd};
+      ct_tensor *lse = lf ? ct_logsumexp(lf, 1, d1, false) : NULL, *xf = lse ? ct_reshape(x, 2, xs) : NULL;
+      ct_tensor *wy = xf && tflat ? ct_embedding(tflat, m->wte, NULL) : NULL, *xw = wy ? ct_mul(xf, wy) : NULL;
+      ct_tensor *ty = xw ? ct_sum_dims(xw, 1, d1, false) : NULL, *d = ty ? ct_sub(lse, ty) : NULL;
+      l = d ? ct_mean(d) : NULL;
+    } else {
+      l = lf && tflat ? ct_cross_entropy(lf, tflat, NULL, CT_REDUCTION_MEAN, -1, 0.0) : NULL;
+    }
   }
   bool ok = logits && (!loss || l);
   if (ok) {
@@ -610,9 +688,11 @@ ct_gpt_cache *ct_gpt_cache_new(const ct_gpt *m, int64_t batch, int64_t max_len) 
   int64_t H = m->cfg.n_head, s[4] = {batch, H, max_len, m->cfg.n_embd / H};
   ct_scope *sc = ct_scope_begin();
   bool ok = true;
+  ct_options fo = ct_opts_dtype(CT_FLOAT32);
+  fo.device = gpt_device(m);
   for (int64_t l = 0; l < L && ok; l++) {
-    c->k[l] = ct_zeros(4, s, ct_opts_dtype(CT_FLOAT32));
-    c->v[l] = ct_zeros(4, s, ct_opts_dtype(CT_FLOAT32));
+    c->k[l] = ct_zeros(4, s, fo);
+    c->v[l] = ct_zeros(4, s, fo);
     ok = c->k[l] && c->v[l];
     if (ok) {
       ct_keep(c->k[l]);
@@ -699,7 +779,9 @@ ct_tensor *ct_gpt_forward_cached(ct_gpt *m, ct_gpt_cache *c, const ct_tensor *id
     } else {
       for (int64_t i = 0; i < t; i++)
         for (int64_t j = 0; j < S; j++) mb[i * S + j] = j <= c->len + i;
-      a.mask = ct_from_buffer(mb, CT_BOOL, 2, ms, ct_opts_dtype(CT_BOOL));
+      ct_options bo = ct_opts_dtype(CT_BOOL);
+      bo.device = gpt_device(m);
+      a.mask = ct_from_buffer(mb, CT_BOOL, 2, ms, bo);
       free(mb);
       ok = a.mask != NULL;
     }
@@ -837,6 +919,33 @@ static int by_prob_desc(const void *a, const void *b) {
   return (x->id > y->id) - (x->id < y->id); /* ties: lower id first, for determinism */
 }
 
+/* Moves the k best of v[0..n) (by_prob_desc's order) into v[0..k), unordered: a heap of the k best
+ * so far with the worst at its root, O(n log k) where sorting everything costs O(n log n). */
+static void select_best(prob_id *v, int64_t n, int64_t k) {
+  for (int64_t i = 1; i < k; i++) /* sift up: build the heap */
+    for (int64_t c = i; c > 0 && by_prob_desc(&v[(c - 1) / 2], &v[c]) < 0; c = (c - 1) / 2) {
+      prob_id t = v[c];
+      v[c] = v[(c - 1) / 2];
+      v[(c - 1) / 2] = t;
+    }
+  for (int64_t i = k; i < n; i++) {
+    if (by_prob_desc(&v[i], &v[0]) >= 0) continue; /* not better than the worst kept */
+    prob_id t = v[0];
+    v[0] = v[i];
+    v[i] = t;
+    for (int64_t p = 0;;) { /* sift down */
+      int64_t l = 2 * p + 1, r = l + 1, w = p;
+      if (l < k && by_prob_desc(&v[l], &v[w]) > 0) w = l;
+      if (r < k && by_prob_desc(&v[r], &v[w]) > 0) w = r;
+      if (w == p) break;
+      t = v[p];
+      v[p] = v[w];
+      v[w] = t;
+      p = w;
+    }
+  }
+}
+
 int64_t ct_gpt_pick_token(const float *logits, int64_t V, const ct_gpt_sampling *s, double u, float *probs) {
   if (!logits || !s || V <= 0) {
     ct_set_error(CT_ERR_VALUE, "pick_token: NULL logits or settings, or an empty vocabulary");
@@ -870,8 +979,9 @@ int64_t ct_gpt_pick_token(const float *logits, int64_t V, const ct_gpt_sampling 
     v[i].id = i;
     sum += e;
   }
-  qsort(v, (size_t)V, sizeof *v, by_prob_desc);
   int64_t keep = s->top_k > 0 && s->top_k < V ? s->top_k : V;
+  if (keep < V / 8) select_best(v, V, keep); /* only the top-k need an order */
+  qsort(v, (size_t)(keep < V / 8 ? keep : V), sizeof *v, by_prob_desc);
   double kept = 0;
   for (int64_t i = 0; i < keep; i++) kept += v[i].p;
   if (s->top_p < 1) { /* smallest prefix reaching top_p of the (top-k) mass */
@@ -924,7 +1034,8 @@ ct_status ct_gpt_generate(ct_gpt *m, const int64_t *prompt, int64_t n_prompt, in
   int64_t cap = n_prompt + max_new;
   int64_t *hist = malloc((size_t)cap * sizeof *hist);
   float *logits = malloc((size_t)V * sizeof *logits), *probs = malloc((size_t)V * sizeof *probs);
-  ct_gpt_cache *c = ct_gpt_cache_new(m, 1, P);
+  /* the cache holds at most the context: no more than this call will ever feed it */
+  ct_gpt_cache *c = ct_gpt_cache_new(m, 1, cap < P ? cap : P);
   ct_status st = CT_OK;
   if (!hist || !logits || !probs) st = CT_ERR(CT_ERR_OOM, "out of memory");
   if (!c) st = ct_last_status();
@@ -942,7 +1053,9 @@ ct_status ct_gpt_generate(ct_gpt *m, const int64_t *prompt, int64_t n_prompt, in
       todo = keep;
     }
     int64_t shape[2] = {1, todo};
-    ct_tensor *idx = ct_from_buffer(hist + fed, CT_INT64, 2, shape, ct_opts_dtype(CT_INT64));
+    ct_options io = ct_opts_dtype(CT_INT64);
+    io.device = gpt_device(m);
+    ct_tensor *idx = ct_from_buffer(hist + fed, CT_INT64, 2, shape, io);
     ct_tensor *lg = idx ? ct_gpt_forward_cached(m, c, idx, true) : NULL;
     ct_release(idx);
     if (!lg || ct_copy_to_buffer(lg, logits, CT_FLOAT32, V) != CT_OK) {

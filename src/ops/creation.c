@@ -398,8 +398,38 @@ bool ct_has_internal_overlap(const ct_tensor *t) {
   return false;
 }
 
+/* An in-place change recorded by autograd on the view t: refused, worded as PyTorch's
+ * handle_view_on_rebase, when t was made with grad mode off, in inference mode, or as one of
+ * several views returned by one op (unbind, split, chunk). */
+ct_status ct_check_view_rebase(const ct_tensor *t) {
+  if (!t->base) return CT_OK;
+  switch (t->view_creation) {
+  case CT_VIEW_NO_GRAD:
+    return CT_ERR(CT_ERR_RUNTIME,
+                  "A view was created in no_grad mode and is being modified inplace with grad mode enabled. Given "
+                  "that this use case is ambiguous and error-prone, it is forbidden. You can clarify your code by "
+                  "moving both the view and the inplace either both inside the no_grad block (if you don't want the "
+                  "inplace to be tracked) or both outside (if you want the inplace to be tracked).");
+  case CT_VIEW_INFERENCE:
+    return CT_ERR(CT_ERR_RUNTIME,
+                  "A view was created in inference mode and is being modified inplace in normal mode. Given that "
+                  "this use case is ambiguous and error-prone, it is forbidden. You can clarify your code by moving "
+                  "both the view and the inplace either both inside the inference_mode block (if you don't want the "
+                  "inplace to be tracked) or both outside (if you want the inplace to be tracked).");
+  case CT_VIEW_MULTI:
+    return CT_ERR(CT_ERR_RUNTIME,
+                  "Output %d of %s is a view and is being modified inplace. This view is the output of a function "
+                  "that returns multiple views. Such functions do not allow the output views to be modified "
+                  "inplace. You should replace the inplace operation by an out-of-place one.",
+                  (int)t->view_output, t->grad_fn && t->grad_fn->name ? t->grad_fn->name : "a multi-view function");
+  default:
+    return CT_OK;
+  }
+}
+
 /* Checks for writing into t in place (leaf requiring grad, overlap, inference). */
 ct_status ct_check_inplace(const ct_tensor *t) {
+  if (ct_grad_mode_recording() && t->base && ct_tensor_requires_grad(t->base)) CT_TRY(ct_check_view_rebase(t));
   if (ct_grad_mode_recording() && t->requires_grad && !t->grad_fn) {
     if (t->base)
       return CT_ERR(CT_ERR_RUNTIME, "a view of a leaf Variable that requires grad is being used in an in-place operation.");

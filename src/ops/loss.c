@@ -27,12 +27,7 @@ static ct_tensor *finish(ct_scope *s, ct_tensor *r) {
   return r;
 }
 static ct_tensor *fail_scope(ct_scope *s) {
-  /* keep the error of the failing op across the scope's cleanup */
-  char msg[1024];
-  ct_status st = ct_last_status();
-  snprintf(msg, sizeof msg, "%s", ct_last_error());
-  ct_scope_end(s);
-  ct_set_error(st == CT_OK ? CT_ERR_RUNTIME : st, "%s", msg);
+  ct_scope_end_failed(s);
   return NULL;
 }
 

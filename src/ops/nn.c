@@ -238,6 +238,15 @@ static ct_tensor *fused_norm(bool rms, const ct_tensor *x, int n, const ct_tenso
   return c.out[0];
 }
 
+/* Failure path of the composed norm gradients: drop the partial results, keep the error. */
+static ct_status norm_bw_fail(ct_scope *s, ct_tensor **gin) {
+  for (int i = 0; i < 3; i++) {
+    ct_release(gin[i]);
+    gin[i] = NULL;
+  }
+  return ct_scope_end_failed(s);
+}
+
 /* Gradient with public ops (grad mode on): xh = (x - mean) rstd, gw = g w,
  * dx = rstd (gw - mean(gw) - xh mean(gw xh)) (rms: mean 0, no mean(gw) term),
  * dw = sum(g xh), db = sum(g) over the batch dims. */
@@ -253,7 +262,6 @@ static ct_status norm_bw_composed(ct_node *n, ct_tensor *x, ct_tensor *w, ct_ten
   }
   ct_scope *s = ct_scope_begin();
   ct_tensor *mean = NULL, *var = NULL, *xh = NULL, *rstd = NULL;
-  ct_status st = CT_OK;
   if (rms) {
     ct_tensor *sq = ct_mul(x, x);
     var = sq ? ct_mean_dims(sq, nd, dims, true) : NULL;
@@ -294,18 +302,7 @@ static ct_status norm_bw_composed(ct_node *n, ct_tensor *x, ct_tensor *w, ct_ten
   ct_scope_end(s);
   return CT_OK;
 fail:
-  st = ct_last_status();
-  {
-    char msg[1024];
-    snprintf(msg, sizeof msg, "%s", ct_last_error());
-    for (int i = 0; i < 3; i++) {
-      ct_release(gin[i]);
-      gin[i] = NULL;
-    }
-    ct_scope_end(s);
-    ct_set_error(st == CT_OK ? CT_ERR_RUNTIME : st, "%s", msg);
-  }
-  return st == CT_OK ? CT_ERR_RUNTIME : st;
+  return norm_bw_fail(s, gin);
 }
 
 ct_status ct_bw_native_norm(ct_node *n, ct_tensor *const *g, ct_tensor **gin) {
@@ -560,7 +557,6 @@ static ct_status bn_bw_composed(ct_node *n, ct_tensor *x, ct_tensor *w, ct_tenso
   }
   ct_scope *s = ct_scope_begin();
   ct_tensor *mean = NULL, *var = NULL, *rstd = NULL, *xh = NULL;
-  ct_status st = CT_OK;
   if (training) {
     if (nn_moments(x, mask, &mean, &var) == CT_OK) rstd = nn_rsqrt_eps(var, n->a.f[0]);
   } else {
@@ -600,18 +596,7 @@ static ct_status bn_bw_composed(ct_node *n, ct_tensor *x, ct_tensor *w, ct_tenso
   ct_scope_end(s);
   return CT_OK;
 fail:
-  st = ct_last_status();
-  {
-    char msg[1024];
-    snprintf(msg, sizeof msg, "%s", ct_last_error());
-    for (int i = 0; i < 3; i++) {
-      ct_release(gin[i]);
-      gin[i] = NULL;
-    }
-    ct_scope_end(s);
-    ct_set_error(st == CT_OK ? CT_ERR_RUNTIME : st, "%s", msg);
-  }
-  return st == CT_OK ? CT_ERR_RUNTIME : st;
+  return norm_bw_fail(s, gin);
 }
 
 ct_status ct_bw_native_batch_norm(ct_node *n, ct_tensor *const *g, ct_tensor **gin) {

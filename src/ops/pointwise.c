@@ -211,6 +211,7 @@ static ct_status bw_overwritten(ct_node *n, ct_tensor *const *g, ct_tensor **gin
 ct_status ct_write_result_inplace(ct_tensor *self, ct_tensor *result) {
   ct_status st = CT_OK;
   bool graph = ct_grad_mode_recording() && (ct_tensor_requires_grad(result) || ct_tensor_requires_grad(self));
+  if (graph) CT_TRY(ct_check_view_rebase(self)); /* before any value changes */
   CT_TRY(snapshot_saved(result->grad_fn, self));
   /* values */
   {

@@ -29,6 +29,7 @@ ct_dtype ct_pointwise_compute_dtype(int n, const ct_tensor *const *in, ct_out_ki
  * in-place half of every in-place op). */
 ct_status ct_write_result_inplace(ct_tensor *self, ct_tensor *result);
 ct_status ct_check_inplace(const ct_tensor *t);
+ct_status ct_check_view_rebase(const ct_tensor *t); /* creation.c: view made without grad / multi-output */
 ct_status ct_fill_nograd(ct_tensor *t, ct_scalar v);
 bool ct_has_internal_overlap(const ct_tensor *t);
 

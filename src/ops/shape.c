@@ -242,6 +242,7 @@ static ct_status split_pieces(const ct_tensor *t, int64_t dim, int count, const 
   for (int k = 0; k < count; k++) {
     if (!(out[k] = ct_narrow(t, dim, off, sizes[k]))) return list_fail(out, k);
     if (out[k]->grad_fn) out[k]->grad_fn->name = node;
+    ct_mark_multi_view(out[k], k);
     off += sizes[k];
   }
   return CT_OK;
@@ -383,6 +384,7 @@ ct_status ct_unbind(const ct_tensor *t, int64_t dim, int *n_out, ct_tensor **out
   for (int k = 0; k < count; k++) {
     if (!(out[k] = ct_select(t, d, k))) return list_fail(out, k);
     if (out[k]->grad_fn) out[k]->grad_fn->name = "UnbindBackward0";
+    ct_mark_multi_view(out[k], k);
   }
   return CT_OK;
 }

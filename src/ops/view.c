@@ -704,6 +704,29 @@ static ct_status scatter_windows(ct_tensor *buf, const ct_tensor *win, const ct_
   return st;
 }
 
+/* Whether a strided geometry reaches each element at most once (dims by increasing stride, each
+ * stride past the extent of the smaller ones): then writing through it cannot race. */
+static bool windows_disjoint(int nd, const int64_t *shape, const int64_t *stride) {
+  int order[CT_MAX_DIMS], k = 0;
+  for (int d = 0; d < nd; d++) {
+    if (shape[d] == 0) return true;
+    if (shape[d] > 1) order[k++] = d;
+  }
+  for (int i = 1; i < k; i++) /* insertion sort by stride */
+    for (int j = i; j > 0 && stride[order[j]] < stride[order[j - 1]]; j--) {
+      int t = order[j];
+      order[j] = order[j - 1];
+      order[j - 1] = t;
+    }
+  int64_t extent = 1;
+  for (int i = 0; i < k; i++) {
+    int64_t st = stride[order[i]];
+    if (st < extent) return false;
+    extent = st * (shape[order[i]] - 1) + extent;
+  }
+  return true;
+}
+
 /* Backward of a strided view: scatter-add the gradient into zeros shaped like the
  * input, through the same geometry (overlapping windows accumulate). */
 ct_status ct_bw_as_strided(ct_node *n, ct_tensor *const *g, ct_tensor **gin) {
@@ -732,6 +755,9 @@ ct_status ct_bw_as_strided(ct_node *n, ct_tensor *const *g, ct_tensor **gin) {
   ct_tensor *win = ct_as_strided(buf, nd, n->a.i, n->a.i + 8, n->a.k[1]);
   ct_status st = win ? CT_OK : ct_last_status();
   if (st == CT_OK && m->device.type == CT_DEVICE_CPU) st = ct_add_(win, g[0]); /* overlapping windows accumulate: see ct_add_ */
+  else if (st == CT_OK && (m->device.type == CT_DEVICE_CUDA || m->device.type == CT_DEVICE_WEBGPU) &&
+           windows_disjoint(nd, n->a.i, n->a.i + 8))
+    st = ct_copy_(win, g[0]); /* GPUs: no element twice (narrow, slices), a plain strided copy, no index */
   else if (st == CT_OK) st = scatter_windows(buf, win, g[0]);
   ct_release(win);
   if (st == CT_OK) {

@@ -42,6 +42,56 @@ double tt_at(const ct_tensor *t, int64_t i) {
   return v;
 }
 
+double tt_uniform(uint64_t *state) {
+  *state ^= *state >> 12;
+  *state ^= *state << 25;
+  *state ^= *state >> 27;
+  return (double)((*state * 2685821657736338717ull) >> 11) / 9007199254740992.0 * 2 - 1;
+}
+
+ct_tensor *tt_rand(uint64_t *state, int ndim, const int64_t *shape, ct_dtype dt, double scale, double shift,
+                   bool requires_grad) {
+  int64_t n = 1;
+  for (int d = 0; d < ndim; d++) n *= shape[d];
+  double *v = malloc((size_t)(n ? n : 1) * sizeof *v);
+  if (!v) return NULL;
+  for (int64_t i = 0; i < n; i++) v[i] = tt_uniform(state) * scale + shift;
+  ct_tensor *t = tt_from(v, ndim, shape, dt);
+  free(v);
+  if (requires_grad && t) ct_requires_grad_(t, true);
+  return t;
+}
+
+double tt_excess(const ct_tensor *a, const ct_tensor *b, double rtol, double atol) {
+  if (!a && !b) return 0;
+  if (!a || !b) { /* an unreachable gradient (NULL) against an all-zero one: both say zero */
+    const ct_tensor *t = a ? a : b;
+    for (int64_t i = 0; i < ct_numel(t); i++)
+      if (tt_at(t, i) != 0) return INFINITY;
+    return 0;
+  }
+  if (ct_ndim(a) != ct_ndim(b)) return INFINITY;
+  for (int d = 0; d < ct_ndim(a); d++)
+    if (ct_shape(a)[d] != ct_shape(b)[d]) return INFINITY;
+  int64_t n = ct_numel(a);
+  double *x = malloc((size_t)(n ? n : 1) * 8), *y = malloc((size_t)(n ? n : 1) * 8), worst = 0;
+  if (!x || !y) {
+    free(x);
+    free(y);
+    return INFINITY;
+  }
+  ct_copy_to_buffer(a, x, CT_FLOAT64, n);
+  ct_copy_to_buffer(b, y, CT_FLOAT64, n);
+  for (int64_t i = 0; i < n; i++) {
+    if ((isnan(x[i]) && isnan(y[i])) || x[i] == y[i]) continue;
+    double e = fabs(x[i] - y[i]) / (atol + rtol * fabs(y[i]));
+    if (!(e <= worst)) worst = isnan(e) ? INFINITY : e;
+  }
+  free(x);
+  free(y);
+  return worst;
+}
+
 int tt_allclose(const ct_tensor *a, const ct_tensor *b, double rtol, double atol) {
   if (!a || !b || ct_ndim(a) != ct_ndim(b)) return 0;
   for (int d = 0; d < ct_ndim(a); d++)

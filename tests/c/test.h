@@ -53,6 +53,15 @@ void ct_test_fail(const char *file, int line, const char *fmt, ...);
 ct_tensor *tt_from(const double *v, int ndim, const int64_t *shape, ct_dtype dt);
 /* Element i (row-major) as double. */
 double tt_at(const ct_tensor *t, int64_t i);
+/* xorshift64*: the next value in [-1, 1) of the stream *state (tests keep one stream each so that
+ * their data does not depend on which other tests ran). */
+double tt_uniform(uint64_t *state);
+/* A tensor of uniform values * scale + shift from the stream *state, requiring grad if asked. */
+ct_tensor *tt_rand(uint64_t *state, int ndim, const int64_t *shape, ct_dtype dt, double scale, double shift,
+                   bool requires_grad);
+/* max |a - b| / (atol + rtol |b|) over the elements (<= 1: close); NaN in both places counts as
+ * equal; a missing (NULL) gradient equals an all-zero one; other shape differences give INFINITY. */
+double tt_excess(const ct_tensor *a, const ct_tensor *b, double rtol, double atol);
 /* max |a-b| <= atol + rtol*|b| over all elements, shapes equal */
 int tt_allclose(const ct_tensor *a, const ct_tensor *b, double rtol, double atol);
 /* Cross-backend check: got (on device `dev`, named in messages) against ref (CPU): same dtype and

@@ -9,45 +9,7 @@
 #include <stdlib.h>
 
 static uint64_t bn_state = 0x9E3779B97F4A7C15ull;
-static double bn_uniform(void) { /* xorshift64*: in [-1, 1) */
-  bn_state ^= bn_state >> 12;
-  bn_state ^= bn_state << 25;
-  bn_state ^= bn_state >> 27;
-  return (double)((bn_state * 2685821657736338717ull) >> 11) / 9007199254740992.0 * 2 - 1;
-}
-static ct_tensor *bn_rand(int nd, const int64_t *shape, ct_dtype dt, double scale, double shift, bool grad) {
-  int64_t n = 1;
-  for (int d = 0; d < nd; d++) n *= shape[d];
-  double *v = malloc((size_t)(n ? n : 1) * sizeof *v);
-  for (int64_t i = 0; i < n; i++) v[i] = bn_uniform() * scale + shift;
-  ct_tensor *t = tt_from(v, nd, shape, dt);
-  free(v);
-  if (grad && t) ct_requires_grad_(t, true);
-  return t;
-}
 
-/* max |a - b| / (atol + rtol |b|) (<= 1: close) */
-static double bn_excess(const ct_tensor *a, const ct_tensor *b, double rtol, double atol) {
-  if (!a && !b) return 0;
-  if (!a || !b) { /* an unreachable gradient (NULL) against an all-zero one: both say zero */
-    const ct_tensor *t = a ? a : b;
-    for (int64_t i = 0; i < ct_numel(t); i++)
-      if (tt_at(t, i) != 0) return INFINITY;
-    return 0;
-  }
-  if (ct_numel(a) != ct_numel(b)) return INFINITY;
-  int64_t n = ct_numel(a);
-  double *x = malloc((size_t)(n ? n : 1) * 8), *y = malloc((size_t)(n ? n : 1) * 8), worst = 0;
-  ct_copy_to_buffer(a, x, CT_FLOAT64, n);
-  ct_copy_to_buffer(b, y, CT_FLOAT64, n);
-  for (int64_t i = 0; i < n; i++) {
-    double e = x[i] == y[i] ? 0 : fabs(x[i] - y[i]) / (atol + rtol * fabs(y[i]));
-    if (!(e <= worst)) worst = isnan(e) ? INFINITY : e;
-  }
-  free(x);
-  free(y);
-  return worst;
-}
 static bool bn_same_bits(const ct_tensor *a, const ct_tensor *b) {
   if (!a || !b) return a == b;
   if (ct_numel(a) != ct_numel(b)) return false;
@@ -120,7 +82,7 @@ static void bn_run(ct_tensor *const *in, const ct_tensor *rm0, const ct_tensor *
 static void bn_case(int nd, const int64_t *shape, bool training, int wb, bool running, ct_dtype dt, double shift,
                     bool transposed, bool second) {
   int64_t C = shape[1];
-  ct_tensor *x = bn_rand(nd, shape, dt, 2.0, shift, true);
+  ct_tensor *x = tt_rand(&bn_state, nd, shape, dt, 2.0, shift, true);
   if (transposed) { /* the same values in a transposed layout */
     ct_tensor *t = ct_transpose(x, 0, nd - 1), *tc = t ? ct_contiguous(t) : NULL, *back = tc ? ct_transpose(tc, 0, nd - 1) : NULL;
     ct_tensor *leaf = back ? ct_detach(back) : NULL;
@@ -131,11 +93,11 @@ static void bn_case(int nd, const int64_t *shape, bool training, int wb, bool ru
     ct_release(x);
     x = leaf;
   }
-  ct_tensor *w = (wb & 1) ? bn_rand(1, &C, dt, 1.0, 1.0, true) : NULL;
-  ct_tensor *b = (wb & 2) ? bn_rand(1, &C, dt, 1.0, 0.0, true) : NULL;
-  ct_tensor *rm = running ? bn_rand(1, &C, dt, 0.5, shift, false) : NULL;
-  ct_tensor *rv = running ? bn_rand(1, &C, dt, 0.4, 1.0, false) : NULL;
-  ct_tensor *gy = bn_rand(nd, shape, dt, 1.0, 0.0, false), *v = second ? bn_rand(nd, shape, dt, 1.0, 0.0, false) : NULL;
+  ct_tensor *w = (wb & 1) ? tt_rand(&bn_state, 1, &C, dt, 1.0, 1.0, true) : NULL;
+  ct_tensor *b = (wb & 2) ? tt_rand(&bn_state, 1, &C, dt, 1.0, 0.0, true) : NULL;
+  ct_tensor *rm = running ? tt_rand(&bn_state, 1, &C, dt, 0.5, shift, false) : NULL;
+  ct_tensor *rv = running ? tt_rand(&bn_state, 1, &C, dt, 0.4, 1.0, false) : NULL;
+  ct_tensor *gy = tt_rand(&bn_state, nd, shape, dt, 1.0, 0.0, false), *v = second ? tt_rand(&bn_state, nd, shape, dt, 1.0, 0.0, false) : NULL;
   ct_tensor *in[3] = {x, w, b};
   char what[200];
   snprintf(what, sizeof what, "batch_norm nd=%d C=%lld last=%lld %s wb=%d running=%d %s shift=%g%s%s", nd, (long long)C,
@@ -157,14 +119,14 @@ static void bn_case(int nd, const int64_t *shape, bool training, int wb, bool ru
   ct_set_num_threads(prev);
   bn_run(in, rm, rv, training, gy, v, &got);
   double e;
-  if (!((e = bn_excess(got.y, ref.y, rtol, atol)) <= 1)) ct_test_fail(__FILE__, __LINE__, "%s: y excess %g", what, e);
-  if (!((e = bn_excess(got.rm, ref.rm, rtol, atol)) <= 1)) ct_test_fail(__FILE__, __LINE__, "%s: running_mean excess %g", what, e);
-  if (!((e = bn_excess(got.rv, ref.rv, rtol, atol)) <= 1)) ct_test_fail(__FILE__, __LINE__, "%s: running_var excess %g", what, e);
+  if (!((e = tt_excess(got.y, ref.y, rtol, atol)) <= 1)) ct_test_fail(__FILE__, __LINE__, "%s: y excess %g", what, e);
+  if (!((e = tt_excess(got.rm, ref.rm, rtol, atol)) <= 1)) ct_test_fail(__FILE__, __LINE__, "%s: running_mean excess %g", what, e);
+  if (!((e = tt_excess(got.rv, ref.rv, rtol, atol)) <= 1)) ct_test_fail(__FILE__, __LINE__, "%s: running_var excess %g", what, e);
   for (int i = 0; i < 3; i++) {
     /* float32 gradients: sums of N*S products, rounded differently (double vs float partials) */
-    if (!((e = bn_excess(got.g1[i], ref.g1[i], rtol * 5, atol * 5)) <= 1))
+    if (!((e = tt_excess(got.g1[i], ref.g1[i], rtol * 5, atol * 5)) <= 1))
       ct_test_fail(__FILE__, __LINE__, "%s: grad %d excess %g", what, i, e);
-    if (!((e = bn_excess(got.g2[i], ref.g2[i], rtol * 50, atol * 50)) <= 1))
+    if (!((e = tt_excess(got.g2[i], ref.g2[i], rtol * 50, atol * 50)) <= 1))
       ct_test_fail(__FILE__, __LINE__, "%s: second-order grad %d excess %g", what, i, e);
   }
   /* one task per channel: the same bits at any thread count */
@@ -209,10 +171,10 @@ TEST(fused_batch_norm_vs_composed) {
 TEST(fused_batch_norm_edges) {
   int64_t n0 = ct_live_tensors();
   int64_t s[4] = {1, 3, 1, 1}, C = 3;
-  ct_tensor *x = bn_rand(4, s, CT_FLOAT32, 1.0, 0.0, false);
+  ct_tensor *x = tt_rand(&bn_state, 4, s, CT_FLOAT32, 1.0, 0.0, false);
   CHECK_ERR_PTR(ct_batch_norm(x, NULL, NULL, NULL, NULL, true, 0.1, 1e-5),
                 "Expected more than 1 value per channel when training");
-  ct_tensor *rm = bn_rand(1, &C, CT_FLOAT32, 0.1, 0.0, true), *rv = bn_rand(1, &C, CT_FLOAT32, 0.1, 1.0, false);
+  ct_tensor *rm = tt_rand(&bn_state, 1, &C, CT_FLOAT32, 0.1, 0.0, true), *rv = tt_rand(&bn_state, 1, &C, CT_FLOAT32, 0.1, 1.0, false);
   ct_tensor *y = ct_batch_norm(x, rm, rv, NULL, NULL, false, 0.1, 1e-5);
   CHECK(y != NULL);
   ct_release(y);

@@ -8,6 +8,7 @@
  * accumulation order, stated at each check. */
 #include "test.h"
 #include "ctorch/cuda.h"
+#include "ctorch/models.h"
 #include <stdlib.h>
 
 static int n_gpu_tests;
@@ -1051,5 +1052,248 @@ CUDA_TEST(flash_attention) {
       {CT_FLOAT32, 1, 2, 40, 50, 32, true, 0, f32, f32g, false},    /* head dim 32: composed */
   };
   for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) fa_check(&cs[i]);
+  ct_scope_end(s);
+}
+
+/* ---- the GPT step of `ctorch train-gpt --device cuda` ---- */
+
+static bool collect_token(int64_t id, const float *probs, int64_t V, void *user) {
+  int64_t *out = user;
+  out[++out[0]] = id; /* out[0]: the count */
+  return true;
+}
+
+/* One GPT-2-architecture model from one seed on the CPU and on the GPU (ct_gpt_to_device), three
+ * AdamW steps with gradient clipping on the same batch: the loss and the clipped total norm agree
+ * at every step, and every parameter's gradient after the first backward. Tolerances: the CPU's
+ * fused paths (linear + cross-entropy, GELU + bias, attention) and cuBLAS sum in other orders;
+ * float32 over K <= 128 terms gives ~1e-6 relative per op, and three Adam steps amplify it
+ * (updates of size lr move the next loss): 1e-4 relative on the losses and norms, gradients 1e-4
+ * relative + 2e-6 absolute. Then greedy sampling with the KV cache picks the same tokens. */
+CUDA_TEST(gpt_training_step) {
+  ct_scope *s = ct_scope_begin();
+  ct_gpt_config cfg = {53, 16, 32, 2, 2, 0.0, 1e-5};
+  ct_gpt *m[2] = {NULL, NULL};
+  ct_optim *opt[2] = {NULL, NULL};
+  ct_tensor **P[2] = {NULL, NULL};
+  int64_t np = 0;
+  for (int d = 0; d < 2; d++) {
+    ct_generator *g = ct_generator_new(7);
+    m[d] = ct_gpt_new_variant(&cfg, true, "tanh", g);
+    ct_generator_free(g);
+    CHECK(m[d] != NULL);
+    if (!m[d]) goto out;
+    if (d) CHECK_OK(ct_gpt_to_device(m[d], ct_cuda(0)));
+    const ct_dict *pd = ct_gpt_parameters(m[d]);
+    np = ct_dict_len(pd);
+    P[d] = calloc((size_t)np, sizeof *P[d]);
+    for (int64_t i = 0; i < np; i++) P[d][i] = ct_dict_tensor(pd, i);
+    CHECK(ct_tensor_device(P[d][np - 1]).type == (d ? CT_DEVICE_CUDA : CT_DEVICE_CPU));
+    CHECK(ct_requires_grad(P[d][0]));
+    ct_optim_options oo = ct_optim_defaults(CT_OPTIM_ADAMW);
+    oo.lr = 1e-2;
+    oo.weight_decay = 0.1;
+    opt[d] = ct_optim_new(CT_OPTIM_ADAMW, np, P[d], &oo);
+    CHECK(opt[d] != NULL);
+    if (!opt[d]) goto out;
+  }
+  int64_t xb[4 * 16], yb[4 * 16];
+  for (int i = 0; i < 64; i++) {
+    xb[i] = (i * 17 + 3) % 53;
+    yb[i] = (i * 29 + 11) % 53;
+  }
+  ct_tensor *x = ct_from_buffer(xb, CT_INT64, 2, (int64_t[]){4, 16}, ct_opts_dtype(CT_INT64));
+  ct_tensor *y = ct_from_buffer(yb, CT_INT64, 2, (int64_t[]){4, 16}, ct_opts_dtype(CT_INT64));
+  ct_tensor *X[2] = {x, G(x)}, *Y[2] = {y, G(y)};
+  for (int step = 0; step < 3; step++) {
+    ct_tensor *loss[2] = {NULL, NULL}, *norm[2] = {NULL, NULL};
+    for (int d = 0; d < 2; d++) {
+      CHECK_OK(ct_gpt_forward(m[d], X[d], Y[d], true, NULL, NULL, &loss[d]));
+      if (!loss[d]) goto out;
+      CHECK_OK(ct_backward(loss[d], NULL, false, false));
+      CHECK(ct_tensor_device(loss[d]).type == (d ? CT_DEVICE_CUDA : CT_DEVICE_CPU));
+    }
+    if (step == 0)
+      for (int64_t i = 0; i < np; i++) same("gpt gradient", ct_grad(P[0][i]), ct_grad(P[1][i]), 1e-4, 2e-6);
+    for (int d = 0; d < 2; d++) {
+      norm[d] = ct_clip_grad_norm_(np, P[d], 1.0, 2.0, false);
+      CHECK(norm[d] != NULL);
+      CHECK_OK(ct_optim_step(opt[d]));
+      CHECK_OK(ct_optim_zero_grad(opt[d], true));
+    }
+    same("gpt loss", loss[0], loss[1], 1e-4, 1e-6);
+    if (norm[0] && norm[1]) same("gpt grad norm", norm[0], norm[1], 1e-4, 1e-7);
+    for (int d = 0; d < 2; d++) {
+      ct_release(loss[d]);
+      ct_release(norm[d]);
+    }
+  }
+  /* sampling: the prompt through the cache, then one position per token; greedy picks agree */
+  int64_t prompt[3] = {1, 2, 3}, tok[2][16];
+  ct_gpt_sampling sp = {0, 0, 1.0};
+  for (int d = 0; d < 2; d++) {
+    tok[d][0] = 0;
+    CHECK_OK(ct_gpt_generate(m[d], prompt, 3, 12, &sp, NULL, collect_token, tok[d]));
+  }
+  CHECK(tok[0][0] == 12 && tok[1][0] == 12);
+  for (int i = 1; i <= 12 && i <= tok[0][0] && i <= tok[1][0]; i++)
+    if (tok[0][i] != tok[1][i]) {
+      ct_test_fail(__FILE__, __LINE__, "greedy token %d: cpu %lld, cuda %lld", i, (long long)tok[0][i],
+                   (long long)tok[1][i]);
+      break;
+    }
+out:
+  for (int d = 0; d < 2; d++) {
+    ct_optim_free(opt[d]);
+    ct_gpt_free(m[d]);
+    free(P[d]);
+  }
+  ct_scope_end(s);
+}
+
+/* bf16 autocast on CUDA: a float32 product is the float32-accumulated product of the inputs
+ * rounded to bfloat16 (the CPU rounds them and multiplies in float32: 1e-5 relative over K = 96),
+ * measurably not the plain float32 product; with the mode off again it is float32. A GPT loss
+ * under the mode stays within bf16's rounding (2e-2 relative) of the float32 one. */
+CUDA_TEST(autocast_bf16) {
+  ct_scope *s = ct_scope_begin();
+  CHECK(!ct_cuda_autocast_bf16());
+  ct_tensor *a = rnd(2, (int64_t[]){64, 96}, CT_FLOAT32, false), *b = rnd(2, (int64_t[]){96, 80}, CT_FLOAT32, false);
+  ct_tensor *ref32 = ct_mm(a, b);
+  ct_tensor *ar = ct_to_dtype(ct_to_dtype(a, CT_BFLOAT16), CT_FLOAT32), *br = ct_to_dtype(ct_to_dtype(b, CT_BFLOAT16), CT_FLOAT32);
+  ct_tensor *ref16 = ct_mm(ar, br);
+  CHECK_OK(ct_cuda_set_autocast_bf16(true));
+  CHECK(ct_cuda_autocast_bf16());
+  ct_tensor *got = H(ct_mm(G(a), G(b)));
+  CHECK_OK(ct_cuda_set_autocast_bf16(false));
+  ct_tensor *got32 = H(ct_mm(G(a), G(b)));
+  same("bf16 autocast mm", ref16, got, 1e-5, 1e-5);
+  same("mm with autocast off", ref32, got32, 1e-5, 5e-5);
+  double d16 = 0, d32 = 0;
+  CHECK_OK(ct_item_double(ct_amax(ct_abs(ct_sub(got, ref32)), 0, NULL, false), &d32));
+  CHECK_OK(ct_item_double(ct_amax(ct_abs(ct_sub(got, ref16)), 0, NULL, false), &d16));
+  CHECK(d32 > 10 * d16 && d32 > 1e-3);
+  /* the GPT forward under the mode */
+  ct_gpt_config cfg = {53, 16, 64, 1, 2, 0.0, 1e-5};
+  ct_generator *g = ct_generator_new(3);
+  ct_gpt *m = ct_gpt_new_variant(&cfg, false, "tanh", g);
+  ct_generator_free(g);
+  CHECK(m != NULL);
+  if (m) {
+    int64_t xb[32], yb[32];
+    for (int i = 0; i < 32; i++) {
+      xb[i] = (i * 5 + 1) % 53;
+      yb[i] = (i * 7 + 2) % 53;
+    }
+    ct_tensor *x = ct_from_buffer(xb, CT_INT64, 2, (int64_t[]){2, 16}, ct_opts_dtype(CT_INT64));
+    ct_tensor *y = ct_from_buffer(yb, CT_INT64, 2, (int64_t[]){2, 16}, ct_opts_dtype(CT_INT64));
+    ct_tensor *l32 = NULL, *l16 = NULL;
+    CHECK_OK(ct_gpt_forward(m, x, y, false, NULL, NULL, &l32));
+    CHECK_OK(ct_gpt_to_device(m, ct_cuda(0)));
+    CHECK_OK(ct_cuda_set_autocast_bf16(true));
+    CHECK_OK(ct_gpt_forward(m, G(x), G(y), false, NULL, NULL, &l16));
+    CHECK_OK(ct_cuda_set_autocast_bf16(false));
+    if (l32 && l16) same("gpt loss under bf16 autocast", l32, l16, 2e-2, 0);
+    ct_release(l32);
+    ct_release(l16);
+    ct_gpt_free(m);
+  }
+  ct_scope_end(s);
+}
+
+/* ---- CUDA graphs: a compiled MLP training step ---- */
+typedef struct {
+  ct_tensor *x, *y, *P[4], *loss; /* x, y: the fixed input buffers; loss: the step's output */
+  ct_optim *opt;
+} mlp_step;
+
+static ct_status mlp_step_run(void *user) {
+  mlp_step *s = user;
+  ct_scope *sc = ct_scope_begin();
+  ct_tensor *h = ct_gelu(ct_linear(s->x, s->P[0], s->P[1]), "tanh");
+  ct_tensor *l = h ? ct_mse_loss(ct_linear(h, s->P[2], s->P[3]), s->y, CT_REDUCTION_MEAN) : NULL;
+  ct_status st = l ? ct_backward(l, NULL, false, false) : ct_last_status();
+  if (st == CT_OK) st = ct_optim_step(s->opt);
+  if (st == CT_OK) st = ct_optim_zero_grad(s->opt, false); /* in place: the grads keep their memory */
+  if (st == CT_OK) {
+    ct_release(s->loss);
+    s->loss = ct_keep(l);
+  }
+  ct_scope_end(sc);
+  return st;
+}
+
+/* a step that reads a device value on the host: cannot be captured */
+static ct_status read_on_host(void *user) {
+  double v = 0;
+  return ct_item_double(user, &v);
+}
+
+/* One eager step, then the step captured once and replayed with new batches copied into the
+ * fixed inputs, against a second copy trained eagerly on the same batches: the same kernels in the
+ * same order, so losses and weights are bit-identical. Also: a capture that reads a value on the
+ * host fails with the reason and leaves the device usable. */
+CUDA_TEST(graph_training_step) {
+  ct_scope *s = ct_scope_begin();
+  int64_t sx[2] = {64, 32}, sy[2] = {64, 8};
+  ct_tensor *w[4] = {ct_mul_scalar(rnd(2, (int64_t[]){48, 32}, CT_FLOAT32, false), ct_sf(0.2)),
+                     ct_zeros(1, (int64_t[]){48}, ct_opts()),
+                     ct_mul_scalar(rnd(2, (int64_t[]){8, 48}, CT_FLOAT32, false), ct_sf(0.2)),
+                     ct_zeros(1, (int64_t[]){8}, ct_opts())};
+  enum { STEPS = 4 };
+  ct_tensor *bx[STEPS + 1], *by[STEPS + 1];
+  for (int k = 0; k <= STEPS; k++) {
+    bx[k] = rnd(2, sx, CT_FLOAT32, false);
+    by[k] = rnd(2, sy, CT_FLOAT32, false);
+  }
+  mlp_step m[2];
+  memset(m, 0, sizeof m);
+  for (int d = 0; d < 2; d++) {
+    for (int k = 0; k < 4; k++) {
+      m[d].P[k] = G(w[k]);
+      ct_requires_grad_(m[d].P[k], true);
+    }
+    m[d].x = G(bx[0]);
+    m[d].y = G(by[0]);
+    ct_optim_options oo = ct_optim_defaults(CT_OPTIM_SGD);
+    oo.lr = 0.05;
+    oo.momentum = 0.9;
+    m[d].opt = ct_optim_new(CT_OPTIM_SGD, 4, m[d].P, &oo);
+    CHECK(m[d].opt != NULL);
+    CHECK_OK(mlp_step_run(&m[d])); /* the eager warm-up: grads and momentum buffers exist */
+  }
+  ct_cuda_graph *g = ct_cuda_graph_capture(0, mlp_step_run, &m[1]);
+  CHECK(g != NULL);
+  if (g) {
+    CHECK(ct_cuda_graph_num_nodes(g) > 10);
+    for (int k = 1; k <= STEPS; k++) {
+      CHECK_OK(ct_copy_(m[0].x, bx[k]));
+      CHECK_OK(ct_copy_(m[0].y, by[k]));
+      CHECK_OK(mlp_step_run(&m[0]));
+      CHECK_OK(ct_copy_(m[1].x, bx[k]));
+      CHECK_OK(ct_copy_(m[1].y, by[k]));
+      CHECK_OK(ct_cuda_graph_replay(g));
+      same("graph replay loss", H(m[0].loss), H(m[1].loss), 0, 0);
+    }
+    for (int k = 0; k < 4; k++) same("graph replay weights", H(m[0].P[k]), H(m[1].P[k]), 0, 0);
+    /* the weights moved: the replays did run */
+    double moved = 0;
+    CHECK_OK(ct_item_double(ct_amax(ct_abs(ct_sub(H(m[1].P[0]), w[0])), 0, NULL, false), &moved));
+    CHECK(moved > 1e-4);
+  }
+  ct_cuda_graph_free(g);
+  /* a host read inside the step: the capture fails, the device still works */
+  ct_tensor *t = G(w[1]);
+  ct_tensor *ts = ct_sum(t);
+  ct_clear_error();
+  ct_cuda_graph *bad = ct_cuda_graph_capture(0, read_on_host, ts);
+  CHECK(bad == NULL && strstr(ct_last_error(), "CUDA graph capture: a device-to-host copy"));
+  ct_cuda_graph_free(bad);
+  CHECK(t != NULL && ct_numel(H(ct_add_scalar(t, ct_sf(1)))) == 48);
+  CHECK_ERR(ct_cuda_graph_replay(NULL), "the graph is NULL");
+  for (int d = 0; d < 2; d++) {
+    ct_optim_free(m[d].opt);
+    ct_release(m[d].loss);
+  }
   ct_scope_end(s);
 }

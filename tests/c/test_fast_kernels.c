@@ -8,21 +8,6 @@
 #include <stdlib.h>
 
 static uint64_t fk_state = 0x9E3779B97F4A7C15ull;
-static double fk_uniform(void) { /* xorshift64*: in [-1, 1) */
-  fk_state ^= fk_state >> 12;
-  fk_state ^= fk_state << 25;
-  fk_state ^= fk_state >> 27;
-  return (double)((fk_state * 2685821657736338717ull) >> 11) / 9007199254740992.0 * 2 - 1;
-}
-static ct_tensor *fk_rand(int nd, const int64_t *shape, ct_dtype dt, double scale) {
-  int64_t n = 1;
-  for (int d = 0; d < nd; d++) n *= shape[d];
-  double *v = malloc((size_t)(n ? n : 1) * sizeof *v);
-  for (int64_t i = 0; i < n; i++) v[i] = fk_uniform() * scale;
-  ct_tensor *t = tt_from(v, nd, shape, dt);
-  free(v);
-  return t;
-}
 
 static char fk_worst[128];
 /* max |a - b| / (atol + rtol |b|) over elements (<= 1 means close) */
@@ -75,18 +60,18 @@ static void fk_compare(const char *what, fk_fn fn, void *ctx, double rtol, doubl
 static ct_tensor *fk_matrix(int64_t r, int64_t c, int layout, ct_dtype dt) {
   if (layout == 1) {
     int64_t s[2] = {c, r};
-    ct_tensor *t = fk_rand(2, s, dt, 1), *v = ct_t(t);
+    ct_tensor *t = tt_rand(&fk_state, 2, s, dt, 1, 0, false), *v = ct_t(t);
     ct_release(t);
     return v;
   }
   if (layout == 2) {
     int64_t s[2] = {r, 2 * c + 1};
-    ct_tensor *t = fk_rand(2, s, dt, 1), *v = ct_slice(t, 1, 1, 2 * c + 1, 2);
+    ct_tensor *t = tt_rand(&fk_state, 2, s, dt, 1, 0, false), *v = ct_slice(t, 1, 1, 2 * c + 1, 2);
     ct_release(t);
     return v;
   }
   int64_t s[2] = {r, c};
-  return fk_rand(2, s, dt, 1);
+  return tt_rand(&fk_state, 2, s, dt, 1, 0, false);
 }
 
 typedef struct {
@@ -131,7 +116,7 @@ TEST(fast_gemm_vs_reference_add_forms_and_batches) {
     double eps = dti ? 1e-15 : 2e-7;
     /* addmm with alpha/beta, C0 broadcast from a row (stride 0) and K spanning two blocks */
     int64_t bias_n = 37;
-    ct_tensor *bias = fk_rand(1, &bias_n, dt, 1);
+    ct_tensor *bias = tt_rand(&fk_state, 1, &bias_n, dt, 1, 0, false);
     mm_ctx m = {fk_matrix(29, 300, 1, dt), fk_matrix(300, 37, 0, dt), bias, 1.5, 0.25, 1};
     fk_compare("addmm alpha beta", fk_mm, &m, 16 * eps, 4 * eps * 300 * 2);
     m.beta = 0; /* beta 0: self is ignored */
@@ -141,13 +126,13 @@ TEST(fast_gemm_vs_reference_add_forms_and_batches) {
     ct_release(bias);
     /* bmm / baddbmm with a transposed batch operand, and matmul broadcasting a matrix over a batch */
     int64_t sa[3] = {5, 19, 23}, sb[3] = {5, 31, 23}, sc[3] = {5, 19, 31};
-    ct_tensor *a = fk_rand(3, sa, dt, 1), *bt = fk_rand(3, sb, dt, 1), *b = ct_mT(bt), *c0 = fk_rand(3, sc, dt, 1);
+    ct_tensor *a = tt_rand(&fk_state, 3, sa, dt, 1, 0, false), *bt = tt_rand(&fk_state, 3, sb, dt, 1, 0, false), *b = ct_mT(bt), *c0 = tt_rand(&fk_state, 3, sc, dt, 1, 0, false);
     mm_ctx bm = {a, b, c0, 0.5, 2.0, 2};
     fk_compare("baddbmm", fk_mm, &bm, 16 * eps, 4 * eps * 23 * 3);
     bm.kind = 0;
     fk_compare("bmm via matmul", fk_mm, &bm, 16 * eps, 4 * eps * 23);
     int64_t sw[2] = {23, 40};
-    ct_tensor *w = fk_rand(2, sw, dt, 1);
+    ct_tensor *w = tt_rand(&fk_state, 2, sw, dt, 1, 0, false);
     mm_ctx bc = {a, w, NULL, 1, 0, 0};
     fk_compare("matmul batch x matrix", fk_mm, &bc, 16 * eps, 4 * eps * 23);
     ct_release(w);
@@ -156,6 +141,105 @@ TEST(fast_gemm_vs_reference_add_forms_and_batches) {
     ct_release(b);
     ct_release(c0);
   }
+}
+
+/* alpha = 1 with C0: whole micro-tiles take the direct path (C pre-scaled by beta, then the
+ * micro-kernel accumulates into it); C0 full, transposed (column stride != 1), broadcast row
+ * and broadcast column, M and N spanning several tiles and a partial edge, K over two blocks */
+TEST(fast_gemm_addmm_beta_prescaled_direct) {
+  for (int dti = 0; dti < 2; dti++) {
+    ct_dtype dt = dti ? CT_FLOAT64 : CT_FLOAT32;
+    double eps = dti ? 1e-15 : 2e-7;
+    const int64_t M = 53, N = 75, K = 300;
+    int64_t sr[1] = {N}, scol[2] = {M, 1};
+    ct_tensor *c0s[4] = {fk_matrix(M, N, 0, dt), fk_matrix(M, N, 1, dt), tt_rand(&fk_state, 1, sr, dt, 1, 0, false), tt_rand(&fk_state, 2, scol, dt, 1, 0, false)};
+    ct_tensor *a = fk_matrix(M, K, 0, dt), *b = fk_matrix(K, N, 1, dt);
+    static const double betas[3] = {0.75, 1.0, -2.5};
+    for (int ci = 0; ci < 4; ci++)
+      for (int bi = 0; bi < 3; bi++) {
+        mm_ctx m = {a, b, c0s[ci], betas[bi], 1.0, 1};
+        char what[96];
+        snprintf(what, sizeof what, "%s addmm c0 form %d beta %g", ct_dtype_name(dt), ci, betas[bi]);
+        fk_compare(what, fk_mm, &m, 16 * eps, 4 * eps * (double)K * 3);
+      }
+    /* baddbmm, alpha 1: a batch of C0 */
+    int64_t sa[3] = {3, 40, 70}, sb[3] = {3, 70, 66}, sc[3] = {3, 40, 66};
+    ct_tensor *ba = tt_rand(&fk_state, 3, sa, dt, 1, 0, false), *bb = tt_rand(&fk_state, 3, sb, dt, 1, 0, false), *bc = tt_rand(&fk_state, 3, sc, dt, 1, 0, false);
+    mm_ctx bm = {ba, bb, bc, 0.5, 1.0, 2};
+    fk_compare("baddbmm alpha 1", fk_mm, &bm, 16 * eps, 4 * eps * 70 * 3);
+    ct_release(ba);
+    ct_release(bb);
+    ct_release(bc);
+    for (int ci = 0; ci < 4; ci++) ct_release(c0s[ci]);
+    ct_release(a);
+    ct_release(b);
+  }
+}
+
+/* The packing-buffer cache keeps at most ct_fast_buf_cache_limit() bytes: giving back more
+ * (here 1.5x the limit in 12 MiB buffers, plus one buffer larger than the limit) frees the
+ * excess, and a buffer given back afterwards is still cached. */
+TEST(fast_buf_cache_is_bounded) {
+  size_t lim = ct_fast_buf_cache_limit(), chunk = (size_t)12 << 20;
+  CHECK(lim >= ((size_t)32 << 20));
+  int n = (int)(lim * 3 / 2 / chunk) + 1;
+  if (n > 64) n = 64;
+  void *p[64];
+  int got = 0;
+  for (int i = 0; i < n; i++) {
+    p[i] = ct_fast_buf_get(chunk + (size_t)i * 64);
+    if (p[i]) {
+      memset(p[i], 1, 4096); /* usable memory */
+      got++;
+    }
+  }
+  CHECK(got == n);
+  for (int i = 0; i < n; i++) ct_fast_buf_put(p[i]);
+  CHECK(ct_fast_buf_cached_bytes() <= lim);
+  CHECK(ct_fast_buf_cached_bytes() >= chunk); /* not simply emptied */
+  void *big = ct_fast_buf_get(lim + 4096);
+  CHECK(big != NULL);
+  ct_fast_buf_put(big);
+  CHECK(ct_fast_buf_cached_bytes() <= lim);
+  void *q = ct_fast_buf_get(4096);
+  CHECK(q != NULL);
+  size_t before = ct_fast_buf_cached_bytes();
+  ct_fast_buf_put(q);
+  CHECK(ct_fast_buf_cached_bytes() > before || ct_fast_buf_cached_bytes() >= lim - ((size_t)1 << 20));
+  CHECK(ct_fast_buf_cached_bytes() <= lim);
+}
+
+/* 2 threads: a few tasks are split until their count is even (a bmm of batch 3 was 3 tasks, one
+ * thread idle for the last); the results do not depend on the split (threads never split K) */
+TEST(fast_gemm_task_split_balanced) {
+  ct_fgemm g;
+  memset(&g, 0, sizeof g);
+  g.dtype = CT_FLOAT32, g.batch = 3, g.M = 200, g.N = 200, g.K = 200, g.alpha = 1;
+  CHECK(ct_fast_gemm_plan(&g, 2) % 2 == 0);
+  CHECK(ct_fast_gemm_plan(&g, 2) >= 3);
+  CHECK(ct_fast_gemm_plan(&g, 1) == 3); /* one thread: one rectangle per batch */
+  g.batch = 5;
+  CHECK(ct_fast_gemm_plan(&g, 2) % 2 == 0);
+  g.batch = 1, g.M = 36, g.N = 4096, g.K = 512; /* skinny */
+  CHECK(ct_fast_gemm_plan(&g, 2) % 2 == 0);
+  g.batch = 1, g.M = 4, g.N = 4, g.K = 4; /* tiny: one task */
+  CHECK(ct_fast_gemm_plan(&g, 2) == 1);
+  g.M = 0;
+  CHECK(ct_fast_gemm_plan(&g, 2) == 0);
+  /* bmm of batch 3 at 2 threads (split) equals the 1-thread result bit for bit */
+  int64_t sa[3] = {3, 70, 150}, sb[3] = {3, 150, 90};
+  ct_tensor *a = tt_rand(&fk_state, 3, sa, CT_FLOAT32, 1, 0, false), *b = tt_rand(&fk_state, 3, sb, CT_FLOAT32, 1, 0, false);
+  int was = ct_get_num_threads();
+  ct_set_num_threads(1);
+  ct_tensor *r1 = ct_bmm(a, b);
+  ct_set_num_threads(2);
+  ct_tensor *r2 = ct_bmm(a, b);
+  ct_set_num_threads(was);
+  CHECK(r1 && r2 && tt_allclose(r2, r1, 0, 0));
+  ct_release(r1);
+  ct_release(r2);
+  ct_release(a);
+  ct_release(b);
 }
 
 TEST(fast_gemm_empty_k_and_dispatch_info) {
@@ -182,7 +266,7 @@ static ct_tensor *fk_values(int nd, const int64_t *shape, double scale, bool spe
   static const double sp[] = {NAN, INFINITY, -INFINITY, 0.0, -0.0, 100.0, -100.0, 1e-30, -1e-30, 88.5, -87.5, 9.5,
                               -9.5, 30, -30, 1e-3, -1e-3};
   for (int64_t i = 0; i < n; i++) {
-    v[i] = fk_uniform() * scale;
+    v[i] = tt_uniform(&fk_state) * scale;
     if (specials && i % 7 == 3) v[i] = sp[(i / 7) % (int64_t)(sizeof sp / sizeof sp[0])];
   }
   ct_tensor *t = tt_from(v, nd, shape, CT_FLOAT32);

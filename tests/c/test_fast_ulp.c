@@ -146,13 +146,20 @@ static ct_tensor *nt_op(int which, ct_tensor *x, ct_tensor *x2, ct_tensor *w, ct
 }
 
 TEST(fast_nontemporal_stores_same_values) {
-  static const int64_t lens[] = {1, 13, 33, 1001, 20000};
+  /* 40, 48, 1024, 2048: whole vectors per row, which softmax streams through its interleaved
+   * kernel (softmax_rows_nt, also with a NaN row, an all -inf row and a row holding +inf) */
+  static const int64_t lens[] = {1, 13, 33, 1001, 20000, 40, 48, 1024, 2048};
   ct_simd_isa was = ct_simd_active();
   int levels = (int)ct_simd_cpu_level();
   for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
     int64_t n = lens[li], rows = n > 5000 ? 2 : 7, shape[2] = {rows, n}, tot = rows * n;
     double *v = malloc(sizeof(double) * (size_t)tot);
     for (int64_t i = 0; i < tot; i++) v[i] = sin((double)i * 0.37) * 4 + (i % 5 == 0 ? 1.5 : 0);
+    if (n % 4 == 0 && n <= 2048) {
+      v[2 * n + 5] = NAN;
+      for (int64_t i = 0; i < n; i++) v[3 * n + i] = -INFINITY;
+      v[4 * n] = INFINITY;
+    }
     ct_tensor *x = tt_from(v, 2, shape, CT_FLOAT32), *x2 = tt_from(v, 2, shape, CT_FLOAT32);
     for (int64_t i = 0; i < n; i++) v[i] = 1 + 0.01 * (double)(i % 7);
     ct_tensor *w = tt_from(v, 1, &n, CT_FLOAT32);

@@ -8,40 +8,7 @@
 #include <stdlib.h>
 
 static uint64_t fn_state = 0x2545F4914F6CDD1Dull;
-static double fn_uniform(void) { /* xorshift64*: in [-1, 1) */
-  fn_state ^= fn_state >> 12;
-  fn_state ^= fn_state << 25;
-  fn_state ^= fn_state >> 27;
-  return (double)((fn_state * 2685821657736338717ull) >> 11) / 9007199254740992.0 * 2 - 1;
-}
-static ct_tensor *fn_rand(int nd, const int64_t *shape, ct_dtype dt, double scale, double shift, bool grad) {
-  int64_t n = 1;
-  for (int d = 0; d < nd; d++) n *= shape[d];
-  double *v = malloc((size_t)(n ? n : 1) * sizeof *v);
-  for (int64_t i = 0; i < n; i++) v[i] = fn_uniform() * scale + shift;
-  ct_tensor *t = tt_from(v, nd, shape, dt);
-  free(v);
-  if (grad && t) ct_requires_grad_(t, true);
-  return t;
-}
 
-/* max |a - b| / (atol + rtol |b|) (<= 1: close); NaN in both places counts as equal */
-static double fn_excess(const ct_tensor *a, const ct_tensor *b, double rtol, double atol) {
-  if (!a && !b) return 0;
-  if (!a || !b || ct_numel(a) != ct_numel(b) || ct_ndim(a) != ct_ndim(b)) return INFINITY;
-  int64_t n = ct_numel(a);
-  double *x = malloc((size_t)(n ? n : 1) * 8), *y = malloc((size_t)(n ? n : 1) * 8), worst = 0;
-  ct_copy_to_buffer(a, x, CT_FLOAT64, n);
-  ct_copy_to_buffer(b, y, CT_FLOAT64, n);
-  for (int64_t i = 0; i < n; i++) {
-    if ((isnan(x[i]) && isnan(y[i])) || x[i] == y[i]) continue;
-    double e = fabs(x[i] - y[i]) / (atol + rtol * fabs(y[i]));
-    if (!(e <= worst)) worst = isnan(e) ? INFINITY : e;
-  }
-  free(x);
-  free(y);
-  return worst;
-}
 
 #define MAXG 4
 typedef struct {
@@ -114,12 +81,12 @@ static void fn_compare(const char *what, fn_op op, void *ctx, int nin, ct_tensor
     ct_simd_force((ct_simd_isa)l);
     fn_result got;
     fn_run(op, ctx, nin, ins, gy, v, &got);
-    double e = fn_excess(got.y, ref.y, rtol, atol);
+    double e = tt_excess(got.y, ref.y, rtol, atol);
     if (!(e <= 1)) ct_test_fail(__FILE__, __LINE__, "%s [%s]: value excess %g", what, ct_simd_isa_name(l), e);
     for (int i = 0; i < nin; i++) {
-      e = fn_excess(got.g1[i], ref.g1[i], rtol, atol);
+      e = tt_excess(got.g1[i], ref.g1[i], rtol, atol);
       if (!(e <= 1)) ct_test_fail(__FILE__, __LINE__, "%s [%s]: grad %d excess %g", what, ct_simd_isa_name(l), i, e);
-      e = fn_excess(got.g2[i], ref.g2[i], rtol * 10, atol * 10);
+      e = tt_excess(got.g2[i], ref.g2[i], rtol * 10, atol * 10);
       if (!(e <= 1))
         ct_test_fail(__FILE__, __LINE__, "%s [%s]: second-order grad %d excess %g", what, ct_simd_isa_name(l), i, e);
     }
@@ -146,7 +113,7 @@ static ct_tensor *fn_norm(void *p, ct_tensor *const *in) {
 static void norm_case(bool rms, int nd, const int64_t *shape, int n, bool transposed, int wb, ct_dtype dt, bool second) {
   norm_ctx c = {n, {0}, rms ? 1e-6 : 1e-5, rms};
   for (int i = 0; i < n; i++) c.ns[i] = shape[nd - n + i];
-  ct_tensor *x = fn_rand(nd, shape, dt, 2.0, 0.5, true);
+  ct_tensor *x = tt_rand(&fn_state, nd, shape, dt, 2.0, 0.5, true);
   if (transposed && nd >= 2) { /* same values, a transposed layout: x^T^T made from a transposed copy */
     ct_tensor *t = ct_transpose(x, 0, nd - 1), *tc = t ? ct_contiguous(t) : NULL, *back = tc ? ct_transpose(tc, 0, nd - 1) : NULL;
     ct_tensor *leaf = back ? ct_detach(back) : NULL;
@@ -158,9 +125,9 @@ static void norm_case(bool rms, int nd, const int64_t *shape, int n, bool transp
     x = leaf;
     CHECK(x && (!ct_is_contiguous(x) || shape[0] == 1 || shape[nd - 1] == 1));
   }
-  ct_tensor *w = (wb & 1) ? fn_rand(n, c.ns, dt, 1.0, 1.0, true) : NULL;
-  ct_tensor *b = (wb & 2) && !rms ? fn_rand(n, c.ns, dt, 1.0, 0.0, true) : NULL;
-  ct_tensor *gy = fn_rand(nd, shape, dt, 1.0, 0.0, false), *v = second ? fn_rand(nd, shape, dt, 1.0, 0.0, false) : NULL;
+  ct_tensor *w = (wb & 1) ? tt_rand(&fn_state, n, c.ns, dt, 1.0, 1.0, true) : NULL;
+  ct_tensor *b = (wb & 2) && !rms ? tt_rand(&fn_state, n, c.ns, dt, 1.0, 0.0, true) : NULL;
+  ct_tensor *gy = tt_rand(&fn_state, nd, shape, dt, 1.0, 0.0, false), *v = second ? tt_rand(&fn_state, nd, shape, dt, 1.0, 0.0, false) : NULL;
   ct_tensor *ins[3] = {x, w, b};
   char what[160];
   snprintf(what, sizeof what, "%s nd=%d last=%lld n=%d %s wb=%d %s", rms ? "rms_norm" : "layer_norm", nd,
@@ -225,8 +192,8 @@ TEST(fused_norms_empty_and_errors) {
   norm_case(true, 2, e0, 1, false, 1, CT_FLOAT64, false);
   /* argument checks come before the fused path */
   int64_t sh[2] = {2, 4}, bad = 5, four = 4;
-  ct_tensor *x = fn_rand(2, sh, CT_FLOAT32, 1, 0, false), *w5 = fn_rand(1, &bad, CT_FLOAT32, 1, 0, false);
-  ct_tensor *w64 = fn_rand(1, &four, CT_FLOAT64, 1, 0, false);
+  ct_tensor *x = tt_rand(&fn_state, 2, sh, CT_FLOAT32, 1, 0, false), *w5 = tt_rand(&fn_state, 1, &bad, CT_FLOAT32, 1, 0, false);
+  ct_tensor *w64 = tt_rand(&fn_state, 1, &four, CT_FLOAT64, 1, 0, false);
   CHECK_ERR_PTR(ct_layer_norm(x, 1, &bad, NULL, NULL, 1e-5), "Given normalized_shape=[5]");
   CHECK_ERR_PTR(ct_layer_norm(x, 1, &four, w5, NULL, 1e-5), "Expected weight to be of same shape");
   CHECK_ERR_PTR(ct_rms_norm(x, 1, &four, w5, 1e-5), "Expected weight to be of same shape");
@@ -257,28 +224,28 @@ static void ce_case(int64_t N, int64_t C, bool one_d, bool transposed, bool weig
   ct_tensor *x;
   if (transposed) {
     int64_t ts[2] = {C, N};
-    ct_tensor *xt = fn_rand(2, ts, dt, 3.0, 0.0, false), *tv = xt ? ct_transpose(xt, 0, 1) : NULL;
+    ct_tensor *xt = tt_rand(&fn_state, 2, ts, dt, 3.0, 0.0, false), *tv = xt ? ct_transpose(xt, 0, 1) : NULL;
     x = tv ? ct_detach(tv) : NULL;
     ct_release(xt);
     ct_release(tv);
     if (x) ct_requires_grad_(x, true);
   } else {
-    x = fn_rand(one_d ? 1 : 2, one_d ? &C : xs, dt, 3.0, 0.0, true);
+    x = tt_rand(&fn_state, one_d ? 1 : 2, one_d ? &C : xs, dt, 3.0, 0.0, true);
   }
   int64_t *tv = malloc(sizeof(int64_t) * (size_t)(N ? N : 1));
   int64_t ignore = ignore_mode ? 1 % C : -100;
   for (int64_t i = 0; i < N; i++) {
-    tv[i] = (int64_t)((fn_uniform() + 1) * 0.5 * (double)C) % C;
+    tv[i] = (int64_t)((tt_uniform(&fn_state) + 1) * 0.5 * (double)C) % C;
     if (ignore_mode == 2) tv[i] = ignore; /* every row ignored */
   }
   ct_options lo = ct_opts_dtype(CT_INT64);
   ct_tensor *t = ct_from_buffer(tv, CT_INT64, one_d ? 0 : 1, &N, lo);
   free(tv);
-  ct_tensor *w = weight ? fn_rand(1, &C, dt, 0.5, 1.0, false) : NULL;
+  ct_tensor *w = weight ? tt_rand(&fn_state, 1, &C, dt, 0.5, 1.0, false) : NULL;
   ce_ctx c = {t, r, ignore, ls};
   int64_t gs = N;
-  ct_tensor *gy = r == CT_REDUCTION_NONE ? fn_rand(one_d ? 0 : 1, &gs, dt, 1.0, 0.0, false) : fn_rand(0, NULL, dt, 1.0, 1.5, false);
-  ct_tensor *v = second ? fn_rand(one_d ? 1 : 2, one_d ? &C : xs, dt, 1.0, 0.0, false) : NULL;
+  ct_tensor *gy = r == CT_REDUCTION_NONE ? tt_rand(&fn_state, one_d ? 0 : 1, &gs, dt, 1.0, 0.0, false) : tt_rand(&fn_state, 0, NULL, dt, 1.0, 1.5, false);
+  ct_tensor *v = second ? tt_rand(&fn_state, one_d ? 1 : 2, one_d ? &C : xs, dt, 1.0, 0.0, false) : NULL;
   ct_tensor *ins[2] = {x, w};
   char what[160];
   snprintf(what, sizeof what, "cross_entropy N=%lld C=%lld%s%s w=%d ignore=%d ls=%g red=%d %s", (long long)N,
@@ -324,14 +291,14 @@ TEST(fused_cross_entropy_double_backward) {
 
 TEST(fused_cross_entropy_errors) {
   int64_t xs[2] = {3, 4}, n = 3;
-  ct_tensor *x = fn_rand(2, xs, CT_FLOAT32, 1, 0, false);
+  ct_tensor *x = tt_rand(&fn_state, 2, xs, CT_FLOAT32, 1, 0, false);
   int64_t bad[3] = {0, 5, 1}, ok[3] = {0, 1, 2};
   ct_tensor *tb = ct_from_buffer(bad, CT_INT64, 1, &n, ct_opts_dtype(CT_INT64));
   ct_tensor *tk = ct_from_buffer(ok, CT_INT64, 1, &n, ct_opts_dtype(CT_INT64));
   CHECK_ERR_PTR(ct_cross_entropy(x, tb, NULL, CT_REDUCTION_MEAN, -100, 0.0), "Target 5 is out of bounds.");
   CHECK_ERR_PTR(ct_cross_entropy(x, tk, NULL, CT_REDUCTION_MEAN, -100, 1.5), "label_smoothing must be between 0.0 and 1.0");
   int64_t c5 = 5;
-  ct_tensor *w5 = fn_rand(1, &c5, CT_FLOAT32, 1, 1, false);
+  ct_tensor *w5 = tt_rand(&fn_state, 1, &c5, CT_FLOAT32, 1, 1, false);
   CHECK_ERR_PTR(ct_cross_entropy(x, tk, w5, CT_REDUCTION_MEAN, -100, 0.0), "weight tensor should be defined");
   ct_release(x);
   ct_release(tb);
@@ -353,7 +320,7 @@ TEST(fused_softmax_rows_vs_reference) {
   for (size_t ci = 0; ci < sizeof cols / sizeof cols[0]; ci++)
     for (int lg = 0; lg < 2; lg++) {
       int64_t sh[2] = {6, cols[ci]};
-      ct_tensor *x = fn_rand(2, sh, CT_FLOAT32, 30.0, 0.0, false);
+      ct_tensor *x = tt_rand(&fn_state, 2, sh, CT_FLOAT32, 30.0, 0.0, false);
       /* row 1: some -inf; row 2: all -inf; row 3: a NaN; row 4: huge values */
       float *p = ct_data_ptr(x);
       int64_t C = cols[ci];
@@ -362,7 +329,7 @@ TEST(fused_softmax_rows_vs_reference) {
       p[3 * C + C / 2] = NAN;
       for (int64_t j = 0; j < C; j++) p[4 * C + j] *= 1e6f;
       ct_requires_grad_(x, true);
-      ct_tensor *gy = fn_rand(2, sh, CT_FLOAT32, 1.0, 0.0, false);
+      ct_tensor *gy = tt_rand(&fn_state, 2, sh, CT_FLOAT32, 1.0, 0.0, false);
       sm_ctx c = {-1, lg};
       char what[96];
       snprintf(what, sizeof what, "%s cols=%lld", lg ? "log_softmax" : "softmax", (long long)C);
@@ -387,7 +354,7 @@ TEST(linear_cross_entropy_vs_composed) {
         for (int i = 0; i < 7; i++) t2[i] = ig == 2 ? 4 : tv[i];
         ct_tensor *t = ct_from_buffer(t2, CT_INT64, 1, &N, ct_opts_dtype(CT_INT64));
         int64_t ignore = ig ? 4 : -100;
-        ct_tensor *x1 = fn_rand(2, xs, CT_FLOAT32, 1.0, 0.0, true), *w1 = fn_rand(2, ws, CT_FLOAT32, 1.0, 0.0, true);
+        ct_tensor *x1 = tt_rand(&fn_state, 2, xs, CT_FLOAT32, 1.0, 0.0, true), *w1 = tt_rand(&fn_state, 2, ws, CT_FLOAT32, 1.0, 0.0, true);
         ct_tensor *x2 = ct_detach(x1), *w2 = ct_detach(w1);
         ct_requires_grad_(x2, true);
         ct_requires_grad_(w2, true);
@@ -396,12 +363,12 @@ TEST(linear_cross_entropy_vs_composed) {
         ct_tensor *b = lg ? ct_cross_entropy(lg, t, NULL, reds[ri], ignore, 0.0) : NULL;
         CHECK(a && b);
         if (a && b) {
-          CHECK(fn_excess(a, b, 1e-5, 1e-6) <= 1);
-          ct_tensor *g = ri == 0 ? fn_rand(1, &N, CT_FLOAT32, 1.0, 0.0, false) : NULL;
+          CHECK(tt_excess(a, b, 1e-5, 1e-6) <= 1);
+          ct_tensor *g = ri == 0 ? tt_rand(&fn_state, 1, &N, CT_FLOAT32, 1.0, 0.0, false) : NULL;
           CHECK_OK(ct_backward(a, g, false, false));
           CHECK_OK(ct_backward(b, g, false, false));
-          CHECK(fn_excess(ct_grad(x1), ct_grad(x2), 1e-5, 1e-6) <= 1);
-          CHECK(fn_excess(ct_grad(w1), ct_grad(w2), 1e-5, 1e-6) <= 1);
+          CHECK(tt_excess(ct_grad(x1), ct_grad(x2), 1e-5, 1e-6) <= 1);
+          CHECK(tt_excess(ct_grad(w1), ct_grad(w2), 1e-5, 1e-6) <= 1);
           ct_release(g);
         }
         ct_release(a);
@@ -415,7 +382,7 @@ TEST(linear_cross_entropy_vs_composed) {
         ct_release(w2);
       }
   int64_t bad = 4;
-  ct_tensor *x = fn_rand(2, xs, CT_FLOAT32, 1, 0, false), *w = fn_rand(2, ws, CT_FLOAT32, 1, 0, false);
+  ct_tensor *x = tt_rand(&fn_state, 2, xs, CT_FLOAT32, 1, 0, false), *w = tt_rand(&fn_state, 2, ws, CT_FLOAT32, 1, 0, false);
   ct_tensor *t = ct_zeros(1, &bad, ct_opts_dtype(CT_INT64));
   CHECK_ERR_PTR(ct_linear_cross_entropy(x, w, t, CT_REDUCTION_MEAN, -100, 0), "to match target batch_size");
   CHECK_ERR_PTR(ct_linear_cross_entropy(x, x, t, CT_REDUCTION_MEAN, -100, 0), "");

@@ -8,21 +8,6 @@
 #include <stdlib.h>
 
 static uint64_t lp_state = 0x9E3779B97F4A7C15ull;
-static double lp_uniform(void) {
-  lp_state ^= lp_state >> 12;
-  lp_state ^= lp_state << 25;
-  lp_state ^= lp_state >> 27;
-  return (double)((lp_state * 2685821657736338717ull) >> 11) / 9007199254740992.0 * 2 - 1;
-}
-static ct_tensor *lp_rand(int nd, const int64_t *shape, ct_dtype dt) {
-  int64_t n = 1;
-  for (int d = 0; d < nd; d++) n *= shape[d];
-  double *v = malloc(sizeof(double) * (size_t)n);
-  for (int64_t i = 0; i < n; i++) v[i] = lp_uniform() * 2;
-  ct_tensor *t = tt_from(v, nd, shape, dt);
-  free(v);
-  return t;
-}
 
 /* got (16-bit) vs want / bound (float32 results of the widened inputs) */
 static void lp_check(const char *what, const ct_tensor *got, const ct_tensor *want, const ct_tensor *absprod,
@@ -71,13 +56,13 @@ TEST(gemm_bf16_f16_vs_float32_of_rounded_inputs) {
     for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
       int64_t M = shapes[si][0], K = shapes[si][1], N = shapes[si][2];
       int64_t sa[2] = {M, K}, sb[2] = {K, N}, sbt[2] = {N, K};
-      ct_tensor *a = lp_rand(2, sa, dt), *b = lp_rand(2, sb, dt), *bt = lp_rand(2, sbt, dt);
+      ct_tensor *a = tt_rand(&lp_state, 2, sa, dt, 2, 0, false), *b = tt_rand(&lp_state, 2, sb, dt, 2, 0, false), *bt = tt_rand(&lp_state, 2, sbt, dt, 2, 0, false);
       lp_case("mm", a, b, K, dt);
       ct_tensor *btt = ct_t(bt); /* a transposed operand (strided, not copied) */
       lp_case("mm B^T", a, btt, K, dt);
       /* batched, B broadcast over the batch */
       int64_t s3[3] = {3, M, K};
-      ct_tensor *a3 = lp_rand(3, s3, dt);
+      ct_tensor *a3 = tt_rand(&lp_state, 3, s3, dt, 2, 0, false);
       lp_case("bmm broadcast", a3, b, K, dt);
       ct_release(btt);
       ct_release(a3);
@@ -87,7 +72,7 @@ TEST(gemm_bf16_f16_vs_float32_of_rounded_inputs) {
     }
     /* addmm: beta C0 + alpha A B */
     int64_t sa[2] = {9, 20}, sb[2] = {20, 11}, sc[2] = {9, 11};
-    ct_tensor *a = lp_rand(2, sa, dt), *b = lp_rand(2, sb, dt), *c0 = lp_rand(2, sc, dt);
+    ct_tensor *a = tt_rand(&lp_state, 2, sa, dt, 2, 0, false), *b = tt_rand(&lp_state, 2, sb, dt, 2, 0, false), *c0 = tt_rand(&lp_state, 2, sc, dt, 2, 0, false);
     ct_tensor *got = ct_addmm(c0, a, b, ct_sf(0.5), ct_sf(2.0));
     ct_tensor *af = ct_to_dtype(a, CT_FLOAT32), *bf = ct_to_dtype(b, CT_FLOAT32), *cf = ct_to_dtype(c0, CT_FLOAT32);
     ct_tensor *wf = ct_addmm(cf, af, bf, ct_sf(0.5), ct_sf(2.0));
@@ -104,7 +89,7 @@ TEST(gemm_bf16_f16_vs_float32_of_rounded_inputs) {
  * the same values within the same bound */
 TEST(gemm_bf16_fast_vs_reference_kernel) {
   int64_t sa[2] = {40, 70}, sb[2] = {70, 30};
-  ct_tensor *a = lp_rand(2, sa, CT_BFLOAT16), *b = lp_rand(2, sb, CT_BFLOAT16);
+  ct_tensor *a = tt_rand(&lp_state, 2, sa, CT_BFLOAT16, 2, 0, false), *b = tt_rand(&lp_state, 2, sb, CT_BFLOAT16, 2, 0, false);
   ct_tensor *fast = ct_matmul(a, b);
   ct_fast_set_enabled(false);
   ct_tensor *ref = ct_matmul(a, b);

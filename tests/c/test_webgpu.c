@@ -301,6 +301,76 @@ WG_TEST(matmul) {
   ct_release(v), ct_release(gv);
 }
 
+/* ---- the backward of narrow (q/k/v split of a GPT): a strided copy into zeros, no scatter ---- */
+WG_TEST(narrow_backward) {
+  ct_scope *sc = ct_scope_begin();
+  int64_t sh[3] = {3, 5, 12};
+  ct_tensor *x = rnd(3, sh), *gx = ct_detach(W(x)), *w = rnd(3, (const int64_t[]){3, 5, 4}), *gw = W(w);
+  CHECK_OK(ct_requires_grad_(x, true));
+  CHECK_OK(ct_requires_grad_(gx, true));
+  for (int j = 0; j < 3; j++) { /* three windows, accumulated into one gradient */
+    ct_tensor *l = ct_sum(ct_mul(ct_narrow(x, 2, 4 * j, 4), w)), *gl = ct_sum(ct_mul(ct_narrow(gx, 2, 4 * j, 4), gw));
+    CHECK_OK(ct_backward(l, NULL, false, false));
+    CHECK_OK(ct_backward(gl, NULL, false, false));
+  }
+  SAME("narrow backward", ct_grad(x), ct_grad(gx), 1e-6, 1e-6);
+  ct_scope_end(sc);
+}
+
+/* ---- the tiled GEMM: every tile shape and operand layout on sizes that are not
+ * multiples of the tile (edges, vec4 and scalar loads), batched, in place, aliased ---- */
+static ct_tensor *mat_as(const ct_tensor *base, bool tr) { return tr ? ct_t(base) : ct_alias(base); }
+WG_TEST(matmul_tiled) {
+  /* the 128x128 tile forced (the 64x64 default serves the other products of this file; SwiftShader
+   * compiles each tile's and layout's pipeline slowly, so one tile here) */
+  static const char *tiles[] = {"8x8x8"};
+  /* M, N, K: vec4 loads, edges past a 128 tile, K not a multiple of the slice (scalar loads are
+   * checked below at the default tile; bench/bench_webgpu.c checks every tile on a GPU at
+   * 1031x997x516) */
+  static const int64_t sz[][3] = {{132, 68, 20}};
+  int cases = 0;
+  for (size_t ti = 0; ti < sizeof tiles / sizeof *tiles; ti++) {
+    setenv("CT_WEBGPU_GEMM", tiles[ti], 1);
+    for (size_t si = 0; si < sizeof sz / sizeof *sz; si++)
+      for (int lay = 0; lay < 4; lay++) {
+        ct_scope *sc = ct_scope_begin();
+        int64_t M = sz[si][0], N = sz[si][1], K = sz[si][2];
+        bool ta = lay & 1, tb = lay & 2;
+        int64_t sa[2] = {ta ? K : M, ta ? M : K}, sbb[2] = {tb ? N : K, tb ? K : N};
+        ct_tensor *a0 = rnd(2, sa), *b0 = rnd(2, sbb);
+        ct_tensor *a = mat_as(a0, ta), *b = mat_as(b0, tb), *ga = mat_as(W(a0), ta), *gb = mat_as(W(b0), tb);
+        char what[96];
+        snprintf(what, sizeof what, "mm %s %lldx%lldx%lld ta %d tb %d", tiles[ti], (long long)M, (long long)N,
+                 (long long)K, ta, tb != 0);
+        SAME(what, ct_mm(a, b), ct_mm(ga, gb), 1e-4, 1e-4); /* float32 sums of up to 33 terms */
+        cases++;
+        ct_scope_end(sc);
+      }
+  }
+  unsetenv("CT_WEBGPU_GEMM");
+  ct_scope *sc = ct_scope_begin();
+  /* unaligned operands (offset 1: scalar loads) and a batch whose matrices start at odd offsets */
+  int64_t sw[2] = {37, 41}, sbt[3] = {3, 21, 18};
+  ct_tensor *w = rnd(2, sw), *gw = W(w);
+  ct_tensor *a = ct_narrow(w, 1, 1, 36), *ga = ct_narrow(gw, 1, 1, 36); /* [37, 36], offset 1 */
+  ct_tensor *b = ct_narrow(ct_t(w), 0, 5, 36), *gb = ct_narrow(ct_t(gw), 0, 5, 36); /* [36, 37], offset 5 */
+  SAME("mm unaligned", ct_mm(a, b), ct_mm(ga, gb), 1e-4, 1e-4);
+  ct_tensor *x = rnd(3, sbt), *gx = W(x);
+  ct_tensor *xs = ct_narrow(x, 2, 1, 16), *gxs = ct_narrow(gx, 2, 1, 16); /* [3, 21, 16] */
+  ct_tensor *y = ct_transpose(xs, 1, 2), *gy = ct_transpose(gxs, 1, 2);  /* [3, 16, 21] */
+  SAME("bmm strided", ct_bmm(xs, y), ct_bmm(gxs, gy), 1e-4, 1e-4);
+  /* C0 and C in one buffer (addmm_ in place), and the product of a matrix with itself */
+  int64_t sq[2] = {19, 19};
+  ct_tensor *s = rnd(2, sq), *gs = W(s), *m = rnd(2, sq), *gm = W(m);
+  CHECK_OK(ct_addmm_(s, m, m, ct_sf(0.5), ct_sf(2.0)));
+  CHECK_OK(ct_addmm_(gs, gm, gm, ct_sf(0.5), ct_sf(2.0)));
+  SAME("addmm_ in place", s, gs, 1e-4, 1e-4);
+  SAME("baddbmm", ct_baddbmm(ct_bmm(xs, y), xs, y, ct_sf(-1.5), ct_sf(0.25)),
+       ct_baddbmm(ct_bmm(gxs, gy), gxs, gy, ct_sf(-1.5), ct_sf(0.25)), 1e-4, 1e-4);
+  ct_scope_end(sc);
+  CHECK(cases == 4);
+}
+
 /* ---- embedding ---- */
 WG_TEST(embedding) {
   ct_scope *sc = ct_scope_begin();

@@ -68,20 +68,76 @@ static int load_mats(PyObject *o, const char *fn, mats *x) {
   return 1;
 }
 
-/* A new tensor of shape batch-dims + tail from doubles, in dtype dt. */
-static PyObject *make_out(const mats *x, int ntail, const int64_t *tail, const double *buf, ct_dtype dt) {
+/* A new tensor of shape batch-dims + tail from buf (of dtype buf_dt), in dtype dt. */
+static PyObject *make_out_as(const mats *x, int ntail, const int64_t *tail, const void *buf, ct_dtype buf_dt,
+                             ct_dtype dt) {
   int64_t shape[CT_MAX_DIMS];
   int nb = x->nd - 2;
   for (int i = 0; i < nb; i++) shape[i] = x->shape[i];
   for (int i = 0; i < ntail; i++) shape[nb + i] = tail[i];
-  return pyct_wrap(ct_from_buffer(buf, CT_FLOAT64, nb + ntail, shape, ct_opts_dtype(dt)));
+  return pyct_wrap(ct_from_buffer(buf, buf_dt, nb + ntail, shape, ct_opts_dtype(dt)));
+}
+static PyObject *make_out(const mats *x, int ntail, const int64_t *tail, const double *buf, ct_dtype dt) {
+  return make_out_as(x, ntail, tail, buf, CT_FLOAT64, dt);
 }
 static PyObject *make_out_i32(const mats *x, int ntail, const int64_t *tail, const int32_t *buf) {
-  int64_t shape[CT_MAX_DIMS];
-  int nb = x->nd - 2;
-  for (int i = 0; i < nb; i++) shape[i] = x->shape[i];
-  for (int i = 0; i < ntail; i++) shape[nb + i] = tail[i];
-  return pyct_wrap(ct_from_buffer(buf, CT_INT32, nb + ntail, shape, ct_opts_dtype(CT_INT32)));
+  return make_out_as(x, ntail, tail, buf, CT_INT32, CT_INT32);
+}
+
+/* The buffers of one binding: its loaded inputs and its zeroed scratch arrays, freed together. */
+typedef struct {
+  mats *in[2];
+  void *p[6];
+  int n, full;
+} frame;
+static void *frame_calloc(frame *f, size_t count, size_t size) { /* count + 1: never a 0-byte request */
+  if (f->n == 6) {
+    f->full = 1;
+    return NULL;
+  }
+  return f->p[f->n++] = calloc(count + 1, size);
+}
+static void frame_free(frame *f) {
+  for (int i = 0; i < f->n; i++) free(f->p[i]);
+  f->n = 0;
+  for (int i = 0; i < 2; i++)
+    if (f->in[i]) {
+      free(f->in[i]->d);
+      f->in[i]->d = NULL;
+    }
+}
+/* All scratch arrays were made; else frees the frame and raises MemoryError. */
+static int frame_ok(frame *f) {
+  for (int i = 0; i <= f->n; i++)
+    if (i == f->n ? f->full : !f->p[i]) {
+      frame_free(f);
+      PyErr_NoMemory();
+      return 0;
+    }
+  return 1;
+}
+/* fn's matrices must be square; else frees x and raises PyTorch's error. */
+static int square_or_raise(mats *x, const char *fn) {
+  if (x->m == x->n) return 1;
+  free(x->d);
+  x->d = NULL;
+  PyErr_Format(PyExc_RuntimeError, "%s: A must be batches of square matrices, but they are %lld by %lld matrices", fn,
+               (long long)x->m, (long long)x->n);
+  return 0;
+}
+/* A (n x n) and B (n x k) with the same batch for the solvers; 0 with the error set. */
+static int load_system(PyObject *A, PyObject *B, const char *fn, mats *a, mats *b) {
+  if (!load_mats(A, fn, a)) return 0;
+  if (!load_mats(B, fn, b)) {
+    free(a->d);
+    return 0;
+  }
+  if (a->m != a->n || b->m != a->n || a->batch != b->batch) {
+    free(a->d), free(b->d);
+    PyErr_Format(PyExc_RuntimeError, "%s: incompatible shapes", fn);
+    return 0;
+  }
+  return 1;
 }
 
 static PyObject *tuple_steal(int n, PyObject **v) {
@@ -139,19 +195,13 @@ static PyObject *f_lu(PyObject *mod, PyObject *args) {
   mats x;
   if (!load_mats(A, "linalg.lu_factor", &x)) return NULL;
   int64_t m = x.m, n = x.n, k = m < n ? m : n;
-  int32_t *piv = calloc((size_t)(x.batch * k + 1), sizeof *piv), *info = calloc((size_t)x.batch + 1, sizeof *info);
-  if (!piv || !info) {
-    free(piv);
-    free(info);
-    free(x.d);
-    return PyErr_NoMemory();
-  }
+  frame f = {{&x}};
+  int32_t *piv = frame_calloc(&f, (size_t)(x.batch * k), sizeof *piv), *info = frame_calloc(&f, (size_t)x.batch, sizeof *info);
+  if (!frame_ok(&f)) return NULL;
   for (int64_t b = 0; b < x.batch && m > 0 && n > 0; b++) info[b] = lu_one(x.d + b * m * n, m, n, piv + b * k);
   int64_t t2[2] = {m, n}, t1[1] = {k};
   PyObject *o[3] = {make_out(&x, 2, t2, x.d, x.dt), make_out_i32(&x, 1, t1, piv), make_out_i32(&x, 0, NULL, info)};
-  free(piv);
-  free(info);
-  free(x.d);
+  frame_free(&f);
   return tuple_steal(3, o);
 }
 
@@ -177,23 +227,14 @@ static PyObject *f_cholesky(PyObject *mod, PyObject *args) {
   PyObject *A;
   if (!PyArg_ParseTuple(args, "O", &A)) return NULL;
   mats x;
-  if (!load_mats(A, "linalg.cholesky", &x)) return NULL;
-  if (x.m != x.n) {
-    free(x.d);
-    PyErr_Format(PyExc_RuntimeError, "linalg.cholesky: A must be batches of square matrices, but they are %lld by "
-                 "%lld matrices", (long long)x.m, (long long)x.n);
-    return NULL;
-  }
-  int32_t *info = calloc((size_t)x.batch + 1, sizeof *info);
-  if (!info) {
-    free(x.d);
-    return PyErr_NoMemory();
-  }
+  if (!load_mats(A, "linalg.cholesky", &x) || !square_or_raise(&x, "linalg.cholesky")) return NULL;
+  frame f = {{&x}};
+  int32_t *info = frame_calloc(&f, (size_t)x.batch, sizeof *info);
+  if (!frame_ok(&f)) return NULL;
   for (int64_t b = 0; b < x.batch && x.n; b++) info[b] = chol_one(x.d + b * x.n * x.n, x.n);
   int64_t t2[2] = {x.n, x.n};
   PyObject *o[2] = {make_out(&x, 2, t2, x.d, x.dt), make_out_i32(&x, 0, NULL, info)};
-  free(info);
-  free(x.d);
+  frame_free(&f);
   return tuple_steal(2, o);
 }
 
@@ -249,12 +290,10 @@ static PyObject *f_qr(PyObject *mod, PyObject *args) {
   mats x;
   if (!load_mats(A, "linalg.qr", &x)) return NULL;
   int64_t m = x.m, n = x.n, k = m < n ? m : n, qc = complete ? m : k, rr = complete ? m : k;
-  double *q = calloc((size_t)(x.batch * m * qc + 1), sizeof *q), *r = calloc((size_t)(x.batch * rr * n + 1), sizeof *r);
-  double *w = calloc((size_t)(m * n + k + 1), sizeof *w);
-  if (!q || !r || !w) {
-    free(q), free(r), free(w), free(x.d);
-    return PyErr_NoMemory();
-  }
+  frame f = {{&x}};
+  double *q = frame_calloc(&f, (size_t)(x.batch * m * qc), sizeof *q), *r = frame_calloc(&f, (size_t)(x.batch * rr * n), sizeof *r);
+  double *w = frame_calloc(&f, (size_t)(m * n + k), sizeof *w);
+  if (!frame_ok(&f)) return NULL;
   for (int64_t b = 0; b < x.batch; b++) {
     if (m > 0 && n > 0)
       qr_one(x.d + b * m * n, m, n, complete, q + b * m * qc, r + b * rr * n, w);
@@ -263,7 +302,7 @@ static PyObject *f_qr(PyObject *mod, PyObject *args) {
   }
   int64_t tq[2] = {m, qc}, tr[2] = {rr, n};
   PyObject *o[2] = {make_out(&x, 2, tq, q, x.dt), make_out(&x, 2, tr, r, x.dt)};
-  free(q), free(r), free(w), free(x.d);
+  frame_free(&f);
   return tuple_steal(2, o);
 }
 
@@ -274,12 +313,10 @@ static PyObject *f_geqrf(PyObject *mod, PyObject *args) {
   mats x;
   if (!load_mats(A, "geqrf", &x)) return NULL;
   int64_t m = x.m, n = x.n, k = m < n ? m : n;
-  double *q = calloc((size_t)(m * k + 1), sizeof *q), *r = calloc((size_t)(k * n + 1), sizeof *r);
-  double *w = calloc((size_t)(m * n + k + 1), sizeof *w), *tau = calloc((size_t)(x.batch * k + 1), sizeof *tau);
-  if (!q || !r || !w || !tau) {
-    free(q), free(r), free(w), free(tau), free(x.d);
-    return PyErr_NoMemory();
-  }
+  frame f = {{&x}};
+  double *q = frame_calloc(&f, (size_t)(m * k), sizeof *q), *r = frame_calloc(&f, (size_t)(k * n), sizeof *r);
+  double *w = frame_calloc(&f, (size_t)(m * n + k), sizeof *w), *tau = frame_calloc(&f, (size_t)(x.batch * k), sizeof *tau);
+  if (!frame_ok(&f)) return NULL;
   for (int64_t b = 0; b < x.batch && m > 0 && n > 0; b++) {
     qr_one(x.d + b * m * n, m, n, 0, q, r, w);
     memcpy(x.d + b * m * n, w, sizeof(double) * (size_t)(m * n));
@@ -287,7 +324,7 @@ static PyObject *f_geqrf(PyObject *mod, PyObject *args) {
   }
   int64_t t2[2] = {m, n}, t1[1] = {k};
   PyObject *o[2] = {make_out(&x, 2, t2, x.d, x.dt), make_out(&x, 1, t1, tau, x.dt)};
-  free(q), free(r), free(w), free(tau), free(x.d);
+  frame_free(&f);
   return tuple_steal(2, o);
 }
 
@@ -369,24 +406,16 @@ static PyObject *f_eigh(PyObject *mod, PyObject *args) {
   int upper;
   if (!PyArg_ParseTuple(args, "Op", &A, &upper)) return NULL;
   mats x;
-  if (!load_mats(A, "linalg.eigh", &x)) return NULL;
-  if (x.m != x.n) {
-    free(x.d);
-    PyErr_Format(PyExc_RuntimeError, "linalg.eigh: A must be batches of square matrices, but they are %lld by %lld "
-                 "matrices", (long long)x.m, (long long)x.n);
-    return NULL;
-  }
+  if (!load_mats(A, "linalg.eigh", &x) || !square_or_raise(&x, "linalg.eigh")) return NULL;
   int64_t n = x.n;
-  double *w = calloc((size_t)(x.batch * n + 1), sizeof *w), *v = calloc((size_t)(x.batch * n * n + 1), sizeof *v);
-  double *a = calloc((size_t)(n * n + 1), sizeof *a);
-  if (!w || !v || !a) {
-    free(w), free(v), free(a), free(x.d);
-    return PyErr_NoMemory();
-  }
+  frame f = {{&x}};
+  double *w = frame_calloc(&f, (size_t)(x.batch * n), sizeof *w), *v = frame_calloc(&f, (size_t)(x.batch * n * n), sizeof *v);
+  double *a = frame_calloc(&f, (size_t)(n * n), sizeof *a);
+  if (!frame_ok(&f)) return NULL;
   for (int64_t b = 0; b < x.batch && n; b++) eigh_one(x.d + b * n * n, n, upper, w + b * n, v + b * n * n, a);
   int64_t t1[1] = {n}, t2[2] = {n, n};
   PyObject *o[2] = {make_out(&x, 1, t1, w, x.dt), make_out(&x, 2, t2, v, x.dt)};
-  free(w), free(v), free(a), free(x.d);
+  frame_free(&f);
   return tuple_steal(2, o);
 }
 
@@ -508,13 +537,11 @@ static PyObject *f_svd(PyObject *mod, PyObject *args) {
   int tall = m >= n;
   int64_t M = tall ? m : n, N = tall ? n : m, UC = tall ? (full ? m : k) : (full ? n : k); /* of the tall problem */
   size_t sz = (size_t)(M * N + M * UC + N * N + N + M * N + 8);
-  double *w = calloc(sz, sizeof *w);
-  double *U = calloc((size_t)(x.batch * m * uc + 1), sizeof *U), *S = calloc((size_t)(x.batch * k + 1), sizeof *S);
-  double *Vh = calloc((size_t)(x.batch * vr * n + 1), sizeof *Vh);
-  if (!w || !U || !S || !Vh) {
-    free(w), free(U), free(S), free(Vh), free(x.d);
-    return PyErr_NoMemory();
-  }
+  frame f = {{&x}};
+  double *w = frame_calloc(&f, sz, sizeof *w);
+  double *U = frame_calloc(&f, (size_t)(x.batch * m * uc), sizeof *U), *S = frame_calloc(&f, (size_t)(x.batch * k), sizeof *S);
+  double *Vh = frame_calloc(&f, (size_t)(x.batch * vr * n), sizeof *Vh);
+  if (!frame_ok(&f)) return NULL;
   double *at = w, *tu = at + M * N, *tv = tu + M * UC, *ts = tv + N * N, *g = ts + N;
   for (int64_t b = 0; b < x.batch; b++) {
     const double *a = x.d + b * m * n;
@@ -549,7 +576,7 @@ static PyObject *f_svd(PyObject *mod, PyObject *args) {
   }
   int64_t tU[2] = {m, uc}, tS[1] = {k}, tV[2] = {vr, n};
   PyObject *o[3] = {make_out(&x, 2, tU, U, x.dt), make_out(&x, 1, tS, S, x.dt), make_out(&x, 2, tV, Vh, x.dt)};
-  free(w), free(U), free(S), free(Vh), free(x.d);
+  frame_free(&f);
   return tuple_steal(3, o);
 }
 
@@ -559,17 +586,8 @@ static PyObject *f_trsm(PyObject *mod, PyObject *args) {
   int upper, trans, unit;
   if (!PyArg_ParseTuple(args, "OOppp", &A, &B, &upper, &trans, &unit)) return NULL;
   mats a, b;
-  if (!load_mats(A, "linalg.solve_triangular", &a)) return NULL;
-  if (!load_mats(B, "linalg.solve_triangular", &b)) {
-    free(a.d);
-    return NULL;
-  }
+  if (!load_system(A, B, "linalg.solve_triangular", &a, &b)) return NULL;
   int64_t n = a.n, k = b.n;
-  if (a.m != n || b.m != n || a.batch != b.batch) {
-    free(a.d), free(b.d);
-    PyErr_SetString(PyExc_RuntimeError, "linalg.solve_triangular: incompatible shapes");
-    return NULL;
-  }
   /* solving with A^T: a lower A^T is an upper A read transposed */
   int up = trans ? !upper : upper;
   for (int64_t bt = 0; bt < a.batch; bt++) {
@@ -603,22 +621,11 @@ static PyObject *f_solve(PyObject *mod, PyObject *args) {
   PyObject *A, *B;
   if (!PyArg_ParseTuple(args, "OO", &A, &B)) return NULL;
   mats a, b;
-  if (!load_mats(A, "linalg.solve", &a)) return NULL;
-  if (!load_mats(B, "linalg.solve", &b)) {
-    free(a.d);
-    return NULL;
-  }
+  if (!load_system(A, B, "linalg.solve", &a, &b)) return NULL;
   int64_t n = a.n, k = b.n;
-  if (a.m != n || b.m != n || a.batch != b.batch) {
-    free(a.d), free(b.d);
-    PyErr_SetString(PyExc_RuntimeError, "linalg.solve: incompatible shapes");
-    return NULL;
-  }
-  int32_t *piv = calloc((size_t)(n + 1), sizeof *piv), *info = calloc((size_t)a.batch + 1, sizeof *info);
-  if (!piv || !info) {
-    free(piv), free(info), free(a.d), free(b.d);
-    return PyErr_NoMemory();
-  }
+  frame f = {{&a, &b}};
+  int32_t *piv = frame_calloc(&f, (size_t)n, sizeof *piv), *info = frame_calloc(&f, (size_t)a.batch, sizeof *info);
+  if (!frame_ok(&f)) return NULL;
   for (int64_t bt = 0; bt < a.batch && n > 0; bt++) {
     double *lu = a.d + bt * n * n, *x = b.d + bt * n * k;
     info[bt] = lu_one(lu, n, n, piv);
@@ -641,7 +648,7 @@ static PyObject *f_solve(PyObject *mod, PyObject *args) {
   }
   int64_t t2[2] = {n, k};
   PyObject *o[2] = {make_out(&b, 2, t2, b.d, b.dt), make_out_i32(&a, 0, NULL, info)};
-  free(piv), free(info), free(a.d), free(b.d);
+  frame_free(&f);
   return tuple_steal(2, o);
 }
 

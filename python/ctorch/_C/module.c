@@ -209,16 +209,22 @@ int pyct_double(PyObject *o, double *v, const char *what) {
 }
 
 int pyct_bool(PyObject *o, bool *v) {
-  int r = PyObject_IsTrue(o);
-  if (r < 0) return 0;
-  *v = r;
+  /* PyTorch's bool arguments take True/False (and numpy.bool_) only, not any truthy object */
+  if (!PyBool_Check(o) && strcmp(Py_TYPE(o)->tp_name, "numpy.bool_") != 0) {
+    PyErr_Format(PyExc_TypeError, "argument must be bool, not %s", Py_TYPE(o)->tp_name);
+    return 0;
+  }
+  *v = o == Py_True || (o != Py_False && PyObject_IsTrue(o) == 1);
   return 1;
 }
 
 /* An object standing for something ctorch lacks (torch.complex64, torch.sparse_csr, ...) carries the
  * message in `_ctorch_unsupported`: raises NotImplementedError with it and returns 1. */
 int pyct_refuse_unsupported(PyObject *o) {
-  if (PyLong_CheckExact(o) || PyFloat_CheckExact(o) || PyBool_Check(o) || PyUnicode_CheckExact(o)) return 0;
+  /* the common arguments first: a failed attribute lookup costs an exception (to(dtype) fast path) */
+  if (PyLong_CheckExact(o) || PyFloat_CheckExact(o) || PyBool_Check(o) || PyUnicode_CheckExact(o) || o == Py_None ||
+      Py_IS_TYPE(o, &Dtype_Type) || pyct_is_tensor(o))
+    return 0;
   PyObject *msg = PyObject_GetAttrString(o, "_ctorch_unsupported");
   if (!msg) {
     PyErr_Clear();
@@ -482,6 +488,50 @@ int pyct_args(const char *fname, PyObject *args, Py_ssize_t skip, PyObject *kwar
     slot++;
   }
   return 1;
+}
+
+/* ---- PyTorch's argument-parser errors for overloaded ops (see pyct.h) ---- */
+int pyct_in_function = 0;
+PyObject *pyct_arg_error(const char *name, PyObject *self, PyObject *args, PyObject *kwargs) {
+  /* only the ops whose signatures ctorch/_argerr.py knows; the check keeps other error paths cheap */
+  static const char *const known[] = {"add", "sum", "mean", "max", "min", "clamp", "where", "cat", "view",
+                                      "reshape", "to", "zeros", "ones", "full", "arange", "randn", "median", NULL};
+  static PyObject *hook = NULL;
+  if (!PyErr_Occurred()) return NULL;
+  int k = 0;
+  while (known[k] && strcmp(known[k], name) != 0) k++;
+  if (!known[k]) return NULL;
+  PyObject *et, *ev, *tb;
+  PyErr_Fetch(&et, &ev, &tb);
+  PyErr_NormalizeException(&et, &ev, &tb);
+  if (!hook) {
+    PyObject *mod = PyImport_ImportModule("ctorch._argerr");
+    if (mod) {
+      hook = PyObject_GetAttrString(mod, "parser_error");
+      Py_DECREF(mod);
+    }
+  }
+  PyObject *repl = NULL;
+  if (hook) {
+    PyObject *a = args ? args : PyTuple_New(0);
+    repl = a ? PyObject_CallFunction(hook, "siOOOO", name, self != NULL, a, kwargs ? kwargs : Py_None,
+                                     ev ? ev : Py_None, self ? self : Py_None)
+             : NULL;
+    if (a && a != args) Py_DECREF(a);
+  }
+  if (!repl || repl == Py_None) {
+    /* no replacement (or the hook itself failed): the original error stands */
+    PyErr_Clear();
+    Py_XDECREF(repl);
+    PyErr_Restore(et, ev, tb);
+    return NULL;
+  }
+  Py_XDECREF(et);
+  Py_XDECREF(ev);
+  Py_XDECREF(tb);
+  PyErr_SetObject((PyObject *)Py_TYPE(repl), repl);
+  Py_DECREF(repl);
+  return NULL;
 }
 
 /* ---- module-level misc functions ---- */

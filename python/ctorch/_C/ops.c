@@ -274,6 +274,58 @@ static void invalid_combination(const char *name, PyObject *args, PyObject *kwar
                name, got);
 }
 
+/* out=(values, indices) of the ops returning that pair: exact dtypes (indices int64), each resized and
+   written as out= does; returns torch.return_types.<name>_out holding the out tensors. Steals res. */
+static const char *const tuple_out_ops[] = {"max", "min", "sort", "topk", "kthvalue", "mode", "median",
+                                             "nanmedian", "cummax", "cummin", NULL};
+static PyObject *finish_tuple_out(const char *name, PyObject *res, PyObject *out) {
+  Py_ssize_t n = PySequence_Fast_GET_SIZE(out);
+  if (!PyTuple_Check(res) || PyTuple_GET_SIZE(res) != 2) {
+    /* e.g. max(input, other, out=(a, b)): that overload takes one tensor */
+    Py_DECREF(res);
+    PyErr_Format(PyExc_TypeError, "%s(): argument 'out' must be Tensor, not %s", name, Py_TYPE(out)->tp_name);
+    return NULL;
+  }
+  if (n != 2) {
+    Py_DECREF(res);
+    PyErr_Format(PyExc_TypeError, "expected tuple of 2 elements but got %zd", n);
+    return NULL;
+  }
+  PyObject *o[2];
+  for (int k = 0; k < 2; k++) {
+    o[k] = PySequence_Fast_GET_ITEM(out, k);
+    if (!pyct_is_tensor(o[k])) {
+      Py_DECREF(res);
+      PyErr_Format(PyExc_TypeError, "%s(): argument 'out' must be tuple of Tensors, not %s", name,
+                   Py_TYPE(out)->tp_name);
+      return NULL;
+    }
+    ct_dtype want = k ? CT_INT64 : ct_tensor_dtype(TT(PyTuple_GET_ITEM(res, 0)));
+    if (ct_tensor_dtype(TT(o[k])) != want) {
+      Py_DECREF(res);
+      PyErr_Format(PyExc_RuntimeError, "Expected out tensor to have dtype %s, but got %s instead",
+                   cpp_type_name(want), cpp_type_name(ct_tensor_dtype(TT(o[k]))));
+      return NULL;
+    }
+  }
+  PyObject *w[2] = {NULL, NULL};
+  for (int k = 0; k < 2; k++) {
+    PyObject *part = PyTuple_GET_ITEM(res, k);
+    Py_INCREF(part);
+    w[k] = finish_out(name, part, o[k]);
+    if (!w[k]) break;
+  }
+  Py_DECREF(res);
+  if (!w[0] || !w[1]) {
+    Py_XDECREF(w[0]);
+    Py_XDECREF(w[1]);
+    return NULL;
+  }
+  char tname[64];
+  snprintf(tname, sizeof tname, "%s_out", name);
+  return pyct_return_pair_obj(tname, w[0], w[1]);
+}
+
 PyObject *pyct_finish_out(const char *name, PyObject *res, PyObject *out) { return finish_out(name, res, out); }
 PyObject *pyct_finish_out_in(const char *name, PyObject *res, PyObject *out, int n_in, const ct_tensor *const *ins) {
   return finish_out_in(name, res, out, n_in, ins);
@@ -282,6 +334,7 @@ PyObject *pyct_finish_out_in(const char *name, PyObject *res, PyObject *out, int
 PyObject *pyct_as_method(const char *name, pyct_meth m, PyObject *args, PyObject *kwargs) {
   PyObject *input = NULL, *out = NULL, *kw = NULL, *rest = NULL, *res = NULL;
   Py_ssize_t n = PyTuple_GET_SIZE(args);
+  int was_in_function = pyct_in_function;
   if (kwargs && PyDict_GET_SIZE(kwargs)) {
     kw = PyDict_Copy(kwargs);
     if (!kw) return NULL;
@@ -338,8 +391,12 @@ PyObject *pyct_as_method(const char *name, pyct_meth m, PyObject *args, PyObject
     if (!kw && !(kw = PyDict_New())) goto done;
     if (PyDict_SetItemString(kw, "dtype", pyct_dtype_obj(ct_tensor_dtype(TT(out)))) < 0) goto done;
   }
+  pyct_in_function = 1; /* the method's own error hook stays quiet: the function form reports below */
   res = m(input, rest, kw);
-  if (res && out) {
+  pyct_in_function = was_in_function;
+  if (res && out && (PyTuple_Check(out) || PyList_Check(out)) && name_in(tuple_out_ops, name)) {
+    res = finish_tuple_out(name, res, out);
+  } else if (res && out) {
     const ct_tensor *ins[16];
     int n_in = 0;
     ins[n_in++] = TT(input);
@@ -352,6 +409,7 @@ done:
   Py_XDECREF(out);
   Py_XDECREF(kw);
   Py_XDECREF(rest);
+  if (!res && !was_in_function) pyct_arg_error(name, NULL, args, kwargs);
   return res;
 }
 
@@ -738,8 +796,17 @@ METHOD(where) {
   ARGS("where", 2, "condition", "other");
   return where3(a[0], self, a[1]);
 }
-static PyObject *f_where(PyObject *mod, PyObject *args, PyObject *kwargs) {
-  ARGS("where", 1, "condition", "input", "other");
+FUNCTION(where) {
+  ARGS("where", 1, "condition", "input", "other", "*", "out");
+  if (GIVEN(a[3])) {
+    /* only where(condition, Tensor, Tensor) has an out= overload; the others are parser errors */
+    if (!a[1] || !a[2] || !pyct_is_tensor(a[0]) || !pyct_is_tensor(a[1]) || !pyct_is_tensor(a[2])) {
+      PyErr_SetString(PyExc_TypeError, "where(): out= needs tensor input and other");
+      return NULL;
+    }
+    const ct_tensor *ins[3] = {TT(a[0]), TT(a[1]), TT(a[2])};
+    return pyct_finish_out_in("where", where3(a[0], a[1], a[2]), a[3], 3, ins);
+  }
   if (!a[1] && !a[2]) {
     ct_tensor *c = tensor_arg(a[0], "where", "condition", 1);
     if (!c) return NULL;
@@ -848,63 +915,37 @@ AMAXMIN(logsumexp)
 ARGMAXMIN(argmax)
 ARGMAXMIN(argmin)
 
-/* var/std(dim, unbiased, keepdim) and (dim, *, correction, keepdim) */
-static int varargs(PyObject *self, PyObject *args, PyObject *kwargs, const char *name, int64_t *dims, int *nd,
-                   double *corr, bool *keep) {
+/* var/std/var_mean/std_mean(dim, unbiased, keepdim) and (dim, *, correction, keepdim): one parser */
+static PyObject *var_std(PyObject *self, PyObject *args, PyObject *kwargs, const char *name, int is_std,
+                         int with_mean) {
   static const char *const kw[] = {"dim", "unbiased", "keepdim", "*", "correction", NULL};
   PyObject *a[5];
-  if (!pyct_args(name, args, 0, kwargs, kw, 0, a)) return 0;
+  if (!pyct_args(name, args, 0, kwargs, kw, 0, a)) return NULL;
   PyObject *dim = a[0], *unb = a[1];
   if (dim && PyBool_Check(dim)) { /* var(False): the unbiased flag */
     unb = dim;
     dim = NULL;
   }
-  if (!pyct_dims(dim, dims, nd, CT_MAX_DIMS, "dim") || !opt_bool(a[2], false, keep)) return 0;
-  *corr = 1.0;
+  int64_t dims[CT_MAX_DIMS];
+  int nd;
+  bool keep;
+  double corr = 1.0;
+  if (!pyct_dims(dim, dims, &nd, CT_MAX_DIMS, "dim") || !opt_bool(a[2], false, &keep)) return NULL;
   if (GIVEN(unb)) {
     bool u;
-    if (!pyct_bool(unb, &u)) return 0;
-    *corr = u ? 1.0 : 0.0;
+    if (!pyct_bool(unb, &u)) return NULL;
+    corr = u ? 1.0 : 0.0;
   }
-  if (GIVEN(a[3]) && !pyct_double(a[3], corr, "correction")) return 0;
-  return 1;
-}
-METHOD(var) {
-  int64_t dims[CT_MAX_DIMS];
-  int nd;
-  double c;
-  bool k;
-  if (!varargs(self, args, kwargs, "var", dims, &nd, &c, &k)) return NULL;
-  return pyct_wrap(ct_var(SELF, nd, dims, c, k));
-}
-METHOD(std) {
-  int64_t dims[CT_MAX_DIMS];
-  int nd;
-  double c;
-  bool k;
-  if (!varargs(self, args, kwargs, "std", dims, &nd, &c, &k)) return NULL;
-  return pyct_wrap(ct_std(SELF, nd, dims, c, k));
-}
-METHOD(var_mean) {
-  int64_t dims[CT_MAX_DIMS];
-  int nd;
-  double c;
-  bool k;
+  if (GIVEN(a[3]) && !pyct_double(a[3], &corr, "correction")) return NULL;
+  if (!with_mean) return pyct_wrap((is_std ? ct_std : ct_var)(SELF, nd, dims, corr, keep));
   ct_tensor *o[2];
-  if (!varargs(self, args, kwargs, "var_mean", dims, &nd, &c, &k)) return NULL;
-  if (ct_var_mean(SELF, nd, dims, c, k, &o[0], &o[1]) != CT_OK) return pyct_raise();
+  if ((is_std ? ct_std_mean : ct_var_mean)(SELF, nd, dims, corr, keep, &o[0], &o[1]) != CT_OK) return pyct_raise();
   return pyct_tuple_of(2, o);
 }
-METHOD(std_mean) {
-  int64_t dims[CT_MAX_DIMS];
-  int nd;
-  double c;
-  bool k;
-  ct_tensor *o[2];
-  if (!varargs(self, args, kwargs, "std_mean", dims, &nd, &c, &k)) return NULL;
-  if (ct_std_mean(SELF, nd, dims, c, k, &o[0], &o[1]) != CT_OK) return pyct_raise();
-  return pyct_tuple_of(2, o);
-}
+METHOD(var) { return var_std(self, args, kwargs, "var", 0, 0); }
+METHOD(std) { return var_std(self, args, kwargs, "std", 1, 0); }
+METHOD(var_mean) { return var_std(self, args, kwargs, "var_mean", 0, 1); }
+METHOD(std_mean) { return var_std(self, args, kwargs, "std_mean", 1, 1); }
 FN(var) FN(std) FN(var_mean) FN(std_mean)
 METHOD(norm) {
   ARGS("norm", 0, "p", "dim", "keepdim", "dtype");
@@ -1140,7 +1181,7 @@ METHOD(reshape) {
     return NULL;
   return wrap_reshape(SELF, ct_reshape(SELF, n, shape));
 }
-static PyObject *f_reshape(PyObject *mod, PyObject *args, PyObject *kwargs) {
+FUNCTION(reshape) {
   ARGS("reshape", 2, "input", "shape");
   ct_tensor *x = tensor_arg(a[0], "reshape", "input", 1);
   int64_t shape[CT_MAX_DIMS];

@@ -35,41 +35,39 @@ static PyObject *rt_repr(PyObject *self) {
   return r;
 }
 
-PyObject *pyct_return_pair(const char *name, ct_tensor *a, ct_tensor *b) {
+/* torch.return_types.<name>: (values, indices), created on first use */
+static PyTypeObject *return_type(const char *name) {
   PyObject *tp = PyDict_GetItemString(rt_types, name);
-  if (!tp) {
-    static PyStructSequence_Field fields[] = {{"values", NULL}, {"indices", NULL}, {NULL, NULL}};
-    char *full = PyMem_Malloc(strlen(name) + 32);
-    strcpy(full, "torch.return_types.");
-    strcat(full, name);
-    PyStructSequence_Desc desc = {full, NULL, fields, 2};
-    PyTypeObject *t = PyStructSequence_NewType(&desc);
-    if (!t) {
-      ct_release(a);
-      ct_release(b);
-      return NULL;
-    }
-    t->tp_repr = rt_repr;
-    PyDict_SetItemString(rt_types, name, (PyObject *)t);
-    Py_DECREF(t);
-    tp = (PyObject *)t;
-  }
-  PyObject *va = pyct_wrap(a);
-  PyObject *vb = pyct_wrap(b);
-  if (!va || !vb) {
+  if (tp) return (PyTypeObject *)tp;
+  static PyStructSequence_Field fields[] = {{"values", NULL}, {"indices", NULL}, {NULL, NULL}};
+  char *full = PyMem_Malloc(strlen(name) + 32); /* kept: the type's name points into it */
+  if (!full) return (PyTypeObject *)PyErr_NoMemory();
+  strcpy(full, "torch.return_types.");
+  strcat(full, name);
+  PyStructSequence_Desc desc = {full, NULL, fields, 2};
+  PyTypeObject *t = PyStructSequence_NewType(&desc);
+  if (!t) return NULL;
+  t->tp_repr = rt_repr;
+  PyDict_SetItemString(rt_types, name, (PyObject *)t);
+  Py_DECREF(t);
+  return t;
+}
+PyObject *pyct_return_pair_obj(const char *name, PyObject *va, PyObject *vb) {
+  PyTypeObject *tp = va && vb ? return_type(name) : NULL;
+  PyObject *r = tp ? PyStructSequence_New(tp) : NULL;
+  if (!r) {
     Py_XDECREF(va);
     Py_XDECREF(vb);
-    return NULL;
-  }
-  PyObject *r = PyStructSequence_New((PyTypeObject *)tp);
-  if (!r) {
-    Py_DECREF(va);
-    Py_DECREF(vb);
     return NULL;
   }
   PyStructSequence_SetItem(r, 0, va);
   PyStructSequence_SetItem(r, 1, vb);
   return r;
+}
+PyObject *pyct_return_pair(const char *name, ct_tensor *a, ct_tensor *b) {
+  PyObject *va = pyct_wrap(a);
+  PyObject *vb = pyct_wrap(b);
+  return pyct_return_pair_obj(name, va, vb);
 }
 
 /* ---- factories ---- */
@@ -108,7 +106,8 @@ static int factory_args(const char *fname, PyObject *args, PyObject *kwargs, int
     int64_t shape[CT_MAX_DIMS];                                                        \
     int n;                                                                             \
     ct_options o;                                                                      \
-    if (!factory_args(#name, args, kwargs, shape, &n, &o, NULL, NULL)) return NULL;    \
+    if (!factory_args(#name, args, kwargs, shape, &n, &o, NULL, NULL))                 \
+      return pyct_arg_error(#name, NULL, args, kwargs);                                   \
     return pyct_wrap(call);                                                            \
   }
 FACTORY(zeros, ct_zeros(n, shape, o))
@@ -127,7 +126,7 @@ static PyObject *f_rand(PyObject *mod, PyObject *args, PyObject *kwargs) {
   if (!gen && PyErr_Occurred()) return NULL;
   return pyct_wrap(ct_rand(n, shape, o, gen));
 }
-static PyObject *f_randn(PyObject *mod, PyObject *args, PyObject *kwargs) {
+FUNCTION(randn) {
   int64_t shape[CT_MAX_DIMS];
   int n;
   ct_options o;
@@ -138,7 +137,7 @@ static PyObject *f_randn(PyObject *mod, PyObject *args, PyObject *kwargs) {
   return pyct_wrap(ct_randn(n, shape, o, gen));
 }
 
-static PyObject *f_full(PyObject *mod, PyObject *args, PyObject *kwargs) {
+FUNCTION(full) {
   ARGS("full", 2, "size", "fill_value", "*", "out", "dtype", "layout", "device", "requires_grad", "pin_memory");
   int64_t shape[CT_MAX_DIMS];
   int n, hd;
@@ -150,7 +149,7 @@ static PyObject *f_full(PyObject *mod, PyObject *args, PyObject *kwargs) {
   return pyct_wrap(ct_full(n, shape, v, o));
 }
 
-static PyObject *f_arange(PyObject *mod, PyObject *args, PyObject *kwargs) {
+FUNCTION(arange) {
   ARGS("arange", 1, "start", "end", "step", "*", "out", "dtype", "layout", "device", "requires_grad", "pin_memory");
   ct_scalar s0 = ct_si(0), s1, st = ct_si(1);
   if (!GIVEN(a[1])) {
@@ -298,7 +297,7 @@ METHOD(new_tensor) {
 
 /* ---- joining and splitting ---- */
 #define JOIN(name, call)                                                                  \
-  static PyObject *f_##name(PyObject *mod, PyObject *args, PyObject *kwargs) {            \
+  FUNCTION(name) {                                                                        \
     ARGS(#name, 1, "tensors", "dim", "*", "out");                                         \
     ct_tensor *ts[MAXT];                                                                  \
     int64_t dim;                                                                          \

@@ -19,9 +19,19 @@
 #define METHOD(name)                                                                    \
   static PyObject *m_##name##_body(PyObject *self, PyObject *args, PyObject *kwargs);  \
   static PyObject *m_##name(PyObject *self, PyObject *args, PyObject *kwargs) {        \
-    return pyct_link_base(self, m_##name##_body(self, args, kwargs));                  \
+    PyObject *r_ = m_##name##_body(self, args, kwargs);                                 \
+    if (!r_) return pyct_in_function ? NULL : pyct_arg_error(#name, self, args, kwargs);\
+    return pyct_link_base(self, r_);                                                    \
   }                                                                                     \
   static PyObject *m_##name##_body(PyObject *self, PyObject *args, PyObject *kwargs)
+/* A module-level function whose argument errors read like PyTorch's parser (pyct_arg_error). */
+#define FUNCTION(name)                                                                  \
+  static PyObject *f_##name##_body(PyObject *mod, PyObject *args, PyObject *kwargs);   \
+  static PyObject *f_##name(PyObject *mod, PyObject *args, PyObject *kwargs) {         \
+    PyObject *r_ = f_##name##_body(mod, args, kwargs);                                  \
+    return r_ ? r_ : pyct_arg_error(#name, NULL, args, kwargs);                           \
+  }                                                                                     \
+  static PyObject *f_##name##_body(PyObject *mod, PyObject *args, PyObject *kwargs)
 #define MDEF(name) {#name, (PyCFunction)(void (*)(void))m_##name, METH_VARARGS | METH_KEYWORDS, NULL}
 #define MDEF_AS(pyname, name) {pyname, (PyCFunction)(void (*)(void))m_##name, METH_VARARGS | METH_KEYWORDS, NULL}
 #define FDEF(name) {#name, (PyCFunction)(void (*)(void))f_##name, METH_VARARGS | METH_KEYWORDS, NULL}

@@ -70,6 +70,13 @@ PyObject *pyct_make_size(int n, const int64_t *shape);
 int pyct_args(const char *fname, PyObject *args, Py_ssize_t skip, PyObject *kwargs, const char *const *kw,
               int nrequired, PyObject **out);
 
+/* Error path of the bindings of ops with several PyTorch overloads (module.c): when the argument types
+ * match none of PyTorch's signatures, ctorch._argerr replaces the pending exception with the one PyTorch's
+ * argument parser raises ("X() received an invalid combination of arguments - ..."). Always returns NULL.
+ * self: the tensor of a method call (args exclude it), NULL for torch.X(...). pyct_in_function: set while a torch.X(input, ...) call runs its method. */
+PyObject *pyct_arg_error(const char *name, PyObject *self, PyObject *args, PyObject *kwargs);
+extern int pyct_in_function;
+
 /* ---- convert.c ---- */
 ct_tensor *pyct_from_data(PyObject *data, int dtype /* -1 infer */, int *inferred_dtype);
 PyObject *pyct_tolist(ct_tensor *t);
@@ -85,4 +92,5 @@ int pyct_autograd_init(PyObject *m);
 int pyct_random_init(PyObject *m);
 ct_generator *pyct_generator(PyObject *o); /* None/NULL -> NULL (default) */
 PyObject *pyct_return_pair(const char *name, ct_tensor *a, ct_tensor *b);
+PyObject *pyct_return_pair_obj(const char *name, PyObject *a, PyObject *b); /* steals a and b */
 #endif

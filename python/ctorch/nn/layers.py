@@ -380,7 +380,11 @@ class Embedding(Module):
         return s.format(**self.__dict__)
 
 
-class MaxPool2d(Module):
+# Pooling modules of any dimension: each subclass names its functional (nn.functional.<_fn>, looked up
+# when called, so the 1-d/3-d functionals installed later are found too).
+class _MaxPoolNd(Module):
+    _fn = None
+
     def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False, ceil_mode=False):
         super().__init__()
         self.kernel_size = kernel_size
@@ -389,15 +393,17 @@ class MaxPool2d(Module):
         self.return_indices, self.ceil_mode = return_indices, ceil_mode
 
     def forward(self, input):
-        return F.max_pool2d(input, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode,
-                            self.return_indices)
+        return getattr(F, self._fn)(input, self.kernel_size, self.stride, self.padding, self.dilation,
+                                    self.ceil_mode, self.return_indices)
 
     def extra_repr(self):
         return "kernel_size={kernel_size}, stride={stride}, padding={padding}, dilation={dilation}, " \
                "ceil_mode={ceil_mode}".format(**self.__dict__)
 
 
-class AvgPool2d(Module):
+class _AvgPoolNd(Module):
+    _fn = None
+
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
                  divisor_override=None):
         super().__init__()
@@ -407,35 +413,50 @@ class AvgPool2d(Module):
         self.count_include_pad, self.divisor_override = count_include_pad, divisor_override
 
     def forward(self, input):
-        return F.avg_pool2d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
-                            self.count_include_pad, self.divisor_override)
+        return getattr(F, self._fn)(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                                    self.count_include_pad, self.divisor_override)
 
     def extra_repr(self):
         return "kernel_size={}, stride={}, padding={}".format(self.kernel_size, self.stride, self.padding)
 
 
-class AdaptiveAvgPool2d(Module):
+class _AdaptiveAvgPoolNd(Module):
+    _fn = None
+
     def __init__(self, output_size):
         super().__init__()
         self.output_size = output_size
 
     def forward(self, input):
-        return F.adaptive_avg_pool2d(input, self.output_size)
+        return getattr(F, self._fn)(input, self.output_size)
 
     def extra_repr(self):
         return "output_size={}".format(self.output_size)
 
 
-class AdaptiveMaxPool2d(Module):
+class _AdaptiveMaxPoolNd(_AdaptiveAvgPoolNd):
     def __init__(self, output_size, return_indices=False):
-        super().__init__()
-        self.output_size, self.return_indices = output_size, return_indices
+        super().__init__(output_size)
+        self.return_indices = return_indices
 
     def forward(self, input):
-        return F.adaptive_max_pool2d(input, self.output_size, self.return_indices)
+        return getattr(F, self._fn)(input, self.output_size, self.return_indices)
 
-    def extra_repr(self):
-        return "output_size={}".format(self.output_size)
+
+class MaxPool2d(_MaxPoolNd):
+    _fn = "max_pool2d"
+
+
+class AvgPool2d(_AvgPoolNd):
+    _fn = "avg_pool2d"
+
+
+class AdaptiveAvgPool2d(_AdaptiveAvgPoolNd):
+    _fn = "adaptive_avg_pool2d"
+
+
+class AdaptiveMaxPool2d(_AdaptiveMaxPoolNd):
+    _fn = "adaptive_max_pool2d"
 
 
 class Unfold(Module):

@@ -4,7 +4,7 @@ from .. import _C
 from . import functional as F
 from .module import Module
 from .parameter import Parameter
-from .layers import _NormBase, _Loss
+from .layers import _NormBase, _Loss, _MaxPoolNd, _AdaptiveAvgPoolNd
 
 
 def _ntuple(x, n):
@@ -145,21 +145,8 @@ class EmbeddingBag(Module):
 
 # ---- 1-d pools ----
 
-class MaxPool1d(Module):
-    def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False, ceil_mode=False):
-        super().__init__()
-        self.kernel_size = kernel_size
-        self.stride = stride if stride is not None else kernel_size
-        self.padding, self.dilation = padding, dilation
-        self.return_indices, self.ceil_mode = return_indices, ceil_mode
-
-    def forward(self, input):
-        return F.max_pool1d(input, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode,
-                            self.return_indices)
-
-    def extra_repr(self):
-        return ("kernel_size={kernel_size}, stride={stride}, padding={padding}, dilation={dilation}, "
-                "ceil_mode={ceil_mode}".format(**self.__dict__))
+class MaxPool1d(_MaxPoolNd):
+    _fn = "max_pool1d"
 
 
 class AvgPool1d(Module):
@@ -178,16 +165,8 @@ class AvgPool1d(Module):
         return "kernel_size={}, stride={}, padding={}".format(self.kernel_size, self.stride, self.padding)
 
 
-class AdaptiveAvgPool1d(Module):
-    def __init__(self, output_size):
-        super().__init__()
-        self.output_size = output_size
-
-    def forward(self, input):
-        return F.adaptive_avg_pool1d(input, self.output_size)
-
-    def extra_repr(self):
-        return "output_size={}".format(self.output_size)
+class AdaptiveAvgPool1d(_AdaptiveAvgPoolNd):
+    _fn = "adaptive_avg_pool1d"
 
 
 # ---- activations, resampling, normalisation ----

@@ -27,6 +27,9 @@ typedef struct {
 bool ct_fast_gemm_wants(ct_dtype dt);
 /* Runs it; CT_OK or an out-of-memory error. */
 ct_status ct_fast_gemm(const ct_fgemm *g);
+/* How many tasks (rectangles of C over all batches) the fast GEMM splits g into for `threads`
+ * threads (0 for an empty or unsupported g); for tests of the partitioning. */
+int64_t ct_fast_gemm_plan(const ct_fgemm *g, int threads);
 /* Which micro-kernel the fast GEMM uses now, e.g. "avx512 12x32". */
 const char *ct_fast_gemm_kernel_name(ct_dtype dt);
 
@@ -35,5 +38,9 @@ const char *ct_fast_gemm_kernel_name(ct_dtype dt);
  * with ct_fast_buf_put. */
 void *ct_fast_buf_get(size_t bytes);
 void ct_fast_buf_put(void *p);
+/* Bytes the buffer cache holds now (idle buffers), and the most it keeps: a buffer given back
+ * beyond that is freed (smaller cached ones go first). */
+size_t ct_fast_buf_cached_bytes(void);
+size_t ct_fast_buf_cache_limit(void);
 
 #endif

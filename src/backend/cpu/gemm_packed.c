@@ -26,13 +26,24 @@
 #endif
 
 /* ---- packing-buffer cache: big buffers would be mmap'ed and page-faulted on each
- * call; keep a few per process (reachable from this table, so leak checkers are quiet) ---- */
+ * call; keep a few per process (reachable from this table, so leak checkers are quiet).
+ * The cache holds at most buf_cache_max() bytes in all: 32 MiB + 16 MiB per thread, enough
+ * for every thread's GEMM panels (~2.3 MiB each) and convolution column buffer (<= 16 MiB
+ * each) plus a flipped weight, while a burst of larger workspaces goes back to the system
+ * instead of staying resident. ---- */
 #define BUF_SLOTS 32
+static size_t buf_cache_max(void) {
+  int t = ct_get_num_threads();
+  if (t < 1) t = 1;
+  if (t > 64) t = 64;
+  return ((size_t)32 << 20) + ((size_t)16 << 20) * (size_t)t;
+}
 static struct {
   pthread_mutex_t mu;
   void *p[BUF_SLOTS];
   size_t n[BUF_SLOTS];
-} bufs = {PTHREAD_MUTEX_INITIALIZER, {0}, {0}};
+  size_t total; /* sum of n[] over the occupied slots */
+} bufs = {PTHREAD_MUTEX_INITIALIZER, {0}, {0}, 0};
 
 static void *buf_get(size_t bytes) {
   pthread_mutex_lock(&bufs.mu);
@@ -42,11 +53,14 @@ static void *buf_get(size_t bytes) {
   if (best >= 0) {
     void *p = bufs.p[best];
     bufs.p[best] = NULL;
+    bufs.total -= bufs.n[best];
+    bufs.n[best] = 0;
     pthread_mutex_unlock(&bufs.mu);
     return p;
   }
   pthread_mutex_unlock(&bufs.mu);
   void *p = NULL;
+  if (bytes > (SIZE_MAX >> 2) + 1) return NULL; /* 2^62 (2^30 on wasm32, where 1 << 62 overflows) */
   size_t sz = (bytes + 63) / 64 * 64 + 64;
   if (posix_memalign(&p, 64, sz) != 0) return NULL;
   ((size_t *)p)[0] = sz; /* remember the size in the first word */
@@ -56,28 +70,48 @@ static void *buf_get(size_t bytes) {
 static void buf_put(void *q) {
   if (!q) return;
   void *p = (char *)q - 64;
-  size_t sz = ((size_t *)p)[0];
+  size_t sz = ((size_t *)p)[0], un = sz - 64;
+  void *evict[BUF_SLOTS];
+  int ne = 0;
+  size_t cap = buf_cache_max();
   pthread_mutex_lock(&bufs.mu);
-  int slot = -1;
-  for (int i = 0; i < BUF_SLOTS && slot < 0; i++)
-    if (!bufs.p[i]) slot = i;
-  if (slot < 0) { /* full: replace the smallest if this one is bigger */
-    int s = 0;
-    for (int i = 1; i < BUF_SLOTS; i++)
-      if (bufs.n[i] < bufs.n[s]) s = i;
-    if (bufs.n[s] < sz - 64) {
-      free((char *)bufs.p[s] - 64);
-      slot = s;
+  if (un <= cap) {
+    /* make room: drop cached buffers smaller than this one, smallest first (a bigger buffer
+     * serves more requests), until the free slot and the byte budget allow it */
+    for (;;) {
+      int fs = -1, small = -1;
+      for (int i = 0; i < BUF_SLOTS; i++) {
+        if (!bufs.p[i]) {
+          if (fs < 0) fs = i;
+        } else if (small < 0 || bufs.n[i] < bufs.n[small])
+          small = i;
+      }
+      if (fs >= 0 && bufs.total + un <= cap) {
+        bufs.p[fs] = q; /* the table holds user pointers (64 bytes past the allocation) */
+        bufs.n[fs] = un;
+        bufs.total += un;
+        p = NULL;
+        break;
+      }
+      if (small < 0 || bufs.n[small] >= un) break; /* only bigger ones cached: free this one */
+      evict[ne++] = (char *)bufs.p[small] - 64;
+      bufs.total -= bufs.n[small];
+      bufs.p[small] = NULL;
+      bufs.n[small] = 0;
     }
   }
-  if (slot >= 0) { /* the table holds user pointers (64 bytes past the allocation) */
-    bufs.p[slot] = q;
-    bufs.n[slot] = sz - 64;
-    p = NULL;
-  }
   pthread_mutex_unlock(&bufs.mu);
+  for (int i = 0; i < ne; i++) free(evict[i]);
   free(p);
 }
+
+size_t ct_fast_buf_cached_bytes(void) {
+  pthread_mutex_lock(&bufs.mu);
+  size_t t = bufs.total;
+  pthread_mutex_unlock(&bufs.mu);
+  return t;
+}
+size_t ct_fast_buf_cache_limit(void) { return buf_cache_max(); }
 
 /* The same cache for other kernels' temporary workspaces (kernels_conv.c's im2col buffers). */
 void *ct_fast_buf_get(size_t bytes) { return buf_get(bytes); }
@@ -252,6 +286,9 @@ static kparams params_for(ct_dtype dt) {
 #endif
   }
   p.vec = isa >= CT_SIMD_AVX2;
+#if defined(__wasm_simd128__)
+  p.vec = true; /* the SIMD128 float32 transpose-packing of gemm_wasm.h */
+#endif
   static int64_t tune[3] = {-1, 0, 0}; /* CT_GEMM_BLOCKS=mc,kc,nc overrides the blocking (for tuning) */
   if (tune[0] < 0) {
     const char *e = getenv("CT_GEMM_BLOCKS");
@@ -387,6 +424,24 @@ CT_TGT_AVX2 static void tpanel_f64(double *dst, const double *src, int64_t sp, i
         for (int64_t k = 0; k < kc; k++) dst[k * P + r] = 0;                                                    \
     }                                                                                                           \
   }                                                                                                             \
+  /* c[rows x cols] (row stride ldc, unit columns) = beta * c0 before the first k block, so the        \
+   * micro-kernel then accumulates into C directly; beta == 1 on c0 == c (accumulate in place) is a    \
+   * no-op. acc + beta c0 rounds the same as the write-back it replaces. */                             \
+  static void prescale_##SUF(T *c, int64_t ldc, const T *c0, int64_t c0m, int64_t c0n, int64_t rows,      \
+                             int64_t cols, T beta) {                                                    \
+    if (c0 == c && c0m == ldc && c0n == 1 && beta == (T)1) return;                                      \
+    for (int64_t r = 0; r < rows; r++) {                                                                \
+      T *d = c + r * ldc;                                                                               \
+      const T *s = c0 + r * c0m;                                                                        \
+      if (c0n == 1)                                                                                     \
+        for (int64_t j = 0; j < cols; j++) d[j] = beta * s[j];                                          \
+      else if (c0n == 0) {                                                                              \
+        T v = beta * s[0];                                                                              \
+        for (int64_t j = 0; j < cols; j++) d[j] = v;                                                    \
+      } else                                                                                            \
+        for (int64_t j = 0; j < cols; j++) d[j] = beta * s[j * c0n];                                    \
+    }                                                                                                   \
+  }                                                                                                     \
   /* C rectangle [i0, i1) x [j0, j1) of batch b */                                                              \
   static int rect_##SUF(const ct_fgemm *g, const kparams *p, int64_t b, int64_t i0, int64_t i1, int64_t j0,     \
                         int64_t j1) {                                                                           \
@@ -415,7 +470,7 @@ CT_TGT_AVX2 static void tpanel_f64(double *dst, const double *src, int64_t sp, i
     }                                                                                                           \
     T tile[16 * 32] __attribute__((aligned(64)));                                                               \
     void (*ukr)(int64_t, const T *, const T *, T *, int64_t, int) = (void (*)(int64_t, const T *, const T *, T *, int64_t, int))p->ukr; \
-    const bool direct = g->c_n == 1 && g->alpha == 1.0 && !C0;                                                  \
+    const bool direct = g->c_n == 1 && g->alpha == 1.0;                                                         \
     const bool vec = p->vec;                                                                                    \
     for (int64_t jc = j0; jc < j1; jc += p->nc) {                                                               \
       int64_t nc = j1 - jc < p->nc ? j1 - jc : p->nc;                                                           \
@@ -434,7 +489,10 @@ CT_TGT_AVX2 static void tpanel_f64(double *dst, const double *src, int64_t sp, i
               const T *app = ap + ir * kc;                                                                      \
               int64_t ci = ic + ir, cj = jc + jr;                                                               \
               if (direct && rows == mr && cols == nr) {                                                         \
-                ukr(kc, app, bpp, C + ci * g->c_m + cj, g->c_m, !first);                                        \
+                T *ct = C + ci * g->c_m + cj;                                                                   \
+                if (first && C0)                                                                                \
+                  prescale_##SUF(ct, g->c_m, C0 + ci * g->c0_m + cj * g->c0_n, g->c0_m, g->c0_n, mr, nr, beta); \
+                ukr(kc, app, bpp, ct, g->c_m, !first || C0);                                                    \
                 continue;                                                                                       \
               }                                                                                                 \
               ukr(kc, app, bpp, tile, nr, 0);                                                                   \
@@ -462,6 +520,11 @@ CT_TGT_AVX2 static void tpanel_f64(double *dst, const double *src, int64_t sp, i
 #define TPANEL_f64 1
 #define TPANEL_CALL_f32(d, s, sp, kc, P) tpanel_f32(d, s, sp, kc, P)
 #define TPANEL_CALL_f64(d, s, sp, kc, P) tpanel_f64(d, s, sp, kc, P)
+#elif defined(__wasm_simd128__)
+#define TPANEL_f32 1
+#define TPANEL_f64 0
+#define TPANEL_CALL_f32(d, s, sp, kc, P) ct_wasm_tpanel_f32(d, s, sp, kc, P)
+#define TPANEL_CALL_f64(d, s, sp, kc, P) (void)0
 #else
 #define TPANEL_f32 0
 #define TPANEL_f64 0
@@ -484,6 +547,52 @@ static void task_range(void *vctx, int64_t begin, int64_t end) {
   }
 }
 
+/* Rectangles per batch (tm along M, tn along N) for nt threads: enough tasks for every thread,
+ * each still >= ~1 MFLOP and at least one MR x NR tile. */
+static void plan_tasks(const ct_fgemm *g, const kparams *p, int nt, int64_t *tmo, int64_t *tno) {
+  double flops = 2.0 * (double)g->batch * (double)g->M * (double)g->N * (double)(g->K + 1);
+  int64_t want = 1;
+  if (nt > 1 && flops > 4e6) {
+    want = nt;
+    if (flops > 1e9) want = 2 * (int64_t)nt; /* some slack for load balance on a busy machine */
+    want = (want + g->batch - 1) / g->batch;
+    if (want < 1) want = 1;
+  }
+  int64_t mt = (g->M + p->mr - 1) / p->mr, ntl = (g->N + p->nr - 1) / p->nr; /* tiles along M, N */
+  /* split the longer side first so each rectangle stays square-ish (packing cost ~ 1/side) */
+  int64_t tm = 1, tn = 1;
+  while (tm * tn < want) {
+    bool can_m = tm < mt, can_n = tn < ntl;
+    if (!can_m && !can_n) break;
+    double rm = (double)g->M / (double)tm, rn = (double)g->N / (double)tn;
+    if (can_m && (rm >= rn || !can_n)) tm++;
+    else tn++;
+  }
+  /* A few tasks that are not a multiple of the threads leave threads idle in the last round
+   * (3 equal tasks on 2 threads: 2 rounds for 1.5 of work, e.g. a bmm of batch 3, or 3 x 1
+   * rectangles of a skinny shape): split further, to the fewest rectangles that make the count
+   * a multiple of nt. */
+  int64_t tasks = g->batch * tm * tn;
+  if (nt > 1 && flops > 4e6) {
+    if (tasks % nt != 0 && tasks < 4 * (int64_t)nt) {
+      int64_t bm = tm, bn = tn, bc = INT64_MAX;
+      for (int64_t a = tm; a <= tm + nt && a <= mt; a++)
+        for (int64_t b = tn; b <= tn + nt && b <= ntl; b++)
+          if ((g->batch * a * b) % nt == 0 && a * b < bc) bc = a * b, bm = a, bn = b;
+      tm = bm, tn = bn;
+    }
+  }
+  *tmo = tm, *tno = tn;
+}
+
+int64_t ct_fast_gemm_plan(const ct_fgemm *g, int threads) {
+  if (!g || g->batch <= 0 || g->M <= 0 || g->N <= 0 || (g->dtype != CT_FLOAT32 && g->dtype != CT_FLOAT64)) return 0;
+  kparams p = params_for(g->dtype);
+  int64_t tm, tn;
+  plan_tasks(g, &p, threads < 1 ? 1 : threads, &tm, &tn);
+  return g->batch * tm * tn;
+}
+
 ct_status ct_fast_gemm(const ct_fgemm *g) {
   if (g->dtype == CT_BFLOAT16 || g->dtype == CT_FLOAT16) return ct_fast_gemm_lowp(g); /* gemm_bf16.c */
   if (g->dtype != CT_FLOAT32 && g->dtype != CT_FLOAT64)
@@ -495,25 +604,8 @@ ct_status ct_fast_gemm(const ct_fgemm *g) {
   x.p = params_for(g->dtype);
   double flops = 2.0 * (double)g->batch * (double)g->M * (double)g->N * (double)(g->K + 1);
   int nt = ct_get_num_threads();
-  /* rectangles per batch: enough tasks for every thread, each still >= ~1 MFLOP
-   * and at least one MR x NR tile */
-  int64_t want = 1;
-  if (nt > 1 && flops > 4e6) {
-    want = nt;
-    if (flops > 1e9) want = 2 * (int64_t)nt; /* some slack for load balance on a busy machine */
-    want = (want + g->batch - 1) / g->batch;
-    if (want < 1) want = 1;
-  }
   int64_t mt = (g->M + x.p.mr - 1) / x.p.mr, ntl = (g->N + x.p.nr - 1) / x.p.nr; /* tiles along M, N */
-  /* split the longer side first so each rectangle stays square-ish (packing cost ~ 1/side) */
-  x.tm = x.tn = 1;
-  while (x.tm * x.tn < want) {
-    bool can_m = x.tm < mt, can_n = x.tn < ntl;
-    if (!can_m && !can_n) break;
-    double rm = (double)g->M / (double)x.tm, rn = (double)g->N / (double)x.tn;
-    if (can_m && (rm >= rn || !can_n)) x.tm++;
-    else x.tn++;
-  }
+  plan_tasks(g, &x.p, nt, &x.tm, &x.tn);
   x.rm = ((mt + x.tm - 1) / x.tm) * x.p.mr;
   x.rn = ((ntl + x.tn - 1) / x.tn) * x.p.nr;
   int64_t tasks = g->batch * x.tm * x.tn;

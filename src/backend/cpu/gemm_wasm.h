@@ -54,6 +54,29 @@ __attribute__((noinline)) static void ukr_f32_wasm(int64_t kc, const float *a, c
   }
   W_ROW_STORE(0) W_ROW_STORE(1) W_ROW_STORE(2) W_ROW_STORE(3)
 }
+/* Packing of an operand that is contiguous along k (row-major A, a transposed B such as
+ * nn.Linear's weight): dst[k * P + r] = src[r * sp + k] for a full panel of P items (P a
+ * multiple of 4), in 4x4 register transposes instead of one scalar load/store per element
+ * (the portable loop in gemm_packed.c; V8 maps these shuffles to unpcklps/unpckhps/movlhps). */
+static void ct_wasm_tpanel_f32(float *dst, const float *src, int64_t sp, int64_t kc, int P) {
+  int64_t k0 = 0;
+  for (; k0 + 4 <= kc; k0 += 4)
+    for (int r = 0; r + 4 <= P; r += 4) {
+      const float *s = src + r * sp + k0;
+      v128_t r0 = wasm_v128_load(s), r1 = wasm_v128_load(s + sp), r2 = wasm_v128_load(s + 2 * sp),
+             r3 = wasm_v128_load(s + 3 * sp);
+      v128_t t0 = wasm_i32x4_shuffle(r0, r1, 0, 4, 1, 5), t1 = wasm_i32x4_shuffle(r0, r1, 2, 6, 3, 7),
+             t2 = wasm_i32x4_shuffle(r2, r3, 0, 4, 1, 5), t3 = wasm_i32x4_shuffle(r2, r3, 2, 6, 3, 7);
+      float *d = dst + k0 * P + r;
+      wasm_v128_store(d, wasm_i32x4_shuffle(t0, t2, 0, 1, 4, 5));
+      wasm_v128_store(d + P, wasm_i32x4_shuffle(t0, t2, 2, 3, 6, 7));
+      wasm_v128_store(d + 2 * P, wasm_i32x4_shuffle(t1, t3, 0, 1, 4, 5));
+      wasm_v128_store(d + 3 * P, wasm_i32x4_shuffle(t1, t3, 2, 3, 6, 7));
+    }
+  for (int r = 0; r < P; r++)
+    for (int64_t k = k0; k < kc; k++) dst[k * P + r] = src[r * sp + k];
+}
+
 #undef W_ROW_INIT
 #undef W_ROW1
 #undef W_ROW_STORE

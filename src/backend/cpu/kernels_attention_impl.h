@@ -23,6 +23,22 @@ INL void F(st)(T *p, vt v) { memcpy(p, &v, sizeof v); }
 /* c - 0 folds to c (0 + c does not: -0 + 0 is +0), so a splat costs no add in the GEMM loops */
 INL vt F(sp)(T c) { return c - (vt){0}; }
 INL vt F(sel)(vti m, vt a, vt b) { return (vt)(((vti)a & m) | ((vti)b & ~m)); } /* m ? a : b */
+/* a > b ? a : b and a < b ? a : b (b when unordered). On WebAssembly clang makes f32x4.max/min of
+ * these selects, whose NaN/-0 rules V8 emulates in several instructions each; pmax/pmin are the
+ * selects themselves (one maxps/minps). */
+#if defined(__wasm_simd128__) && VB == 16
+#include <wasm_simd128.h>
+#if TI_BITS == 32
+INL vt F(gtsel)(vt a, vt b) { return (vt)wasm_f32x4_pmax((v128_t)b, (v128_t)a); }
+INL vt F(ltsel)(vt a, vt b) { return (vt)wasm_f32x4_pmin((v128_t)b, (v128_t)a); }
+#else
+INL vt F(gtsel)(vt a, vt b) { return (vt)wasm_f64x2_pmax((v128_t)b, (v128_t)a); }
+INL vt F(ltsel)(vt a, vt b) { return (vt)wasm_f64x2_pmin((v128_t)b, (v128_t)a); }
+#endif
+#else
+INL vt F(gtsel)(vt a, vt b) { return F(sel)(a > b, a, b); }
+INL vt F(ltsel)(vt a, vt b) { return F(sel)(a < b, a, b); }
+#endif
 
 /* exp(x) for the arguments softmax gives (x <= ~0; -inf -> 0, NaN stays NaN):
  * x = n ln2 + r with ln2 in two parts (r exact), e^r by Taylor (degree 7 in float,
@@ -49,8 +65,8 @@ INL vt F(sel)(vti m, vt a, vt b) { return (vt)(((vti)a & m) | ((vti)b & ~m)); } 
 #define EXP_MANT 52
 #endif
 INL vt F(vexp)(vt x) {
-  vt xc = F(sel)(x > EXP_HI, F(sp)(EXP_HI), x);
-  xc = F(sel)(xc < EXP_LO, F(sp)(EXP_LO), xc);
+  vt xc = F(ltsel)(F(sp)(EXP_HI), x); /* x > HI ? HI : x */
+  xc = F(gtsel)(F(sp)(EXP_LO), xc);   /* xc < LO ? LO : xc */
   vt t = VFMA(xc, F(sp)(EXP_L2E), F(sp)(EXP_MAGIC));
   vt n = t - EXP_MAGIC;
   vt r = VFMA(n, F(sp)(EXP_LN2HI), xc);
@@ -106,13 +122,13 @@ TGT static T F(scale_row)(T *s, int64_t lim, int64_t n, T scale, const T *mk, in
     for (; c + NV <= lim; c += NV) {
       vt x = F(ld)(s + c) * vs;
       F(st)(s + c, x);
-      vmx = F(sel)(x > vmx, x, vmx);
+      vmx = F(gtsel)(x, vmx);
     }
   } else if (mcs == 1) {
     for (; c + NV <= lim; c += NV) {
       vt x = F(ld)(s + c) * vs + F(ld)(mk + c);
       F(st)(s + c, x);
-      vmx = F(sel)(x > vmx, x, vmx);
+      vmx = F(gtsel)(x, vmx);
     }
   }
   T mx = -INFINITY;

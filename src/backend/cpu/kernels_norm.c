@@ -47,7 +47,13 @@ static void nf_row_f64(const double *x, const double *w, const double *b, double
 
 static void nf_rows(void *vctx, int64_t r0, int64_t r1) {
   nf_ctx *c = vctx;
-  int64_t n = c->n;
+  int64_t n = c->n, ahead = ct_fast_pf_rows(n);
+  if (!c->f64 && c->nt &&
+      ct_fast_norm_fwd_rows_nt((const float *)c->x + r0 * n, c->w, c->b, (float *)c->y + r0 * n, r1 - r0, n, c->eps,
+                               c->rms, c->mean ? (float *)c->mean + r0 : NULL, (float *)c->rstd + r0, ahead)) {
+    ct_fast_nt_fence();
+    return;
+  }
   for (int64_t r = r0; r < r1; r++) {
     if (c->f64) {
       nf_row_f64((const double *)c->x + r * n, c->w, c->b, (double *)c->y + r * n, n, c->eps, c->rms,
@@ -55,7 +61,7 @@ static void nf_rows(void *vctx, int64_t r0, int64_t r1) {
     } else {
       float m, rs;
       ct_fast_norm_fwd_row((const float *)c->x + r * n, c->w, c->b, (float *)c->y + r * n, n, c->eps, c->rms, &m, &rs,
-                           c->nt, r + 1 < r1 ? (const float *)c->x + (r + 1) * n : NULL);
+                           c->nt, r + ahead < r1 ? (const float *)c->x + (r + ahead) * n : NULL);
       if (c->mean) ((float *)c->mean)[r] = m;
       ((float *)c->rstd)[r] = rs;
     }

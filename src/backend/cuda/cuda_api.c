@@ -10,6 +10,12 @@ const char *ct_cuda_impl_name(int index);
 ct_status ct_cuda_impl_sync(int index);
 void ct_cuda_impl_set_tf32(bool allow);
 bool ct_cuda_impl_tf32(void);
+void ct_cuda_impl_set_bf16(bool on);
+ct_cuda_graph *ct_cuda_impl_graph_capture(int dev, ct_status (*fn)(void *), void *user);
+ct_status ct_cuda_impl_graph_replay(ct_cuda_graph *cg);
+int64_t ct_cuda_impl_graph_nodes(const ct_cuda_graph *cg);
+void ct_cuda_impl_graph_free(ct_cuda_graph *cg);
+bool ct_cuda_impl_bf16(void);
 
 int ct_cuda_device_count(void) { return ct_cuda_impl_device_count(); }
 bool ct_cuda_is_available(void) { return ct_cuda_impl_device_count() > 0; }
@@ -18,6 +24,27 @@ const char *ct_cuda_device_name(int index) { return ct_cuda_impl_name(index); }
 ct_status ct_cuda_synchronize(int index) { return ct_cuda_impl_sync(index); }
 void ct_cuda_set_allow_tf32(bool allow) { ct_cuda_impl_set_tf32(allow); }
 bool ct_cuda_allow_tf32(void) { return ct_cuda_impl_tf32(); }
+ct_status ct_cuda_set_autocast_bf16(bool on) {
+  ct_cuda_impl_set_bf16(on);
+  return CT_OK;
+}
+bool ct_cuda_autocast_bf16(void) { return ct_cuda_impl_bf16(); }
+#include "core/internal.h"
+ct_cuda_graph *ct_cuda_graph_capture(int index, ct_status (*fn)(void *user), void *user) {
+  if (!fn) {
+    ct_set_error(CT_ERR_VALUE, "CUDA graph capture: the step function is NULL");
+    return NULL;
+  }
+  if (index < 0 || index >= ct_cuda_impl_device_count()) {
+    ct_set_error(CT_ERR_RUNTIME, "CUDA graph capture: no CUDA device %d (%d available)", index,
+                 ct_cuda_impl_device_count());
+    return NULL;
+  }
+  return ct_cuda_impl_graph_capture(index, fn, user);
+}
+ct_status ct_cuda_graph_replay(ct_cuda_graph *g) { return ct_cuda_impl_graph_replay(g); }
+int64_t ct_cuda_graph_num_nodes(const ct_cuda_graph *g) { return ct_cuda_impl_graph_nodes(g); }
+void ct_cuda_graph_free(ct_cuda_graph *g) { ct_cuda_impl_graph_free(g); }
 #else
 #include "core/internal.h"
 int ct_cuda_device_count(void) { return 0; }
@@ -31,4 +58,19 @@ ct_status ct_cuda_synchronize(int index) {
 static bool tf32_flag;
 void ct_cuda_set_allow_tf32(bool allow) { tf32_flag = allow; }
 bool ct_cuda_allow_tf32(void) { return tf32_flag; }
+ct_status ct_cuda_set_autocast_bf16(bool on) {
+  return on ? CT_ERR(CT_ERR_RUNTIME, "Torch not compiled with CUDA enabled") : CT_OK;
+}
+bool ct_cuda_autocast_bf16(void) { return false; }
+ct_cuda_graph *ct_cuda_graph_capture(int index, ct_status (*fn)(void *user), void *user) {
+  (void)index, (void)fn, (void)user;
+  ct_set_error(CT_ERR_RUNTIME, "Torch not compiled with CUDA enabled");
+  return NULL;
+}
+ct_status ct_cuda_graph_replay(ct_cuda_graph *g) {
+  (void)g;
+  return CT_ERR(CT_ERR_RUNTIME, "Torch not compiled with CUDA enabled");
+}
+int64_t ct_cuda_graph_num_nodes(const ct_cuda_graph *g) { (void)g; return 0; }
+void ct_cuda_graph_free(ct_cuda_graph *g) { (void)g; }
 #endif

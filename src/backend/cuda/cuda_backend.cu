@@ -4,11 +4,15 @@
  * loads the driver at run time, so a binary built here runs on a machine without a
  * driver or GPU and reports "no CUDA device" instead of failing to start. */
 #include <cuda_runtime.h>
+#include <execinfo.h>
+#include <string.h>
+#include <time.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 extern "C" {
 #include "cuda_backend.h"
+#include "ops/op_table.h"
 }
 
 #define MAX_DEV 16
@@ -35,6 +39,15 @@ typedef struct {
   int64_t allocated, cached, peak, n_allocs;
   int *flag; /* device error flag (bad index) */
   char name[256];
+  /* CUDA graphs: while capturing, the stream records instead of running. Blocks allocated during
+   * a capture belong to the graph pool (pool_ptrs): the graphs' kernels keep using their
+   * addresses at every replay, so once freed they go back to the pool's own lists (pool_free),
+   * never to the general cache, until the last graph of the device is freed. */
+  bool capturing;
+  int n_graphs;
+  blk *pool_free[N_CLASSES];
+  void **pool_ptrs;
+  size_t pool_n, pool_cap;
 } cu_dev;
 
 /* convolution and max-pool kernels (k_conv.cu) */
@@ -43,11 +56,12 @@ extern "C" void ct_cuda_register_conv(ct_kernel_fn *tab);
 extern "C" void ct_cuda_register_attention(ct_kernel_fn *tab);
 
 static cu_dev D[MAX_DEV];
+static int64_t prof_up_n, prof_up_bytes, prof_down_n, prof_down_bytes; /* CT_CUDA_OP_PROFILE's counts */
 static int n_dev = -1;
 static char reason[512];
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 static pthread_mutex_t init_mu = PTHREAD_MUTEX_INITIALIZER;
-static bool tf32;
+static bool tf32, bf16mm;
 static int cache_enabled = -1;
 
 static int n_found; /* static: gcc's -Wdangling-pointer misreads a local here */
@@ -123,6 +137,12 @@ extern "C" int ct_cuda_call_dev(const ct_call *c) {
 }
 
 extern "C" ct_status ct_cuda_flag_take(int dev, int *value) {
+  if (D[dev].capturing) {
+    /* inside a CUDA graph the check cannot wait for the kernel: the kernels skip a bad index
+     * (never reading or writing out of bounds) and the flag stays set for the next eager check */
+    *value = 0;
+    return CT_OK;
+  }
   int v = 0;
   cudaError_t e = cudaMemcpyAsync(&v, D[dev].flag, sizeof v, cudaMemcpyDeviceToHost, D[dev].stream);
   if (e == cudaSuccess) e = cudaStreamSynchronize(D[dev].stream);
@@ -170,6 +190,38 @@ static void *cu_alloc(int dev, size_t nbytes) {
   size_t rounded;
   int c = size_class(nbytes ? nbytes : 1, &rounded);
   pthread_mutex_lock(&g->mu);
+  if (g->capturing) {
+    void *p = NULL;
+    if (c < N_CLASSES && g->pool_free[c]) {
+      blk *b = g->pool_free[c];
+      g->pool_free[c] = b->next;
+      p = b->p;
+      free(b);
+      g->cached -= (int64_t)rounded;
+    } else {
+      void **np = g->pool_n == g->pool_cap
+                      ? (void **)realloc(g->pool_ptrs, (g->pool_cap ? 2 * g->pool_cap : 256) * sizeof *np)
+                      : g->pool_ptrs;
+      if (np) {
+        if (g->pool_n == g->pool_cap) g->pool_cap = g->pool_cap ? 2 * g->pool_cap : 256;
+        g->pool_ptrs = np;
+        /* relaxed capture mode allows cudaMalloc (not stream-ordered: nothing is recorded) */
+        if (cudaMalloc(&p, rounded) == cudaSuccess) g->pool_ptrs[g->pool_n++] = p;
+        else {
+          (void)cudaGetLastError();
+          p = NULL;
+        }
+      }
+      if (p) g->n_allocs++;
+    }
+    if (p) {
+      g->allocated += (int64_t)rounded;
+      if (g->allocated > g->peak) g->peak = g->allocated;
+    }
+    pthread_mutex_unlock(&g->mu);
+    if (!p) ct_set_error(CT_ERR_OOM, "CUDA out of memory while capturing a CUDA graph (%.2f MiB)", (double)nbytes / 1048576.0);
+    return p;
+  }
   if (cache_enabled && c < N_CLASSES && g->free_list[c]) {
     blk *b = g->free_list[c];
     g->free_list[c] = b->next;
@@ -217,6 +269,19 @@ static void cu_free(int dev, void *p, size_t nbytes) {
   int c = size_class(nbytes ? nbytes : 1, &rounded);
   pthread_mutex_lock(&g->mu);
   g->allocated -= (int64_t)rounded;
+  bool pooled = false;
+  for (size_t i = g->pool_n; i-- > 0 && !pooled;) pooled = g->pool_ptrs[i] == p;
+  if (pooled) { /* a graph's block: back to the graph pool (its lists, or kept when malloc fails) */
+    blk *pb = c < N_CLASSES ? (blk *)malloc(sizeof *pb) : NULL;
+    if (pb) {
+      pb->p = p;
+      pb->next = g->pool_free[c];
+      g->pool_free[c] = pb;
+      g->cached += (int64_t)rounded;
+    }
+    pthread_mutex_unlock(&g->mu);
+    return;
+  }
   blk *b = cache_enabled && c < N_CLASSES ? (blk *)malloc(sizeof *b) : NULL;
   if (b) {
     b->p = p;
@@ -267,9 +332,42 @@ static bool cu_available(int dev) {
  * upload: the bytes go to a pinned buffer (after that buffer's previous copy finished),
  * then an asynchronous copy on the stream; the host returns once its bytes are staged.
  * download: copy to a pinned buffer, wait, copy out. */
+static ct_status capture_copy_error(const char *what) {
+  if (getenv("CT_CUDA_GRAPH_TRACE")) { /* where in the step: addresses for addr2line */
+    void *fr[32];
+    int n = backtrace(fr, 32);
+    fprintf(stderr, "CUDA graph capture: %s at:\n", what);
+    backtrace_symbols_fd(fr, n, 2);
+  }
+  return CT_ERR(CT_ERR_RUNTIME,
+                "CUDA graph capture: %s inside the captured step (host memory is not part of a graph: copy the "
+                "inputs into the step's device tensors before each replay, and read results after it)",
+                what);
+}
+
+/* A few bytes known on the host, written by a kernel whose argument carries them: inside a
+ * graph the value is part of the recorded launch (a scalar operand moved to the device, as
+ * PyTorch's graphs bake Python scalars in). */
+#define SMALL_UPLOAD 256
+struct small_bytes {
+  unsigned char b[SMALL_UPLOAD];
+};
+__global__ void k_set_bytes(unsigned char *dst, small_bytes v, int n) {
+  if ((int)threadIdx.x < n) dst[threadIdx.x] = v.b[threadIdx.x];
+}
+
 static ct_status cu_upload(ct_storage *dst, size_t off, const void *src, size_t n) {
   int dev = dst->device.index;
   CT_TRY(dev_ready(dev));
+  if (D[dev].capturing) {
+    if (n > SMALL_UPLOAD) return capture_copy_error("a host-to-device copy");
+    if (n == 0) return CT_OK;
+    small_bytes v;
+    memcpy(v.b, src, n);
+    k_set_bytes<<<1, SMALL_UPLOAD, 0, D[dev].stream>>>((unsigned char *)dst->data + off, v, (int)n);
+    return ct_cuda_check_launch("a scalar copied to the device");
+  }
+  prof_up_n++, prof_up_bytes += (int64_t)n;
   cu_dev *g = &D[dev];
   pthread_mutex_lock(&g->stage_mu);
   cudaError_t e = cudaSuccess;
@@ -293,6 +391,8 @@ static ct_status cu_upload(ct_storage *dst, size_t off, const void *src, size_t 
 static ct_status cu_download(const ct_storage *src, size_t off, void *dst, size_t n) {
   int dev = src->device.index;
   CT_TRY(dev_ready(dev));
+  if (D[dev].capturing) return capture_copy_error("a device-to-host copy (a value read on the host)");
+  prof_down_n++, prof_down_bytes += (int64_t)n;
   cu_dev *g = &D[dev];
   pthread_mutex_lock(&g->stage_mu);
   cudaError_t e = cudaSuccess;
@@ -315,6 +415,7 @@ static ct_status cu_download(const ct_storage *src, size_t off, void *dst, size_
 
 static ct_status cu_sync(int dev) {
   CT_TRY(dev_ready(dev));
+  if (D[dev].capturing) return capture_copy_error("a synchronize");
   cudaError_t e = cudaStreamSynchronize(D[dev].stream);
   return e == cudaSuccess ? CT_OK : ct_cuda_fail(e, "synchronize");
 }
@@ -322,6 +423,41 @@ static ct_status cu_sync(int dev) {
 /* ---- the kernel table ---- */
 static ct_kernel_fn table[CT_OP_COUNT];
 static pthread_once_t table_once = PTHREAD_ONCE_INIT;
+/* CT_CUDA_OP_PROFILE=1: every kernel call is followed by a synchronize and timed; the totals per
+ * op (host work + device time) are printed at exit, largest first (a diagnostic: the syncs remove
+ * the overlap of host and device work). */
+static ct_kernel_fn prof_orig[CT_OP_COUNT];
+static double prof_t[CT_OP_COUNT];
+static int64_t prof_n[CT_OP_COUNT];
+static double prof_now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+static ct_status prof_kernel(const ct_call *c) {
+  double t0 = prof_now();
+  ct_status st = prof_orig[c->op](c);
+  if (!D[ct_cuda_call_dev(c)].capturing) cudaStreamSynchronize(D[ct_cuda_call_dev(c)].stream);
+  prof_t[c->op] += prof_now() - t0;
+  prof_n[c->op]++;
+  return st;
+}
+static void prof_report(void) {
+  double total = 0;
+  for (int i = 0; i < CT_OP_COUNT; i++) total += prof_t[i];
+  fprintf(stderr, "CT_CUDA_OP_PROFILE: %.1f ms in kernels (with a sync after each); %lld uploads (%lld bytes), %lld "
+          "downloads (%lld bytes)\n", total * 1e3, (long long)prof_up_n, (long long)prof_up_bytes, (long long)prof_down_n,
+          (long long)prof_down_bytes);
+  for (int k = 0; k < 30; k++) {
+    int best = -1;
+    for (int i = 0; i < CT_OP_COUNT; i++)
+      if (prof_t[i] > 0 && (best < 0 || prof_t[i] > prof_t[best])) best = i;
+    if (best < 0) break;
+    fprintf(stderr, "  %-28s %9.2f ms %7lld calls\n", ct_op_info_of(best)->id, prof_t[best] * 1e3, (long long)prof_n[best]);
+    prof_t[best] = -1;
+  }
+}
+
 static void fill_table(void) {
   ct_cuda_register_pointwise(table);
   ct_cuda_register_reduce(table);
@@ -330,6 +466,15 @@ static void fill_table(void) {
   ct_cuda_register_fast(table);
   ct_cuda_register_conv(table);
   ct_cuda_register_attention(table);
+  const char *pe = getenv("CT_CUDA_OP_PROFILE");
+  if (pe && strcmp(pe, "0")) {
+    for (int i = 0; i < CT_OP_COUNT; i++)
+      if (table[i]) {
+        prof_orig[i] = table[i];
+        table[i] = prof_kernel;
+      }
+    atexit(prof_report);
+  }
 }
 static ct_kernel_fn cu_kernel(int op) {
   pthread_once(&table_once, fill_table);
@@ -358,6 +503,98 @@ extern "C" ct_status ct_cuda_impl_sync(int index) { return cu_sync(index); }
 extern "C" void ct_cuda_impl_set_tf32(bool allow) { __atomic_store_n(&tf32, allow, __ATOMIC_RELAXED); }
 extern "C" bool ct_cuda_impl_tf32(void) { return __atomic_load_n(&tf32, __ATOMIC_RELAXED); }
 extern "C" bool ct_cuda_tf32(void) { return ct_cuda_impl_tf32(); }
+/* ---- CUDA graphs ---- */
+/* No graph uses the pool any more (g->mu held): its free blocks join the general cache, and the
+ * blocks still held by tensors go there when they are freed. */
+static void pool_release(cu_dev *g) {
+  for (int c = 0; c < N_CLASSES; c++)
+    while (g->pool_free[c]) {
+      blk *b = g->pool_free[c];
+      g->pool_free[c] = b->next;
+      b->next = g->free_list[c];
+      g->free_list[c] = b;
+    }
+  free(g->pool_ptrs);
+  g->pool_ptrs = NULL;
+  g->pool_n = g->pool_cap = 0;
+}
+
+struct ct_cuda_graph {
+  int dev;
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  size_t nodes;
+};
+
+extern "C" ct_cuda_graph *ct_cuda_impl_graph_capture(int dev, ct_status (*fn)(void *), void *user) {
+  if (dev_ready(dev) != CT_OK) return NULL;
+  cu_dev *g = &D[dev];
+  if (g->capturing) {
+    ct_set_error(CT_ERR_RUNTIME, "CUDA graph capture: device %d is already capturing a graph", dev);
+    return NULL;
+  }
+  cudaSetDevice(dev);
+  cudaError_t e = cudaStreamSynchronize(g->stream); /* the eager work before runs first */
+  if (e == cudaSuccess) e = cudaStreamBeginCapture(g->stream, cudaStreamCaptureModeRelaxed);
+  if (e != cudaSuccess) {
+    ct_cuda_fail(e, "beginning a CUDA graph capture");
+    return NULL;
+  }
+  g->capturing = true;
+  ct_status st = fn(user);
+  cudaGraph_t graph = NULL;
+  e = cudaStreamEndCapture(g->stream, &graph);
+  g->capturing = false;
+  ct_cuda_graph *cg = NULL;
+  if (st == CT_OK && e != cudaSuccess) st = ct_cuda_fail(e, "capturing a CUDA graph (a launch inside the step could not be recorded)");
+  cudaGraphExec_t exec = NULL;
+  if (st == CT_OK && (e = cudaGraphInstantiate(&exec, graph, 0)) != cudaSuccess) st = ct_cuda_fail(e, "instantiating a CUDA graph");
+  if (st == CT_OK && !(cg = (ct_cuda_graph *)calloc(1, sizeof *cg))) st = CT_ERR(CT_ERR_OOM, "out of memory");
+  if (st != CT_OK) {
+    (void)cudaGetLastError();
+    if (exec) cudaGraphExecDestroy(exec);
+    if (graph) cudaGraphDestroy(graph);
+    pthread_mutex_lock(&g->mu);
+    if (g->n_graphs == 0) pool_release(g);
+    pthread_mutex_unlock(&g->mu);
+    return NULL;
+  }
+  cg->dev = dev;
+  cg->graph = graph;
+  cg->exec = exec;
+  cudaGraphGetNodes(graph, NULL, &cg->nodes);
+  pthread_mutex_lock(&g->mu);
+  g->n_graphs++;
+  pthread_mutex_unlock(&g->mu);
+  return cg;
+}
+
+extern "C" ct_status ct_cuda_impl_graph_replay(ct_cuda_graph *cg) {
+  if (!cg) return CT_ERR(CT_ERR_VALUE, "CUDA graph replay: the graph is NULL");
+  CT_TRY(dev_ready(cg->dev));
+  if (D[cg->dev].capturing) return CT_ERR(CT_ERR_RUNTIME, "CUDA graph replay: the device is capturing a graph");
+  cudaSetDevice(cg->dev);
+  cudaError_t e = cudaGraphLaunch(cg->exec, D[cg->dev].stream);
+  return e == cudaSuccess ? CT_OK : ct_cuda_fail(e, "replaying a CUDA graph");
+}
+
+extern "C" int64_t ct_cuda_impl_graph_nodes(const ct_cuda_graph *cg) { return cg ? (int64_t)cg->nodes : 0; }
+
+extern "C" void ct_cuda_impl_graph_free(ct_cuda_graph *cg) {
+  if (!cg) return;
+  cu_dev *g = &D[cg->dev];
+  cudaSetDevice(cg->dev);
+  cudaStreamSynchronize(g->stream);
+  cudaGraphExecDestroy(cg->exec);
+  cudaGraphDestroy(cg->graph);
+  pthread_mutex_lock(&g->mu);
+  if (--g->n_graphs == 0) pool_release(g);
+  pthread_mutex_unlock(&g->mu);
+  free(cg);
+}
+
+extern "C" void ct_cuda_impl_set_bf16(bool on) { __atomic_store_n(&bf16mm, on, __ATOMIC_RELAXED); }
+extern "C" bool ct_cuda_impl_bf16(void) { return __atomic_load_n(&bf16mm, __ATOMIC_RELAXED); }
 
 /* ---- the iterator: same-shaped tensors, dims coalesced where every tensor allows ---- */
 extern "C" void cu_iter_make(int nt, ct_tensor *const *ts, cu_iter *it) {

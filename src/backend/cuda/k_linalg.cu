@@ -74,7 +74,7 @@ static ct_status handle_for(int dev, cublasHandle_t *h) {
 
 /* The product's geometry, strides in elements (as the CPU's ct_gemm_desc). */
 typedef struct {
-  ct_dtype dtype;
+  ct_dtype dtype, in_dtype; /* in_dtype: A's and B's (bfloat16 under bf16 autocast), else dtype */
   int64_t batch, M, N, K;
   char *A, *B, *C0, *C;
   int64_t a_b, a_m, a_k, b_b, b_k, b_n, c0_b, c0_m, c0_n, c_b, c_m, c_n;
@@ -137,14 +137,17 @@ static bool blas_desc(int64_t R, int64_t Cc, int64_t rs, int64_t cs, cublasOpera
 static char *dptr(const ct_tensor *t) { return (char *)t->storage->data + t->offset * (int64_t)ct_dtype_size(t->dtype); }
 
 /* A contiguous copy of t (new reference) for operands cuBLAS cannot read in place. */
-static ct_tensor *contig_copy(ct_tensor *t) {
-  ct_tensor *c = ct_tensor_new(t->ndim, t->shape, t->dtype, t->storage->device);
+static ct_tensor *contig_copy_as(ct_tensor *t, ct_dtype dt) {
+  ct_tensor *c = ct_tensor_new(t->ndim, t->shape, dt, t->storage->device);
   if (c && ct_cuda_copy_tensor(c, t) != CT_OK) {
     ct_release(c);
     return NULL;
   }
   return c;
 }
+static ct_tensor *contig_copy(ct_tensor *t) { return contig_copy_as(t, t->dtype); }
+
+extern "C" bool ct_cuda_impl_bf16(void); /* ct_cuda_set_autocast_bf16 (cuda_backend.cu) */
 
 static ct_status run_cublas(int dev, const gdesc &g) {
   cublasHandle_t h = NULL;
@@ -158,7 +161,7 @@ static ct_status run_cublas(int dev, const gdesc &g) {
   cudaDataType ty;
   cublasComputeType_t ct = CUBLAS_COMPUTE_32F;
   switch (g.dtype) {
-    case CT_FLOAT32: ty = CUDA_R_32F; ct = ct_cuda_tf32() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F; break;
+    case CT_FLOAT32: ty = CUDA_R_32F; ct = ct_cuda_tf32() && g.in_dtype == CT_FLOAT32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F; break;
     case CT_FLOAT64: ty = CUDA_R_64F; ct = CUBLAS_COMPUTE_64F; break;
     case CT_FLOAT16: ty = CUDA_R_16F; break;
     default: ty = CUDA_R_16BF; break;
@@ -167,13 +170,14 @@ static ct_status run_cublas(int dev, const gdesc &g) {
   double ad = g.alpha, bd = g.beta;
   const void *pa = g.dtype == CT_FLOAT64 ? (const void *)&ad : (const void *)&af;
   const void *pb = g.dtype == CT_FLOAT64 ? (const void *)&bd : (const void *)&bf;
-  size_t isz = ct_dtype_size(g.dtype);
-  (void)isz;
-  B.set_math(h, g.dtype == CT_FLOAT32 && ct_cuda_tf32() ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH);
+  /* bf16 autocast: A and B were rounded to bfloat16 copies; float32 accumulation and result */
+  cudaDataType ity = g.in_dtype == CT_BFLOAT16 && g.dtype == CT_FLOAT32 ? CUDA_R_16BF : ty;
+  size_t isz = ct_dtype_size(g.dtype), iisz = ct_dtype_size(g.in_dtype);
+  B.set_math(h, g.dtype == CT_FLOAT32 && ct == CUBLAS_COMPUTE_32F_FAST_TF32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH);
   for (int64_t b0 = 0; b0 < g.batch; b0 += INT_MAX) {
     int64_t nb = g.batch - b0 < INT_MAX ? g.batch - b0 : INT_MAX;
-    cublasStatus_t s = B.gemm(h, opa, opb, (int)g.N, (int)g.M, (int)g.K, pa, g.B + b0 * g.b_b * (int64_t)isz, ty, (int)lda,
-                              g.b_b, g.A + b0 * g.a_b * (int64_t)isz, ty, (int)ldb, g.a_b, pb,
+    cublasStatus_t s = B.gemm(h, opa, opb, (int)g.N, (int)g.M, (int)g.K, pa, g.B + b0 * g.b_b * (int64_t)iisz, ity, (int)lda,
+                              g.b_b, g.A + b0 * g.a_b * (int64_t)iisz, ity, (int)ldb, g.a_b, pb,
                               g.C + b0 * g.c_b * (int64_t)isz, ty, (int)ldc, g.c_b, (int)nb, ct, CUBLAS_GEMM_DEFAULT);
     if (s != CUBLAS_STATUS_SUCCESS)
       return CT_ERR(CT_ERR_RUNTIME, "CUDA error: cublasGemmStridedBatchedEx failed with status %d (%lld x %lld x %lld, %s)",
@@ -207,6 +211,18 @@ static ct_status cu_linalg(const ct_call *c) {
   }
   bool blas = g.dtype == CT_FLOAT32 || g.dtype == CT_FLOAT64 || g.dtype == CT_FLOAT16 || g.dtype == CT_BFLOAT16;
   ct_status st = CT_OK;
+  g.in_dtype = g.dtype;
+  if (blas && g.dtype == CT_FLOAT32 && ct_cuda_impl_bf16() && a->shape[a->ndim - 1] > 0 && ct_numel(a) > 0 &&
+      ct_numel(b) > 0) {
+    /* bf16 autocast: the operands rounded to contiguous bfloat16 copies (cuBLAS's FAST_16BF
+     * compute type may pick TF32 kernels, so the rounding is made explicit) */
+    if (!(ac = contig_copy_as(a, CT_BFLOAT16))) return ct_last_status();
+    if (!(bc = contig_copy_as(b, CT_BFLOAT16))) {
+      ct_release(ac);
+      return ct_last_status();
+    }
+    g.in_dtype = CT_BFLOAT16;
+  }
   /* the operand geometry, rebuilt after any copy */
   for (int pass = 0; pass < 2; pass++) {
     ct_tensor *A = ac ? ac : a, *Bm = bc ? bc : b;

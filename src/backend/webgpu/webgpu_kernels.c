@@ -428,6 +428,8 @@ static ct_status ew_run(int nt, ct_tensor *const *ts, int mode, const char *expr
   /* an output whose elements repeat (a gradient accumulated through an overlapping
    * view): one invocation walks the elements in order, as the CPU does */
   bool serial = !injective(o);
+  const char *dbg = getenv("CT_WEBGPU_DEBUG");
+  if (serial && dbg && *dbg == '1') fprintf(stderr, "webgpu: serial elementwise kernel over %lld elements\n", (long long)n);
   int64_t groups = serial ? 1 : (n + 255) / 256;
   uint32_t gx, gy;
   grid(groups, &gx, &gy);
@@ -1073,8 +1075,16 @@ static ct_status k_softmax(const ct_call *c) {
   return st;
 }
 
-/* ---- matrix products: one batched strided GEMM, 64x64 tiles, 4x4 per thread ----
- * C[b,m,n] = alpha * sum_k A[b,m,k] B[b,k,n] (+ beta * C0[b,m,n]) */
+/* ---- matrix products: one batched strided GEMM ----
+ * C[b,m,n] = alpha * sum_k A[b,m,k] B[b,k,n] (+ beta * C0[b,m,n]).
+ * 256 threads compute a BM x BN tile (BM = 16*TM, BN = 16*TN; TM, TN in {4, 8}), each a
+ * TM x TN block held as vec4 accumulators; A and B pass through shared memory in BK-deep
+ * slices, double-buffered: the next slice is loaded into registers while the current one
+ * is multiplied, so one barrier per slice. Each operand is read as vec4 along its
+ * contiguous dimension when its layout allows (unit stride there, that dimension's size,
+ * the other strides and the offset multiples of 4), else as 4 guarded scalars: the
+ * pipeline is specialised by tile and layout; sizes, strides, offsets, alpha and beta
+ * come in parameter words, so one pipeline serves every shape of a layout. */
 typedef struct {
   int64_t B, M, N, K;
   int64_t a_b, a_m, a_k, b_b, b_k, b_n, c_b, c_m, c_n, c0_b, c0_m, c0_n;
@@ -1083,17 +1093,121 @@ typedef struct {
   bool has_c0;
 } gemm;
 
-/* One pipeline per (self term or not): sizes, strides, offsets, alpha and beta come
- * in the parameter words, since this kernel is the costliest to compile. */
+/* How one operand's slice is loaded: along k (rows of A / columns of B contiguous in k)
+ * or along the other dimension (m for A, n for B); vec4 or scalar. */
+typedef struct {
+  bool along_k, vec;
+  const char *name; /* WGSL variable read */
+} gemm_ld;
+
+static bool m4(int64_t v) { return v % 4 == 0; }
+/* vec4 along a dimension of size n (unit stride) when the other strides (for dimensions
+ * of size > 1) and the offset are multiples of 4 and the binding is whole vec4s */
+static bool gemm_vec_ok(int64_t n, int64_t off, int64_t s1, int64_t n1, int64_t sb, int64_t nb, const wg_buf *w) {
+  return m4(n) && m4(off) && (n1 == 1 || m4(s1)) && (nb == 1 || m4(sb)) && w->size % 16 == 0 &&
+         w->size <= wg_max_binding();
+}
+
+/* Emits the loads of one operand's slice starting at k0 into registers r<P><l>; P is 'a'
+ * or 'b'. X is the tile's outer dimension (m or n), XT its size, base/sx/sk the WGSL names
+ * of the batch base, outer stride and k stride, lim the outer size name. */
+static void gemm_emit_load(sb *s, char P, const gemm_ld *ld, int XT, int BK, const char *base, const char *sx,
+                           const char *sk, const char *x0, const char *lim) {
+  int n4 = XT * BK / 4, slots = (n4 + 255) / 256;
+  for (int l = 0; l < slots; l++) {
+    sbf(s, "    {\n      let e = t + %du;\n", l * 256);
+    if (n4 % 256) sbf(s, "      if (e < %du) {\n", n4);
+    if (ld->along_k) sbf(s, "      let x = e / %du; let kq = (e %% %du) * 4u;\n", BK / 4, BK / 4);
+    else sbf(s, "      let kq = e / %du; let x = (e %% %du) * 4u;\n", XT / 4, XT / 4);
+    sbf(s, "      let gx = %s + x; let gk = k0 + kq;\n", x0);
+    if (ld->vec) {
+      sbf(s, "      r%c%d = vec4<f32>(0.0);\n", P, l);
+      sbf(s, "      if (gx < %s && gk < K) { r%c%d = %s[(%s + gx * %s + gk * %s) / 4u]; }\n", lim, P, l, ld->name, base, sx,
+          sk);
+    } else {
+      for (int i = 0; i < 4; i++) { /* the 4 elements run along k or along x */
+        int di = ld->along_k ? 0 : i, dk = ld->along_k ? i : 0;
+        sbf(s, "      { var v: f32 = 0.0; if (gx + %du < %s && gk + %du < K) {"
+               " v = bitcast<f32>(%s[%s + (gx + %du) * %s + (gk + %du) * %s]); } r%c%d[%d] = v; }\n",
+            di, lim, dk, ld->name, base, di, sx, dk, sk, P, l, i);
+      }
+    }
+    if (n4 % 256) sbf(s, "      }\n");
+    sbf(s, "    }\n");
+  }
+}
+/* Stores the registers into shared buffer `buf` (a WGSL expression 0u or 1u): the slice is
+ * kept k-major, X contiguous, as vec4s of X. */
+static void gemm_emit_store(sb *s, char P, const gemm_ld *ld, int XT, int BK, const char *buf) {
+  int n4 = XT * BK / 4, slots = (n4 + 255) / 256;
+  char S = P == 'a' ? 'A' : 'B';
+  for (int l = 0; l < slots; l++) {
+    sbf(s, "    {\n      let e = t + %du;\n", l * 256);
+    if (n4 % 256) sbf(s, "      if (e < %du) {\n", n4);
+    if (ld->along_k) {
+      sbf(s, "      let x = e / %du; let kq = (e %% %du) * 4u;\n", BK / 4, BK / 4);
+      for (int i = 0; i < 4; i++)
+        sbf(s, "      %cs[%s * %du + (kq + %du) * %du + x / 4u][x %% 4u] = r%c%d[%d];\n", S, buf, n4, i, XT / 4, P, l, i);
+    } else {
+      sbf(s, "      let kq = e / %du; let x = (e %% %du) * 4u;\n", XT / 4, XT / 4);
+      sbf(s, "      %cs[%s * %du + kq * %du + x / 4u] = r%c%d;\n", S, buf, n4, XT / 4, P, l);
+    }
+    if (n4 % 256) sbf(s, "      }\n");
+    sbf(s, "    }\n");
+  }
+}
+
+/* Tile shape: CT_WEBGPU_GEMM=TMxTNxBK forces one (benchmarks); otherwise 128x128 slices of
+ * 8 when the grid still has enough workgroups to fill a large GPU, else 64x64 of 16. */
+static void gemm_tile(const gemm *g, int *TM, int *TN, int *BK) {
+  const char *e = getenv("CT_WEBGPU_GEMM");
+  int tm, tn, bk;
+  if (e && sscanf(e, "%dx%dx%d", &tm, &tn, &bk) == 3 && (tm == 4 || tm == 8) && (tn == 4 || tn == 8) &&
+      (bk == 4 || bk == 8 || bk == 16 || bk == 32)) {
+    *TM = tm, *TN = tn, *BK = bk;
+    return;
+  }
+  int64_t big = ((g->M + 127) / 128) * ((g->N + 127) / 128) * g->B;
+  if (big >= 256) *TM = 8, *TN = 8, *BK = 8;
+  else *TM = 4, *TN = 4, *BK = 16;
+}
+
 static ct_status gemm_run(const ct_tensor *A, const ct_tensor *Bt, ct_tensor *C, const ct_tensor *C0, const gemm *g) {
   if (g->M == 0 || g->N == 0 || g->B == 0) return CT_OK;
   CT_TRY(check_extent(A));
   CT_TRY(check_extent(Bt));
   CT_TRY(check_extent(C));
   if (C0) CT_TRY(check_extent(C0));
-  bindset bs = {{0}, 0, -1};
-  int ba = bind_of(&bs, A), bb = bind_of(&bs, Bt), bc = bind_of(&bs, C), b0 = C0 ? bind_of(&bs, C0) : 0;
-  uint32_t gx = (uint32_t)((g->N + 63) / 64), gy = (uint32_t)((g->M + 63) / 64), gz = (uint32_t)g->B;
+  int TM, TN, BK;
+  gemm_tile(g, &TM, &TN, &BK);
+  int BM = 16 * TM, BN = 16 * TN;
+  wg_buf *wa = A->storage->data, *wb = Bt->storage->data, *wc = C->storage->data, *w0 = C0 ? C0->storage->data : NULL;
+  /* bindings: C read_write; A, B, C0 read-only unless they share C's buffer (then read
+   * through C's binding: a buffer may not be bound writable and read-only at once) */
+  wg_buf *bufs[5];
+  int nb = 0;
+  bufs[nb++] = wc;
+  gemm_ld la = {false, false, "bC"}, lb = {false, false, "bC"};
+  la.along_k = g->a_k == 1 || g->a_m != 1; /* the contiguous dimension, k when neither is */
+  lb.along_k = g->b_k == 1 && g->b_n != 1;
+  if (wa != wc) {
+    la.name = "bA";
+    la.vec = la.along_k ? g->a_k == 1 && gemm_vec_ok(g->K, g->a_off, g->a_m, g->M, g->a_b, g->B, wa)
+                        : g->a_m == 1 && gemm_vec_ok(g->M, g->a_off, g->a_k, g->K, g->a_b, g->B, wa);
+    bufs[nb++] = wa;
+  }
+  if (wb != wc) {
+    lb.name = "bB";
+    lb.vec = lb.along_k ? gemm_vec_ok(g->K, g->b_off, g->b_n, g->N, g->b_b, g->B, wb)
+                        : g->b_n == 1 && gemm_vec_ok(g->N, g->b_off, g->b_k, g->K, g->b_b, g->B, wb);
+    bufs[nb++] = wb;
+  }
+  const char *c0name = "bC";
+  if (C0 && w0 != wc) {
+    c0name = "b0";
+    bufs[nb++] = w0;
+  }
+  uint32_t gx = (uint32_t)((g->N + BN - 1) / BN), gy = (uint32_t)((g->M + BM - 1) / BM), gz = (uint32_t)g->B;
   float alpha = (float)g->alpha, beta = (float)g->beta;
   uint32_t pr[21] = {(uint32_t)g->M,   (uint32_t)g->N,   (uint32_t)g->K,    (uint32_t)g->a_off, (uint32_t)g->a_b,
                      (uint32_t)g->a_m, (uint32_t)g->a_k, (uint32_t)g->b_off, (uint32_t)g->b_b, (uint32_t)g->b_k,
@@ -1102,58 +1216,73 @@ static ct_status gemm_run(const ct_tensor *A, const ct_tensor *Bt, ct_tensor *C,
   memcpy(&pr[19], &alpha, 4);
   memcpy(&pr[20], &beta, 4);
   sb s = {0};
-  emit_bindings(&s, &bs);
-  sbf(&s, "@group(0) @binding(%d) var<storage, read> pr: array<u32>; /* read-only: uniform for the barriers */\n", bs.n);
-  sbf(&s, "var<workgroup> As: array<f32, 1024>;\nvar<workgroup> Bs: array<f32, 1024>;\n");
-  sbf(&s, "@compute @workgroup_size(16, 16, 1)\n"
-          "fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {\n");
+  int bi = 0;
+  sbf(&s, "@group(0) @binding(%d) var<storage, read_write> bC: array<u32>;\n", bi++);
+  if (wa != wc) sbf(&s, "@group(0) @binding(%d) var<storage, read> bA: array<%s>;\n", bi++, la.vec ? "vec4<f32>" : "u32");
+  if (wb != wc) sbf(&s, "@group(0) @binding(%d) var<storage, read> bB: array<%s>;\n", bi++, lb.vec ? "vec4<f32>" : "u32");
+  if (C0 && w0 != wc) sbf(&s, "@group(0) @binding(%d) var<storage, read> b0: array<u32>;\n", bi++);
+  sbf(&s, "@group(0) @binding(%d) var<storage, read> pr: array<u32>; /* read-only: uniform for the barriers */\n", bi);
+  sbf(&s, "var<workgroup> As: array<vec4<f32>, %d>;\nvar<workgroup> Bs: array<vec4<f32>, %d>;\n", 2 * BM * BK / 4,
+      2 * BN * BK / 4);
+  sbf(&s, "@compute @workgroup_size(256)\n"
+          "fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) t: u32) {\n");
   sbf(&s, "  let M = pr[0]; let N = pr[1]; let K = pr[2];\n"
-          "  let bz = wid.z; let row0 = wid.y * 64u; let col0 = wid.x * 64u;\n"
+          "  let bz = wid.z; let row0 = wid.y * %du; let col0 = wid.x * %du;\n"
           "  let ab = pr[3] + bz * pr[4]; let am_s = pr[5]; let ak_s = pr[6];\n"
           "  let bb = pr[7] + bz * pr[8]; let bk_s = pr[9]; let bn_s = pr[10];\n"
-          "  let t = lid.y * 16u + lid.x;\n");
-  /* 16 scalar accumulators written out: private arrays with dynamic indices compile
-   * slowly (SwiftShader) and may spill */
-  for (int i = 0; i < 4; i++)
-    for (int j = 0; j < 4; j++) sbf(&s, "  var c%d%d: f32 = 0.0;\n", i, j);
-  /* A tile 64 (m) x 16 (k) stored k-major; B tile 16 (k) x 64 (n) */
-  sbf(&s, "  for (var k0: u32 = 0u; k0 < K; k0 = k0 + 16u) {\n"
-          "    for (var l = 0u; l < 4u; l = l + 1u) {\n"
-          "      let e = t + l * 256u;\n"
-          "      let am = e / 16u; let ak = e %% 16u; let gm = row0 + am; let gk = k0 + ak;\n"
-          "      var av: f32 = 0.0;\n"
-          "      if (gm < M && gk < K) { av = bitcast<f32>(b%d[ab + gm * am_s + gk * ak_s]); }\n"
-          "      As[ak * 64u + am] = av;\n"
-          "      let bk = e / 64u; let bn = e %% 64u; let gk2 = k0 + bk; let gn = col0 + bn;\n"
-          "      var bv: f32 = 0.0;\n"
-          "      if (gk2 < K && gn < N) { bv = bitcast<f32>(b%d[bb + gk2 * bk_s + gn * bn_s]); }\n"
-          "      Bs[bk * 64u + bn] = bv;\n"
-          "    }\n",
-      ba, bb);
-  sbf(&s, "    workgroupBarrier();\n    for (var kk = 0u; kk < 16u; kk = kk + 1u) {\n");
-  for (int i = 0; i < 4; i++) sbf(&s, "      let a%d = As[kk * 64u + lid.y + %du];\n", i, 16 * i);
-  for (int j = 0; j < 4; j++) sbf(&s, "      let b%d = Bs[kk * 64u + lid.x + %du];\n", j, 16 * j);
-  for (int i = 0; i < 4; i++)
-    for (int j = 0; j < 4; j++) sbf(&s, "      c%d%d = c%d%d + a%d * b%d;\n", i, j, i, j, i, j);
-  sbf(&s, "    }\n    workgroupBarrier();\n  }\n");
+          "  let tx = t %% 16u; let ty = t / 16u;\n",
+      BM, BN);
+  int sa = (BM * BK / 4 + 255) / 256, sbn = (BN * BK / 4 + 255) / 256;
+  for (int l = 0; l < sa; l++) sbf(&s, "  var ra%d: vec4<f32>;\n", l);
+  for (int l = 0; l < sbn; l++) sbf(&s, "  var rb%d: vec4<f32>;\n", l);
+  for (int i = 0; i < TM; i++)
+    for (int h = 0; h < TN / 4; h++) sbf(&s, "  var c%d_%d = vec4<f32>(0.0);\n", i, h);
+  /* the first slice, then the loop: load next, multiply current, store next, barrier */
+  sbf(&s, "  {\n    let k0 = 0u;\n");
+  gemm_emit_load(&s, 'a', &la, BM, BK, "ab", "am_s", "ak_s", "row0", "M");
+  gemm_emit_load(&s, 'b', &lb, BN, BK, "bb", "bn_s", "bk_s", "col0", "N");
+  gemm_emit_store(&s, 'a', &la, BM, BK, "0u");
+  gemm_emit_store(&s, 'b', &lb, BN, BK, "0u");
+  sbf(&s, "  }\n  workgroupBarrier();\n  var cur = 0u;\n");
+  sbf(&s, "  for (var kt = 0u; kt < K; kt = kt + %du) {\n    let k0 = kt + %du;\n    let more = k0 < K;\n", BK, BK);
+  sbf(&s, "    if (more) {\n");
+  gemm_emit_load(&s, 'a', &la, BM, BK, "ab", "am_s", "ak_s", "row0", "M");
+  gemm_emit_load(&s, 'b', &lb, BN, BK, "bb", "bn_s", "bk_s", "col0", "N");
+  sbf(&s, "    }\n    let ao = cur * %du; let bo = cur * %du;\n", BM * BK / 4, BN * BK / 4);
+  for (int kk = 0; kk < BK; kk++) {
+    for (int gi = 0; gi < TM / 4; gi++) sbf(&s, "    let a%d_%d = As[ao + %du + ty];\n", kk, gi, kk * BM / 4 + 16 * gi);
+    for (int h = 0; h < TN / 4; h++) sbf(&s, "    let b%d_%d = Bs[bo + %du + tx];\n", kk, h, kk * BN / 4 + 16 * h);
+    for (int i = 0; i < TM; i++)
+      for (int h = 0; h < TN / 4; h++)
+        sbf(&s, "    c%d_%d = fma(vec4<f32>(a%d_%d[%d]), b%d_%d, c%d_%d);\n", i, h, kk, i / 4, i % 4, kk, h, i, h);
+  }
+  sbf(&s, "    if (more) {\n");
+  gemm_emit_store(&s, 'a', &la, BM, BK, "(cur ^ 1u)");
+  gemm_emit_store(&s, 'b', &lb, BN, BK, "(cur ^ 1u)");
+  sbf(&s, "    }\n    workgroupBarrier();\n    cur = cur ^ 1u;\n  }\n");
   sbf(&s, "  let alpha = bitcast<f32>(pr[19]); let beta = bitcast<f32>(pr[20]);\n"
           "  let cb = pr[11] + bz * pr[12]; let c0b = pr[15] + bz * pr[16];\n");
   char beta_term[160] = "";
-  if (g->has_c0) snprintf(beta_term, sizeof beta_term, " + beta * bitcast<f32>(b%d[c0b + m * pr[17] + n * pr[18]])", b0);
-  for (int i = 0; i < 4; i++)
-    for (int j = 0; j < 4; j++)
-      sbf(&s, "  { let m = row0 + lid.y + %du; let n = col0 + lid.x + %du;\n"
-              "    if (m < M && n < N) { b%d[cb + m * pr[13] + n * pr[14]] = bitcast<u32>(alpha * c%d%d%s); } }\n",
-          16 * i, 16 * j, bc, i, j, beta_term);
+  if (C0) snprintf(beta_term, sizeof beta_term, " + beta * bitcast<f32>(%s[c0b + m * pr[17] + n * pr[18]])", c0name);
+  for (int i = 0; i < TM; i++) {
+    sbf(&s, "  { let m = row0 + %du + ty * 4u;\n", (i / 4) * 64 + i % 4);
+    for (int h = 0; h < TN / 4; h++)
+      for (int j = 0; j < 4; j++)
+        sbf(&s, "    { let n = col0 + %du + tx * 4u; if (m < M && n < N) { bC[cb + m * pr[13] + n * pr[14]] = "
+                "bitcast<u32>(alpha * c%d_%d[%d]%s); } }\n",
+            h * 64 + j, i, h, j, beta_term);
+    sbf(&s, "  }\n");
+  }
   sbf(&s, "}\n");
   if (s.oom) {
     free(s.p);
     return CT_ERR(CT_ERR_OOM, "out of memory generating WGSL");
   }
+  if (getenv("CT_WEBGPU_DUMP_GEMM")) fputs(s.p, stderr);
   wg_pipe *p = wg_pipeline(s.p);
   free(s.p);
   if (!p) return ct_last_status();
-  return wg_dispatch_p(p, bs.n, bs.b, pr, 21, gx, gy, gz);
+  return wg_dispatch_p(p, nb, bufs, pr, 21, gx, gy, gz);
 }
 
 static ct_status k_linalg(const ct_call *c) {

@@ -36,25 +36,26 @@ INL vd F(spd)(double c) { return (vd){0} + c; }
 INL vf F(self)(vi m, vf a, vf b) { return (vf)(((vi)a & m) | ((vi)b & ~m)); } /* m ? a : b */
 INL vd F(seld)(vl m, vd a, vd b) { return (vd)(((vl)a & m) | ((vl)b & ~m)); }
 
-/* exp(x), float: x = n ln2 + r, |r| <= ln2/2 (ln2 in two parts so r is exact),
- * e^r by a degree-7 Taylor polynomial (truncation < 1e-8 relative), 2^n built in the
- * exponent bits in two halves so results down to the subnormals are right. ~1-2 ulp. */
-/* e^xc for xc in [-110, 100] (NaN propagates): the reduction and polynomial of expf below;
- * 2^n by AVX-512's scalef where there is one (one rounding, subnormals right), else built in
- * the exponent bits in two halves so results down to the subnormals are right. */
-INL vf F(exp_core)(vf xc) {
+/* e^xc for xc in [-110, 100] (NaN propagates): xc = n ln2 + r, |r| <= ln2/2 (ln2 in two parts
+ * so r is exact), e^r = 1 + r + r^2 q(r) with q of degree 4 (a minimax fit made for this file:
+ * relative error 3.1e-9 on |r| <= ln2/2, i.e. one FMA less than the degree-7 Taylor series it
+ * replaces at the same ~1 ulp), 2^n by AVX-512's scalef where there is one (one rounding,
+ * subnormals right), else built in the exponent bits in two halves so results down to the
+ * subnormals are right. corr (when use_corr) is added to r: a small correction of the
+ * argument (e.g. the low part of x^2) at the cost of one addition. */
+INL vf F(exp_core_x)(vf xc, vf corr, int use_corr) {
   const float magic = 12582912.0f; /* 1.5 * 2^23: adding it rounds to an integer */
   vf t = VFMA_F(xc, F(spf)(1.44269504088896341f), F(spf)(magic));
   vf n = t - magic;
   vf r = VFMA_F(n, F(spf)(-0.693145751953125f), xc); /* ln2 high part: exact product */
   r = VFMA_F(n, F(spf)(-1.4286068202862268e-06f), r);
-  vf p = F(spf)(1.0f / 5040);
-  p = VFMA_F(p, r, F(spf)(1.0f / 720));
-  p = VFMA_F(p, r, F(spf)(1.0f / 120));
-  p = VFMA_F(p, r, F(spf)(1.0f / 24));
-  p = VFMA_F(p, r, F(spf)(1.0f / 6));
-  p = VFMA_F(p, r, F(spf)(0.5f));
-  p = VFMA_F(p, r, F(spf)(1.0f));
+  if (use_corr) r = r + corr;
+  vf q = F(spf)(0.0013814539876911593f);
+  q = VFMA_F(q, r, F(spf)(0.008368745127183462f));
+  q = VFMA_F(q, r, F(spf)(0.04166839078971328f));
+  q = VFMA_F(q, r, F(spf)(0.16666520398845902f));
+  q = VFMA_F(q, r, F(spf)(0.49999993432098905f));
+  vf p = VFMA_F(q, r, F(spf)(1.0f)); /* (q r + 1) r + 1 = 1 + r + q r^2 */
   p = VFMA_F(p, r, F(spf)(1.0f));
 #ifdef VSCALEF_F
   return VSCALEF_F(p, n);
@@ -65,6 +66,7 @@ INL vf F(exp_core)(vf xc) {
   return p * s1 * s2;
 #endif
 }
+INL vf F(exp_core)(vf xc) { return F(exp_core_x)(xc, xc, 0); }
 INL vf F(expf)(vf x) {
   /* clamp: min/max keep a NaN x, which then propagates through the arithmetic (any product
    * with the NaN polynomial is NaN whatever the exponent bits) */
@@ -189,12 +191,20 @@ INL vf F(gelu_erf_vec)(vf x) {
   r = VFMA_F(r, u, F(spf)(GELU_Q2));
   r = VFMA_F(r, u, F(spf)(GELU_Q1));
   r = VFMA_F(r, u, F(spf)(GELU_Q0));
-  /* x^2 = hi + lo exactly without an FMA (the portable / SIMD128 path has none): Dekker's
-   * product, xh keeping the top 12 significant bits of x so every partial product is exact */
+  /* x^2 = hi + lo exactly: one FMA where there is a fused one, else (the portable / SIMD128
+   * path) Dekker's product, xh keeping the top 12 significant bits of x so every partial
+   * product is exact */
+  vf hi = xc * xc;
+#ifdef VFMA_FUSED
+  vf lo = VFMA_F(xc, xc, -hi);
+#else
   vf xh = (vf)((vi)xc & (int32_t)0xfffff000), xl = xc - xh;
-  vf hi = xc * xc, lo = ((xh * xh - hi) + (xh + xh) * xl) + xl * xl;
-  /* |x| = 14.5: e^(-105) is 0 in float, so E = 0 there and Phi is exactly 0 or 1 */
-  vf e = F(expnf)(hi * -0.5f) * VFMA_F(lo, F(spf)(-0.5f), F(spf)(1.0f));
+  vf lo = ((xh * xh - hi) + (xh + xh) * xl) + xl * xl;
+#endif
+  /* e^(-hi/2 - lo/2): lo/2 enters the reduced argument (|lo/2| <= 2^-24 hi/2, so e^(-lo/2)
+   * = 1 - lo/2 to float precision). Past |x| = 14.4 the clamp of expnf holds the argument at
+   * -104 and E is a few subnormal ulps at most */
+  vf e = F(exp_core_x)(VMAX_F(F(spf)(-104.0f), hi * -0.5f), lo * -0.5f, 1);
   vf E = e * (r * t);
   vf phi = VBLENDS_F(x, 1.0f - 0.5f * E, 0.5f * E);
   return x * phi;
@@ -614,6 +624,80 @@ TGT static void F(softmax_row2)(const float *x, float *y, int64_t n, int log, in
     MAP_ROW(x, y, n, nt, 0.0f, F(expnf)(v - vm) * vi_);
   }
 }
+/* Rows [0, rows) of softmax / log_softmax with NT stores, for n % NF == 0, NF <= n <= SM_SCR
+ * and y VB-aligned: the output of row r - 1 is stored while row r's exponentials are computed
+ * (one vector of row r - 1 per vector of row r). Storing a whole row in a loop of its own
+ * stalls on the write-combining buffers while the arithmetic units idle; interleaved, the
+ * stores drain under the arithmetic. Same arithmetic, order and results as softmax_row2. */
+TGT static void F(softmax_rows_nt)(const float *x, float *y, int64_t rows, int64_t n, int log, int64_t ahead) {
+  float scr[2][SM_SCR] __attribute__((aligned(64)));
+  const float *xp = NULL, *sp = NULL; /* the previous row's input and exponentials */
+  float *yp = NULL;
+  vf pa = F(spf)(0), pb = pa; /* softmax: y = e * pa; log: y = (x - pa) - pb */
+#define SRN_OUT(j)                                                        \
+  do {                                                                    \
+    if (yp) {                                                             \
+      vf o_ = log ? (F(ldf)(xp + (j)) - pa) - pb : F(ldf)(sp + (j)) * pa; \
+      VSTNT(yp + (j), o_);                                                \
+    }                                                                     \
+  } while (0)
+  for (int64_t r = 0; r <= rows; r++) {
+    if (r == rows) { /* the last row's output */
+      for (int64_t i = 0; i < n; i += NF) SRN_OUT(i);
+      break;
+    }
+    const float *xr = x + r * n, *pf = r + ahead < rows ? x + (r + ahead) * n : NULL;
+    float *sc = scr[r & 1];
+    /* max without a NaN check (VMAX_F skips NaN lanes of x): a NaN in x, or an x = +inf max,
+     * makes the sum NaN below (e^NaN, e^(inf - inf)), which is what marks the row bad */
+    vf q0 = F(spf)(-INFINITY), q1 = q0, q2 = q0, q3 = q0;
+    int64_t i = 0;
+    for (; i + 4 * NF <= n; i += 4 * NF) {
+      q0 = VMAX_F(F(ldf)(xr + i), q0), q1 = VMAX_F(F(ldf)(xr + i + NF), q1);
+      q2 = VMAX_F(F(ldf)(xr + i + 2 * NF), q2), q3 = VMAX_F(F(ldf)(xr + i + 3 * NF), q3);
+    }
+    for (; i < n; i += NF) q0 = VMAX_F(F(ldf)(xr + i), q0);
+    q0 = VMAX_F(VMAX_F(q0, q1), VMAX_F(q2, q3));
+    float mx = -INFINITY;
+    for (int k = 0; k < NF; k++) mx = q0[k] > mx ? q0[k] : mx;
+    float m0 = mx == -INFINITY || mx == INFINITY ? 0.0f : mx; /* all -inf: sum 0 (see softmax_row2) */
+    vf vm = F(spf)(m0), a0 = F(spf)(0), a1 = a0, a2 = a0, a3 = a0;
+    i = 0;
+    for (; i + 4 * NF <= n; i += 4 * NF) {
+      F(pf4)(pf, i, 0);
+      vf e0 = F(expnf)(F(ldf)(xr + i) - vm), e1 = F(expnf)(F(ldf)(xr + i + NF) - vm);
+      SRN_OUT(i);
+      SRN_OUT(i + NF);
+      vf e2 = F(expnf)(F(ldf)(xr + i + 2 * NF) - vm), e3 = F(expnf)(F(ldf)(xr + i + 3 * NF) - vm);
+      SRN_OUT(i + 2 * NF);
+      SRN_OUT(i + 3 * NF);
+      if (!log) {
+        F(stf)(sc + i, e0);
+        F(stf)(sc + i + NF, e1);
+        F(stf)(sc + i + 2 * NF, e2);
+        F(stf)(sc + i + 3 * NF, e3);
+      }
+      a0 += e0, a1 += e1, a2 += e2, a3 += e3;
+    }
+    for (; i < n; i += NF) {
+      vf e = F(expnf)(F(ldf)(xr + i) - vm);
+      SRN_OUT(i);
+      if (!log) F(stf)(sc + i, e);
+      a0 += e;
+    }
+    double s = F(hsum)((a0 + a1) + (a2 + a3));
+    /* PyTorch: a NaN (or e^(inf - inf)) makes the whole row NaN */
+    bool bad = s != s || mx == INFINITY;
+    if (log) {
+      pa = F(spf)(bad ? NAN : mx);
+      pb = F(spf)((float)log_d(s));
+    } else {
+      pa = F(spf)(bad ? NAN : (float)(1.0 / s));
+    }
+    xp = xr, sp = sc, yp = y + r * n;
+  }
+#undef SRN_OUT
+}
 #undef SM_CACHED
 #undef SM_SCR
 
@@ -704,6 +788,64 @@ TGT static void F(norm_fwd_row)(const float *x, const float *w, const float *b, 
   NORM_PAD(i, n);
 #undef NORM_V
 #undef NORM_PAD
+}
+
+/* Rows [0, rows) of norm_fwd_row with NT stores, for n % NF == 0 and y VB-aligned: row r - 1's
+ * output is stored while row r's statistics are summed (one vector each per step), so the
+ * stores drain under the arithmetic instead of stalling a store loop of their own (see
+ * softmax_rows_nt). Same arithmetic and order as norm_fwd_row, so the same results. mean
+ * (may be NULL) and rstd get one float per row. */
+TGT static void F(norm_fwd_rows_nt)(const float *x, const float *w, const float *b, float *y, int64_t rows, int64_t n,
+                                    double eps, int rms, float *mean, float *rstd, int64_t ahead) {
+  const float *xp = NULL;
+  float *yp = NULL;
+  vf vm = F(spf)(0), vr = vm; /* the previous row's mean and rstd */
+#define NRN_OUT(j)                                \
+  do {                                            \
+    if (yp) {                                     \
+      vf v_ = (F(ldf)(xp + (j)) - vm) * vr;       \
+      if (w) v_ = v_ * F(ldf)(w + (j));           \
+      if (b) v_ = v_ + F(ldf)(b + (j));           \
+      VSTNT(yp + (j), v_);                        \
+    }                                             \
+  } while (0)
+  for (int64_t r = 0; r <= rows; r++) {
+    if (r == rows) {
+      for (int64_t i = 0; i < n; i += NF) NRN_OUT(i);
+      break;
+    }
+    const float *xr = x + r * n, *pf = r + ahead < rows ? x + (r + ahead) * n : NULL;
+    double c = rms ? 0.0 : (double)xr[0];
+    vd vc = F(spd)(c), s0 = F(spd)(0), s1 = s0, q0 = s0, q1 = s0;
+    for (int64_t i = 0; i < n; i += NF) {
+      if (pf) __builtin_prefetch(pf + i, 0);
+      vfh h0, h1;
+      memcpy(&h0, xr + i, sizeof h0);
+      memcpy(&h1, xr + i + ND, sizeof h1);
+      vd d0 = __builtin_convertvector(h0, vd) - vc, d1 = __builtin_convertvector(h1, vd) - vc;
+      s0 += d0, s1 += d1;
+      q0 = VFMA_D(d0, d0, q0), q1 = VFMA_D(d1, d1, q1);
+      NRN_OUT(i);
+    }
+    s0 += s1, q0 += q1;
+    double sm = 0, q = 0;
+    for (int k = 0; k < ND; k++) sm += s0[k], q += q0[k];
+    double var, mu;
+    if (rms) {
+      mu = 0, var = q / (double)n;
+    } else {
+      double md = sm / (double)n;
+      mu = c + md;
+      var = (q - sm * md) / (double)n;
+      if (var < 0) var = 0;
+    }
+    float mf = (float)mu, rs = (float)(1.0 / sqrt(var + eps));
+    if (mean) mean[r] = mf;
+    rstd[r] = rs;
+    vm = F(spf)(mf), vr = F(spf)(rs);
+    xp = xr, yp = y + r * n;
+  }
+#undef NRN_OUT
 }
 
 /* Backward of one row: with xh = (x - mean) * rstd and gw = g [* w],

@@ -1,0 +1,206 @@
+/* GPT-2 training step on one CUDA GPU (issue 7's anchor: GPT-2 124M, context 1024, batch 16,
+ * AdamW): forward + backward + gradient clipping + AdamW step, timed after warm-up steps with the
+ * device synchronised around the timed loop. Prints one line per precision; the PyTorch peer is
+ * bench/bench_cuda_gpt_torch.py, run beside it by tests/cross_backend/gpt_cuda.sh.
+ *   bench_cuda_gpt [layers heads width context batch vocab steps precision...]
+ * precision: fp32 | tf32 | bf16 (ct_cuda_set_autocast_bf16), each optionally +graph (forward, backward and
+ * clipping replayed as a CUDA graph, the AdamW step eager); default: tf32 bf16 tf32+graph bf16+graph.
+ *   bench_cuda_gpt resnet [batch steps]: the ResNet-18 CIFAR training step (SGD momentum, issue 7's
+ * second anchor), float32, eager.
+ * Build (CUDA build of the library):
+ *   cc -O2 -std=c11 -D_GNU_SOURCE -Iinclude -o BUILD/bench_cuda_gpt bench/bench_cuda_gpt.c BUILD/libctorch.a \
+ *      -lm -lpthread -L/usr/local/cuda/lib64 -lcudart_static -ldl -lrt -lstdc++
+ * On a GPU machine, with the PyTorch peer: tests/cross_backend/gpt_cuda.sh BUILD (after the checks). */
+#include "ctorch.h"
+#include "ctorch/cuda.h"
+#include "ctorch/models.h"
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "bench_clock.h"
+
+
+#define DIE(...)                          \
+  do {                                    \
+    fprintf(stderr, "bench_cuda_gpt: "); \
+    fprintf(stderr, __VA_ARGS__);         \
+    fprintf(stderr, ": %s\n", ct_last_error()); \
+    exit(1);                              \
+  } while (0)
+
+/* "+graph" precisions: forward + backward + clipping captured once as a CUDA graph and replayed
+ * (as train-gpt --cuda-graph), the AdamW step eager. */
+typedef struct {
+  ct_gpt *m;
+  ct_tensor *x, *y, *loss, **P;
+  int64_t np;
+} gstep;
+static ct_status fwd_bwd(void *u) {
+  gstep *c = u;
+  ct_scope *sc = ct_scope_begin();
+  ct_tensor *loss = NULL;
+  ct_status st = ct_gpt_forward(c->m, c->x, c->y, true, NULL, NULL, &loss);
+  if (st == CT_OK) st = ct_backward(loss, NULL, false, false);
+  ct_tensor *n = st == CT_OK ? ct_clip_grad_norm_(c->np, c->P, 1.0, 2.0, false) : NULL;
+  if (st == CT_OK && !n) st = ct_last_status();
+  if (st == CT_OK) {
+    ct_release(c->loss);
+    c->loss = ct_retain(loss);
+  }
+  ct_scope_end(sc);
+  return st;
+}
+
+/* ResNet-18 CIFAR (3x32x32, 10 classes) training step: forward, cross-entropy, backward, SGD. */
+static int bench_resnet(int64_t B, int64_t steps) {
+  ct_device dev = ct_cuda(0);
+  ct_manual_seed(0);
+  ct_module *m = ct_resnet18_cifar_new(10);
+  if (!m || ct_module_to_device(m, dev) != CT_OK) DIE("resnet");
+  ct_module_train(m, true);
+  ct_dict *pd = ct_dict_new();
+  ct_module_named_parameters(m, pd);
+  int64_t np = ct_dict_len(pd);
+  ct_tensor **ps = malloc(sizeof *ps * (size_t)np);
+  for (int64_t i = 0; i < np; i++) ps[i] = ct_dict_tensor(pd, i);
+  ct_optim *opt = ct_optim_sgd(np, ps, 0.01, 0.9, 0.0);
+  if (!opt) DIE("sgd");
+  int64_t xs[4] = {B, 3, 32, 32};
+  ct_options fo = ct_opts();
+  fo.device = dev;
+  ct_options io = ct_opts_dtype(CT_INT64);
+  io.device = dev;
+  ct_tensor *x = ct_randn(4, xs, fo, NULL), *y = ct_randint(0, 10, 1, &B, &io, NULL);
+  if (!x || !y) DIE("batch");
+  double t0 = 0, last = 0;
+  for (int64_t s = 0; s < steps + 2; s++) {
+    if (s == 2) {
+      ct_cuda_synchronize(0);
+      t0 = now();
+    }
+    ct_scope *sc = ct_scope_begin();
+    ct_tensor *out = ct_module_forward(m, x);
+    ct_tensor *loss = out ? ct_cross_entropy(out, y, NULL, CT_REDUCTION_MEAN, -100, 0.0) : NULL;
+    if (!loss) DIE("resnet forward");
+    if (ct_optim_zero_grad(opt, true) || ct_backward(loss, NULL, false, false) || ct_optim_step(opt)) DIE("resnet step");
+    if (s == steps + 1) ct_item_double(loss, &last);
+    ct_scope_end(sc);
+  }
+  ct_cuda_synchronize(0);
+  double ms = (now() - t0) * 1e3 / (double)steps;
+  printf("ctorch  resnet18-cifar b%lld train step %9.2f ms  (last loss %.4f)\n", (long long)B, ms, last);
+  ct_optim_free(opt);
+  ct_module_free(m);
+  ct_dict_free(pd);
+  free(ps);
+  ct_release(x);
+  ct_release(y);
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc >= 2 && !strcmp(argv[1], "resnet")) {
+    if (!ct_cuda_is_available()) {
+      printf("bench_cuda_gpt: skipped: %s\n", ct_cuda_unavailable_reason());
+      return 0;
+    }
+    return bench_resnet(argc > 2 ? atoll(argv[2]) : 16, argc > 3 ? atoll(argv[3]) : 20);
+  }
+  int64_t L = 12, H = 12, C = 768, T = 1024, B = 16, V = 50257, steps = 10;
+  if (argc >= 8) {
+    L = atoll(argv[1]);
+    H = atoll(argv[2]);
+    C = atoll(argv[3]);
+    T = atoll(argv[4]);
+    B = atoll(argv[5]);
+    V = atoll(argv[6]);
+    steps = atoll(argv[7]);
+  }
+  const char *def[4] = {"tf32", "bf16", "tf32+graph", "bf16+graph"};
+  int np_ = argc > 8 ? argc - 8 : 4;
+  const char **prec = argc > 8 ? (const char **)argv + 8 : def;
+  if (!ct_cuda_is_available()) {
+    printf("bench_cuda_gpt: skipped: %s\n", ct_cuda_unavailable_reason());
+    return 0;
+  }
+  ct_device dev = ct_cuda(0);
+  ct_gpt_config cfg = {V, T, C, L, H, 0.0, 1e-5};
+  ct_generator *g = ct_generator_new(1337);
+  ct_gpt *m = ct_gpt_new_variant(&cfg, true, "tanh", g);
+  if (!m || ct_gpt_to_device(m, dev) != CT_OK) DIE("model");
+  const ct_dict *pd = ct_gpt_parameters(m);
+  int64_t np = ct_dict_len(pd);
+  ct_tensor **P = calloc((size_t)np, sizeof *P);
+  for (int64_t i = 0; i < np; i++) P[i] = ct_dict_tensor(pd, i);
+  ct_optim_options oo = ct_optim_defaults(CT_OPTIM_ADAMW);
+  oo.lr = 6e-4;
+  oo.weight_decay = 0.1;
+  ct_optim *opt = ct_optim_new(CT_OPTIM_ADAMW, np, P, &oo);
+  if (!opt) DIE("optimizer");
+  int64_t shape[2] = {B, T};
+  ct_options io = ct_opts_dtype(CT_INT64);
+  io.device = dev;
+  ct_tensor *x = ct_randint(0, V, 2, shape, &io, g), *y = ct_randint(0, V, 2, shape, &io, g);
+  if (!x || !y) DIE("batch");
+  printf("GPT: %lld layers, %lld heads, width %lld, context %lld, batch %lld, vocab %lld: %.1fM parameters on %s\n",
+         (long long)L, (long long)H, (long long)C, (long long)T, (long long)B, (long long)V,
+         (double)ct_gpt_num_params(m) / 1e6, ct_cuda_device_name(0));
+  for (int pi = 0; pi < np_; pi++) {
+    const char *p = prec[pi];
+    ct_cuda_set_allow_tf32(!strncmp(p, "tf32", 4));
+    ct_cuda_set_autocast_bf16(!strncmp(p, "bf16", 4));
+    double t0 = 0, last = 0;
+    if (strstr(p, "graph")) {
+      gstep c = {m, x, y, NULL, P, np};
+      ct_cuda_graph *gr = NULL;
+      if (fwd_bwd(&c) != CT_OK || ct_optim_step(opt) != CT_OK || ct_optim_zero_grad(opt, false) != CT_OK) DIE("warm-up");
+      if (!(gr = ct_cuda_graph_capture(0, fwd_bwd, &c))) DIE("capture (%s)", p);
+      for (int64_t s = 0; s < steps + 1; s++) {
+        if (s == 1) {
+          ct_cuda_synchronize(0);
+          t0 = now();
+        }
+        if (ct_cuda_graph_replay(gr) != CT_OK || ct_optim_step(opt) != CT_OK || ct_optim_zero_grad(opt, false) != CT_OK)
+          DIE("replay");
+      }
+      ct_cuda_synchronize(0);
+      ct_item_double(c.loss, &last);
+      double ms = (now() - t0) * 1e3 / (double)steps;
+      printf("ctorch  %-10s train step %9.2f ms  (%.0f tokens/s, last loss %.4f; %lld graph nodes)\n", p, ms,
+             (double)(B * T) / ms * 1e3, last, (long long)ct_cuda_graph_num_nodes(gr));
+      fflush(stdout);
+      ct_cuda_graph_free(gr);
+      ct_release(c.loss);
+      continue;
+    }
+    for (int64_t s = 0; s < steps + 2; s++) {
+      if (s == 2) {
+        ct_cuda_synchronize(0);
+        t0 = now();
+      }
+      ct_scope *sc = ct_scope_begin();
+      ct_tensor *loss = NULL;
+      if (ct_gpt_forward(m, x, y, true, NULL, NULL, &loss) != CT_OK) DIE("forward (%s)", p);
+      if (ct_backward(loss, NULL, false, false) != CT_OK) DIE("backward (%s)", p);
+      ct_tensor *n = ct_clip_grad_norm_(np, P, 1.0, 2.0, false);
+      if (!n) DIE("clip");
+      ct_release(n);
+      if (ct_optim_step(opt) != CT_OK || ct_optim_zero_grad(opt, true) != CT_OK) DIE("step");
+      if (s == steps + 1) ct_item_double(loss, &last);
+      ct_release(loss);
+      ct_scope_end(sc);
+    }
+    ct_cuda_synchronize(0);
+    double ms = (now() - t0) * 1e3 / (double)steps;
+    printf("ctorch  %-5s train step %9.2f ms  (%.0f tokens/s, last loss %.4f)\n", p, ms, (double)(B * T) / ms * 1e3, last);
+    fflush(stdout);
+  }
+  ct_memory_stats ms = ct_memory_get_stats(dev);
+  printf("ctorch  peak device memory %.2f GB\n", (double)ms.peak_allocated_bytes / 1e9);
+  ct_optim_free(opt);
+  ct_gpt_free(m);
+  ct_generator_free(g);
+  free(P);
+  return 0;
+}

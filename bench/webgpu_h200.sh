@@ -1,0 +1,26 @@
+#!/bin/bash
+# One device-machine call for the WebGPU backend on an NVIDIA GPU (issue 9): builds the library
+# without CUDA (-j16), runs the WebGPU C tests on the GPU's Vulkan driver, then
+# bench/bench_webgpu.c and its PyTorch CUDA peer bench/bench_webgpu_torch.py. Expects the
+# Vulkan loader debs (WG_TESTS=0 / WG_TORCH=0 skip the tests / the peer;
+# WG_BENCH_S limits the bench, default 240 s) in .gl/ and Dawn in build/webgpu-dawn (both carried; see
+# /work/.library/device/README.md). Output: stdout, and $OUT/*.txt when $OUT is set.
+set -u
+for f in .gl/*.deb; do dpkg -x "$f" /; done
+ldconfig
+if ! ls /usr/share/vulkan/icd.d/*nvidia* /etc/vulkan/icd.d/*nvidia* >/dev/null 2>&1; then
+  export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+  export __EGL_VENDOR_LIBRARY_FILENAMES=/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json
+fi
+export CT_WEBGPU_LIB=$PWD/build/webgpu-dawn/node_modules/bun-webgpu-linux-x64/libwebgpu_wrapper.so
+export CT_WEBGPU_NO_SWIFTSHADER=1
+O=${OUT:-/tmp}
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv
+B=build/h200
+make BUILD=$B CT_CUDA=0 -j16 lib >$O/build.txt 2>&1 || { tail -30 $O/build.txt; exit 1; }
+cc -O2 -std=c11 -D_GNU_SOURCE -Iinclude -Isrc -o $B/bench_webgpu bench/bench_webgpu.c $B/libctorch.a -lm -lpthread -ldl || exit 1
+if [ "${WG_TESTS:-1}" = 1 ] && make BUILD=$B CT_CUDA=0 -j16 $B/test_ctorch >>$O/build.txt 2>&1; then
+  timeout 150 $B/test_ctorch webgpu 2>&1 | grep -v "^Warning\|vkCreate\|CheckVk\|^$" | tail -25 | tee $O/tests.txt
+else echo "test_ctorch did not build (see build.txt)"; fi
+timeout ${WG_BENCH_S:-240} $B/bench_webgpu "$@" 2>&1 | tee $O/bench_webgpu.txt
+[ "${WG_TORCH:-1}" = 1 ] && PYTHONUNBUFFERED=1 timeout 120 python3 bench/bench_webgpu_torch.py 2>&1 | tee $O/bench_torch.txt
