@@ -8,6 +8,7 @@ import argparse
 import time
 
 import torch
+import torch_threads  # torch.set_num_threads + OpenBLAS's own thread count
 import torch.nn.functional as F
 
 
@@ -39,7 +40,7 @@ def main():
     args = ap.parse_args()
     budget = 0.5 if args.quick else 3.0
     for t in ([1] if args.threads <= 1 else [1, args.threads]):
-        torch.set_num_threads(t)
+        torch_threads.set_threads(t)
         for T in [x for x in (256, 1024) if args.t in (0, x)]:
             for causal in (False, True):
                 torch.manual_seed(0)

@@ -9,6 +9,7 @@ import sys
 import time
 
 import torch
+import torch_threads  # torch.set_num_threads + OpenBLAS's own thread count
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -38,7 +39,7 @@ def main():
     reps, budget = (3, 1.0) if a.quick else (10, 4.0)
     torch.manual_seed(0)
     for t in ([1] if a.threads <= 1 else [1, a.threads]):
-        torch.set_num_threads(t)
+        torch_threads.set_threads(t)
         for (lname, C, O, H, W, k, s, p) in LAYERS:
             base = "conv_r18_%s_b%d" % (lname, batch)
             nf, nb = "%s_fwd_t%d" % (base, t), "%s_fwdbwd_t%d" % (base, t)

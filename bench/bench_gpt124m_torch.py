@@ -39,7 +39,8 @@ def main():
     a = ap.parse_args()
     import torch
     import torch.nn.functional as F
-    torch.set_num_threads(a.threads)
+    import torch_threads  # torch.set_num_threads + OpenBLAS's own thread count
+    torch_threads.set_threads(a.threads)
     rss0 = status_kb("VmRSS")
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     from train_gpt_ref import GPT

@@ -12,6 +12,7 @@ import sys
 import time
 
 import torch
+import torch_threads  # torch.set_num_threads + OpenBLAS's own thread count
 import torch.nn.functional as F
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
@@ -68,7 +69,7 @@ def main():
     ap.add_argument("--only", default=None)
     ap.add_argument("--rss-child", type=int, default=0, help=argparse.SUPPRESS)
     a = ap.parse_args()
-    torch.set_num_threads(a.threads)
+    torch_threads.set_threads(a.threads)
     if a.rss_child:  # the child: 3 training steps, then report this process's peak RSS
         step = setup(0, a.rss_child)
         for _ in range(3):

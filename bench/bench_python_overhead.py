@@ -16,6 +16,7 @@ import statistics
 import time
 
 import torch
+import torch_threads  # torch.set_num_threads + OpenBLAS's own thread count
 import ctorch
 
 
@@ -67,7 +68,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=15)
     ap.add_argument("--threads", type=int, default=1)
     args = ap.parse_args()
-    torch.set_num_threads(args.threads)
+    torch_threads.set_threads(args.threads)
     ctorch.set_num_threads(args.threads)
     wt, wc = workloads(torch), workloads(ctorch)
     print(f"torch {torch.__version__}, threads {args.threads}, rounds {args.rounds}")
