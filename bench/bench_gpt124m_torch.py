@@ -18,13 +18,7 @@ import os
 import sys
 import time
 
-
-def status_kb(key):
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(key + ":"):
-                return int(line.split()[1])
-    return -1
+from bench_memory_torch import status_kb  # a /proc/self/status field in KiB
 
 
 def main():

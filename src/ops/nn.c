@@ -305,6 +305,32 @@ fail:
   return norm_bw_fail(s, gin);
 }
 
+/* The fused norm backward kernels' call: inputs (g, x, w, mean, rstd) and the node's arguments; the
+ * caller allocates the outputs it needs. */
+static ct_call norm_bw_call(int op, const ct_node *n, ct_tensor *gc, ct_tensor *x, ct_tensor *w, ct_tensor *mean,
+                            ct_tensor *rstd) {
+  ct_call c = ct_call_make(op);
+  c.n_in = 5;
+  c.n_out = 3;
+  c.in[0] = gc;
+  c.in[1] = x;
+  c.in[2] = w;
+  c.in[3] = mean;
+  c.in[4] = rstd;
+  c.a = n->a;
+  return c;
+}
+/* Runs it when the outputs were allocated (ok); releases gc, and the outputs on failure. */
+static ct_status norm_bw_dispatch(ct_call *c, bool ok, ct_tensor *gc) {
+  ct_status st = ok ? nn_dispatch(c) : ct_last_status();
+  ct_release(gc);
+  if (!ok || st != CT_OK) {
+    for (int j = 0; j < 3; j++) ct_release(c->out[j]);
+    return st != CT_OK ? st : CT_ERR_RUNTIME; /* an allocation failed: never report success */
+  }
+  return CT_OK;
+}
+
 ct_status ct_bw_native_norm(ct_node *n, ct_tensor *const *g, ct_tensor **gin) {
   bool rms = n->a.k[0], has_w = n->a.k[1];
   ct_tensor *x = ct_node_saved_in(n, 0), *w = has_w ? ct_node_saved_in(n, 1) : NULL;
@@ -314,25 +340,13 @@ ct_status ct_bw_native_norm(ct_node *n, ct_tensor *const *g, ct_tensor **gin) {
   if ((!rms && !mean) || !rstd) return ct_last_status();
   ct_tensor *gc = ct_contiguous(g[0]);
   if (!gc) return ct_last_status();
-  ct_call c = ct_call_make(CT_OP_native_norm_backward);
-  c.n_in = 5;
-  c.n_out = 3;
-  c.in[0] = gc;
-  c.in[1] = x;
-  c.in[2] = w;
-  c.in[3] = mean;
-  c.in[4] = rstd;
-  c.a = n->a;
+  ct_call c = norm_bw_call(CT_OP_native_norm_backward, n, gc, x, w, mean, rstd);
   bool ok = (c.out[0] = nn_new_out(x, x->ndim, x->shape, x->dtype)) != NULL;
   if (ok && has_w && ct_node_needs_grad(n, 1)) ok = (c.out[1] = nn_new_out(x, w->ndim, w->shape, x->dtype)) != NULL;
   if (ok && !rms && n->a.k[2] && ct_node_needs_grad(n, 2))
     ok = (c.out[2] = nn_new_out(x, n->in_meta[2].ndim, n->in_meta[2].shape, x->dtype)) != NULL;
-  ct_status st = ok ? nn_dispatch(&c) : ct_last_status();
-  ct_release(gc);
-  if (!ok || st != CT_OK) {
-    for (int j = 0; j < 3; j++) ct_release(c.out[j]);
-    return st != CT_OK ? st : ct_last_status();
-  }
+  ct_status st = norm_bw_dispatch(&c, ok, gc);
+  if (st != CT_OK) return st;
   if (ct_node_needs_grad(n, 0)) gin[0] = c.out[0];
   else ct_release(c.out[0]);
   gin[1] = c.out[1];
@@ -609,25 +623,13 @@ ct_status ct_bw_native_batch_norm(ct_node *n, ct_tensor *const *g, ct_tensor **g
   if (!mean || !rstd) return ct_last_status();
   ct_tensor *gc = ct_contiguous(g[0]);
   if (!gc) return ct_last_status();
-  ct_call c = ct_call_make(CT_OP_native_batch_norm_backward);
-  c.n_in = 5;
-  c.n_out = 3;
-  c.in[0] = gc;
-  c.in[1] = x;
-  c.in[2] = w;
-  c.in[3] = mean;
-  c.in[4] = rstd;
-  c.a = n->a;
+  ct_call c = norm_bw_call(CT_OP_native_batch_norm_backward, n, gc, x, w, mean, rstd);
   bool ok = true;
   for (int j = 0; j < 3 && ok; j++)
     if (ct_node_needs_grad(n, j) && (j == 0 || (j == 1 && has_w) || (j == 2 && n->a.k[2])))
       ok = (c.out[j] = nn_new_out(x, n->in_meta[j].ndim, n->in_meta[j].shape, x->dtype)) != NULL;
-  ct_status st = ok ? nn_dispatch(&c) : ct_last_status();
-  ct_release(gc);
-  if (!ok || st != CT_OK) {
-    for (int j = 0; j < 3; j++) ct_release(c.out[j]);
-    return st != CT_OK ? st : ct_last_status();
-  }
+  ct_status st = norm_bw_dispatch(&c, ok, gc);
+  if (st != CT_OK) return st;
   for (int j = 0; j < 3; j++) gin[j] = c.out[j];
   return CT_OK;
 }

@@ -62,6 +62,18 @@ ct_tensor *tt_rand(uint64_t *state, int ndim, const int64_t *shape, ct_dtype dt,
   return t;
 }
 
+ct_tensor *tt_transposed_leaf(ct_tensor *x) {
+  int nd = x ? ct_ndim(x) : 0;
+  ct_tensor *t = x ? ct_transpose(x, 0, nd - 1) : NULL, *tc = t ? ct_contiguous(t) : NULL;
+  ct_tensor *back = tc ? ct_transpose(tc, 0, nd - 1) : NULL, *leaf = back ? ct_detach(back) : NULL;
+  if (leaf) ct_requires_grad_(leaf, true);
+  ct_release(t);
+  ct_release(tc);
+  ct_release(back);
+  ct_release(x);
+  return leaf;
+}
+
 double tt_excess(const ct_tensor *a, const ct_tensor *b, double rtol, double atol) {
   if (!a && !b) return 0;
   if (!a || !b) { /* an unreachable gradient (NULL) against an all-zero one: both say zero */

@@ -59,6 +59,9 @@ double tt_uniform(uint64_t *state);
 /* A tensor of uniform values * scale + shift from the stream *state, requiring grad if asked. */
 ct_tensor *tt_rand(uint64_t *state, int ndim, const int64_t *shape, ct_dtype dt, double scale, double shift,
                    bool requires_grad);
+/* The same values as x in a transposed memory layout (x^T^T made from a contiguous copy of x^T), as a
+ * new leaf requiring grad; releases x. NULL on failure. */
+ct_tensor *tt_transposed_leaf(ct_tensor *x);
 /* max |a - b| / (atol + rtol |b|) over the elements (<= 1: close); NaN in both places counts as
  * equal; a missing (NULL) gradient equals an all-zero one; other shape differences give INFINITY. */
 double tt_excess(const ct_tensor *a, const ct_tensor *b, double rtol, double atol);

@@ -84,14 +84,7 @@ static void bn_case(int nd, const int64_t *shape, bool training, int wb, bool ru
   int64_t C = shape[1];
   ct_tensor *x = tt_rand(&bn_state, nd, shape, dt, 2.0, shift, true);
   if (transposed) { /* the same values in a transposed layout */
-    ct_tensor *t = ct_transpose(x, 0, nd - 1), *tc = t ? ct_contiguous(t) : NULL, *back = tc ? ct_transpose(tc, 0, nd - 1) : NULL;
-    ct_tensor *leaf = back ? ct_detach(back) : NULL;
-    if (leaf) ct_requires_grad_(leaf, true);
-    ct_release(t);
-    ct_release(tc);
-    ct_release(back);
-    ct_release(x);
-    x = leaf;
+    x = tt_transposed_leaf(x);
   }
   ct_tensor *w = (wb & 1) ? tt_rand(&bn_state, 1, &C, dt, 1.0, 1.0, true) : NULL;
   ct_tensor *b = (wb & 2) ? tt_rand(&bn_state, 1, &C, dt, 1.0, 0.0, true) : NULL;

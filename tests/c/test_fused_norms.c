@@ -115,14 +115,7 @@ static void norm_case(bool rms, int nd, const int64_t *shape, int n, bool transp
   for (int i = 0; i < n; i++) c.ns[i] = shape[nd - n + i];
   ct_tensor *x = tt_rand(&fn_state, nd, shape, dt, 2.0, 0.5, true);
   if (transposed && nd >= 2) { /* same values, a transposed layout: x^T^T made from a transposed copy */
-    ct_tensor *t = ct_transpose(x, 0, nd - 1), *tc = t ? ct_contiguous(t) : NULL, *back = tc ? ct_transpose(tc, 0, nd - 1) : NULL;
-    ct_tensor *leaf = back ? ct_detach(back) : NULL;
-    if (leaf) ct_requires_grad_(leaf, true);
-    ct_release(t);
-    ct_release(tc);
-    ct_release(back);
-    ct_release(x);
-    x = leaf;
+    x = tt_transposed_leaf(x);
     CHECK(x && (!ct_is_contiguous(x) || shape[0] == 1 || shape[nd - 1] == 1));
   }
   ct_tensor *w = (wb & 1) ? tt_rand(&fn_state, n, c.ns, dt, 1.0, 1.0, true) : NULL;
