@@ -10,7 +10,7 @@
  *    therefore costs the caller nothing: before, the caller waited for every worker to wake up,
  *    even when it had done all the chunks itself.
  *  - workers spin briefly after a job before sleeping on the condition variable, so back-to-back
- *    loops find them awake; the caller takes the mutex only when a worker sleeps.
+ *    loops find them awake; the caller broadcasts the wake-up only when a worker sleeps.
  * CT_POOL_SPIN_US sets the spin (default 200 microseconds; 0: sleep at once).
  * The job word: bits 0..15 busy workers, bit 16 open, bits 17.. job sequence number. */
 #include "internal.h"
