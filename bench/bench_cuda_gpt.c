@@ -5,8 +5,9 @@
  *   bench_cuda_gpt [layers heads width context batch vocab steps precision...]
  * precision: fp32 | tf32 | bf16 (ct_cuda_set_autocast_bf16), each optionally +graph (forward, backward and
  * clipping replayed as a CUDA graph, the AdamW step eager); default: tf32 bf16 tf32+graph bf16+graph.
- *   bench_cuda_gpt resnet [batch steps]: the ResNet-18 CIFAR training step (SGD momentum, issue 7's
- * second anchor), float32, eager.
+ *   bench_cuda_gpt mm: the step's matrix-product shapes alone (TF32, bf16 autocast; not run on a GPU yet).
+ *   bench_cuda_gpt resnet [batch steps [graph]]: the ResNet-18 CIFAR training step (SGD momentum, issue 7's
+ * second anchor), float32, eager or replayed as one CUDA graph.
  * Build (CUDA build of the library):
  *   cc -O2 -std=c11 -D_GNU_SOURCE -Iinclude -o BUILD/bench_cuda_gpt bench/bench_cuda_gpt.c BUILD/libctorch.a \
  *      -lm -lpthread -L/usr/local/cuda/lib64 -lcudart_static -ldl -lrt -lstdc++
@@ -19,6 +20,8 @@
 #include <string.h>
 #include <time.h>
 #include "bench_clock.h"
+
+const char *ct_cuda_cudnn_info(void); /* the CUDA backend's (k_cudnn.cu) */
 
 
 #define DIE(...)                          \
@@ -52,8 +55,40 @@ static ct_status fwd_bwd(void *u) {
   return st;
 }
 
-/* ResNet-18 CIFAR (3x32x32, 10 classes) training step: forward, cross-entropy, backward, SGD. */
-static int bench_resnet(int64_t B, int64_t steps) {
+/* ResNet-18 CIFAR (3x32x32, 10 classes) training step: forward, cross-entropy, backward, SGD
+ * momentum. graph: after two eager steps the whole step (zero_grad in place, forward, loss,
+ * backward, SGD: its learning rate is constant) is captured once as a CUDA graph and replayed
+ * (test_cuda graph_cnn_step checks replays against an eager twin). */
+/* Mean cross-entropy against class probabilities made by ct_one_hot_unchecked: device ops only
+ * (ct_cross_entropy with class indices checks them on the host, which a CUDA graph capture cannot
+ * record); the same value for the in-range targets used here. */
+static ct_tensor *ce_device(const ct_tensor *out, const ct_tensor *y) {
+  ct_tensor *oh = ct_one_hot_unchecked(y, ct_size(out, 1), ct_tensor_dtype(out));
+  return oh ? ct_cross_entropy(out, oh, NULL, CT_REDUCTION_MEAN, -100, 0.0) : NULL;
+}
+typedef struct {
+  ct_module *m;
+  ct_optim *opt;
+  ct_tensor *x, *y, *loss;
+} rstep;
+static ct_status resnet_step(void *u) {
+  rstep *r = u;
+  ct_scope *sc = ct_scope_begin();
+  ct_tensor *out = ct_module_forward(r->m, r->x);
+  ct_tensor *loss = out ? ce_device(out, r->y) : NULL;
+  ct_status st = loss ? CT_OK : ct_last_status();
+  if (st == CT_OK) st = ct_optim_zero_grad(r->opt, false); /* in place: the graph keeps the buffers */
+  if (st == CT_OK) st = ct_backward(loss, NULL, false, false);
+  if (st == CT_OK) st = ct_optim_step(r->opt);
+  if (st == CT_OK) {
+    ct_release(r->loss);
+    r->loss = ct_retain(loss);
+  }
+  ct_scope_end(sc);
+  return st;
+}
+
+static int bench_resnet(int64_t B, int64_t steps, bool graph) {
   ct_device dev = ct_cuda(0);
   ct_manual_seed(0);
   ct_module *m = ct_resnet18_cifar_new(10);
@@ -73,23 +108,30 @@ static int bench_resnet(int64_t B, int64_t steps) {
   io.device = dev;
   ct_tensor *x = ct_randn(4, xs, fo, NULL), *y = ct_randint(0, 10, 1, &B, &io, NULL);
   if (!x || !y) DIE("batch");
+  rstep r = {m, opt, x, y, NULL};
+  ct_cuda_graph *gr = NULL;
+  for (int s = 0; s < 2; s++)
+    if (resnet_step(&r)) DIE("resnet step");
+  if (graph) {
+    gr = ct_cuda_graph_capture(0, resnet_step, &r);
+    if (!gr) DIE("resnet graph capture");
+    printf("ctorch  resnet18-cifar CUDA graph: %lld nodes\n", (long long)ct_cuda_graph_num_nodes(gr));
+  }
   double t0 = 0, last = 0;
   for (int64_t s = 0; s < steps + 2; s++) {
     if (s == 2) {
       ct_cuda_synchronize(0);
       t0 = now();
     }
-    ct_scope *sc = ct_scope_begin();
-    ct_tensor *out = ct_module_forward(m, x);
-    ct_tensor *loss = out ? ct_cross_entropy(out, y, NULL, CT_REDUCTION_MEAN, -100, 0.0) : NULL;
-    if (!loss) DIE("resnet forward");
-    if (ct_optim_zero_grad(opt, true) || ct_backward(loss, NULL, false, false) || ct_optim_step(opt)) DIE("resnet step");
-    if (s == steps + 1) ct_item_double(loss, &last);
-    ct_scope_end(sc);
+    if (gr ? ct_cuda_graph_replay(gr) : resnet_step(&r)) DIE("resnet step");
   }
   ct_cuda_synchronize(0);
   double ms = (now() - t0) * 1e3 / (double)steps;
-  printf("ctorch  resnet18-cifar b%lld train step %9.2f ms  (last loss %.4f)\n", (long long)B, ms, last);
+  ct_item_double(r.loss, &last);
+  printf("ctorch  resnet18-cifar b%lld train step %9.2f ms  (%s; last loss %.4f; convolutions: %s)\n", (long long)B, ms,
+         gr ? "CUDA graph" : "eager", last, ct_cuda_cudnn_info());
+  ct_cuda_graph_free(gr);
+  ct_release(r.loss);
   ct_optim_free(opt);
   ct_module_free(m);
   ct_dict_free(pd);
@@ -99,13 +141,66 @@ static int bench_resnet(int64_t B, int64_t steps) {
   return 0;
 }
 
+/* bench_cuda_gpt mm: the GPT-2 124M step's matrix-product shapes one at a time (ctorch's mm on
+ * CUDA, TF32 and bf16 autocast), device-synchronised: where the step's "mm" time goes. */
+static int bench_mm(void) {
+  ct_device dev = ct_cuda(0);
+  ct_options fo = ct_opts();
+  fo.device = dev;
+  struct {
+    const char *name;
+    int64_t M, N, K;
+    int ta, tb; /* operand given transposed (a view of a contiguous [K, M] / [N, K]) */
+  } sh[] = {{"qkv fwd   x W^T", 16384, 2304, 768, 0, 1},   {"qkv dX    dY W", 16384, 768, 2304, 0, 0},
+            {"qkv dW    dY^T X", 2304, 768, 16384, 1, 0}, {"fc2 fwd   h W^T", 16384, 768, 3072, 0, 1},
+            {"lm fwd    x E^T", 16384, 50257, 768, 0, 1},  {"lm dX     dL E", 16384, 768, 50257, 0, 0},
+            {"lm dE     dL^T x", 50257, 768, 16384, 1, 0}};
+  bool prev = ct_set_grad_enabled(false);
+  for (int prec = 0; prec < 2; prec++) {
+    ct_cuda_set_allow_tf32(prec == 0);
+    if (ct_cuda_set_autocast_bf16(prec == 1)) DIE("autocast");
+    for (size_t i = 0; i < sizeof sh / sizeof sh[0]; i++) {
+      ct_scope *sc = ct_scope_begin();
+      int64_t as[2] = {sh[i].ta ? sh[i].K : sh[i].M, sh[i].ta ? sh[i].M : sh[i].K};
+      int64_t bs[2] = {sh[i].tb ? sh[i].N : sh[i].K, sh[i].tb ? sh[i].K : sh[i].N};
+      /* filled on the device (random draws come from the host generator: minutes for the logits) */
+      ct_tensor *a = ct_full(2, as, ct_sf(0.5), fo), *b = ct_full(2, bs, ct_sf(0.25), fo);
+      if (!a || !b) DIE("mm inputs");
+      ct_tensor *A = sh[i].ta ? ct_transpose(a, 0, 1) : a, *Bm = sh[i].tb ? ct_transpose(b, 0, 1) : b;
+      double t0 = 0;
+      for (int r = 0; r < 12; r++) {
+        if (r == 2) {
+          ct_cuda_synchronize(0);
+          t0 = now();
+        }
+        ct_tensor *c = ct_mm(A, Bm);
+        if (!c) DIE("mm");
+        ct_release(c);
+      }
+      ct_cuda_synchronize(0);
+      double ms = (now() - t0) * 1e3 / 10;
+      printf("ctorch mm %-5s %-18s %6lld x %6lld x %6lld  %8.3f ms  %6.1f TFLOP/s\n", prec ? "bf16" : "tf32", sh[i].name,
+             (long long)sh[i].M, (long long)sh[i].N, (long long)sh[i].K, ms,
+             2.0 * (double)sh[i].M * (double)sh[i].N * (double)sh[i].K / (ms * 1e-3) / 1e12);
+      fflush(stdout);
+      ct_scope_end(sc);
+    }
+  }
+  ct_cuda_set_autocast_bf16(false);
+  ct_cuda_set_allow_tf32(false);
+  ct_set_grad_enabled(prev);
+  return 0;
+}
+
 int main(int argc, char **argv) {
+  if (argc >= 2 && !strcmp(argv[1], "mm")) return ct_cuda_is_available() ? bench_mm() : 0;
   if (argc >= 2 && !strcmp(argv[1], "resnet")) {
     if (!ct_cuda_is_available()) {
       printf("bench_cuda_gpt: skipped: %s\n", ct_cuda_unavailable_reason());
       return 0;
     }
-    return bench_resnet(argc > 2 ? atoll(argv[2]) : 16, argc > 3 ? atoll(argv[3]) : 20);
+    return bench_resnet(argc > 2 ? atoll(argv[2]) : 16, argc > 3 ? atoll(argv[3]) : 20,
+                        argc > 4 && !strcmp(argv[4], "graph"));
   }
   int64_t L = 12, H = 12, C = 768, T = 1024, B = 16, V = 50257, steps = 10;
   if (argc >= 8) {

@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "bench_clock.h"
+#include "bench_child.h"
 
 static void die(const char *what) {
   fprintf(stderr, "bench_gpt124m: %s: %s\n", what, ct_last_error());
@@ -113,16 +114,10 @@ typedef struct {
   long hwm, setup, rss0;
 } result;
 
-static result run_child(const char *cmd, const char *what) {
+static result parse(const bench_child *c) {
   result r = {0};
-  FILE *p = popen(cmd, "r");
-  if (!p) return r;
-  char line[1024], nm[64];
-  while (fgets(line, sizeof line, p))
-    if (sscanf(line, "RESULT %63s tok_s=%lf cpu_tok_s=%lf hwm_kb=%ld setup_kb=%ld rss0_kb=%ld", nm, &r.tok_s,
-               &r.cpu_tok_s, &r.hwm, &r.setup, &r.rss0) == 6 && !strcmp(nm, what))
-      r.ok = true;
-  if (pclose(p) != 0) r.ok = false;
+  r.ok = c->ok && sscanf(c->fields, "tok_s=%lf cpu_tok_s=%lf hwm_kb=%ld setup_kb=%ld rss0_kb=%ld", &r.tok_s,
+                         &r.cpu_tok_s, &r.hwm, &r.setup, &r.rss0) == 5;
   return r;
 }
 
@@ -157,12 +152,6 @@ int main(int argc, char **argv) {
     ct_set_num_threads(threads);
     return child_main(child, steps, B, T, P, N);
   }
-  char exe[4096];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (n <= 0) return 1;
-  exe[n] = 0;
-  const char *py = getenv("CT_BENCH_PYTHON");
-  if (!py || !*py) py = "/usr/bin/python3";
   printf("GPT-2 124M shape, random weights, %d thread(s); train B %lld T %lld (%d steps, best after the first); "
          "generate prompt %lld + %lld new tokens (KV cache, T 0.8, top-k 40)\n", threads, B, T, steps, P, N);
   printf("%-9s %-8s %10s %12s %9s %10s %10s\n", "workload", "side", "tok/s", "CPU tok/s", "peak MiB", "setup MiB",
@@ -170,16 +159,12 @@ int main(int argc, char **argv) {
   static const char *const what[2] = {"train", "generate"};
   for (int w = 0; w < 2; w++) {
     if (only && strcmp(only, what[w])) continue;
-    char cmd[8192];
-    snprintf(cmd, sizeof cmd, "'%s' --child %s --threads %d --steps %d --batch %lld --context %lld --prompt %lld --new %lld",
-             exe, what[w], threads, steps, B, T, P, N);
-    result r[2] = {run_child(cmd, what[w]), {0}};
-    if (torch) {
-      snprintf(cmd, sizeof cmd,
-               "OMP_NUM_THREADS=%d '%s' bench/bench_gpt124m_torch.py --child %s --threads %d --steps %d --batch %lld "
-               "--context %lld --prompt %lld --new %lld", threads, py, what[w], threads, steps, B, T, P, N);
-      r[1] = run_child(cmd, what[w]);
-    }
+    char args[256];
+    snprintf(args, sizeof args, "--threads %d --steps %d --batch %lld --context %lld --prompt %lld --new %lld", threads,
+             steps, B, T, P, N);
+    bench_child c[2];
+    if (!bench_child_pair("bench/bench_gpt124m_torch.py", what[w], threads, args, NULL, torch, false, c)) return 1;
+    result r[2] = {parse(&c[0]), parse(&c[1])};
     for (int k = 0; k < (torch ? 2 : 1); k++) {
       if (!r[k].ok) {
         printf("%-9s %-8s failed\n", what[w], k ? "pytorch" : "ctorch");

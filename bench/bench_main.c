@@ -238,6 +238,8 @@ static void bench_gemm_one(int64_t M, int64_t N, int64_t K, bool dbl, bool tb, i
 #ifdef HAVE_BLAS
   openblas_set_num_threads(threads);
   double t_blas = time_it(run_blas_gemm, &c, reps, budget);
+  snprintf(extra, sizeof extra, "(%.0f%% of FMA peak %.0f GFLOP/s, openblas %.0f%%)", 100 * g_ours / peak, peak,
+           100 * flop / t_blas / 1e9 / peak);
   emit(name, g_ours, flop / t_blas / 1e9, "openblas", "GFLOP/s", true, extra);
 #else
   printf("%-40s ours %9.3f GFLOP/s %s (no OpenBLAS peer in this build)\n", name, g_ours, extra);
@@ -517,13 +519,14 @@ int main(int argc, char **argv) {
   int tlist[2] = {1, nthreads};
   int nt = nthreads > 1 ? 2 : 1;
   /* GEMM: square, then transformer shapes (x @ W and x @ W^T as nn.Linear does) */
-  static const int64_t sq[] = {256, 512, 1024, 2048};
+  static const int64_t sq[] = {256, 512, 1024, 2048, 4096};
   for (int ti = 0; ti < nt; ti++) {
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < 5; i++) {
       if (quick && sq[i] > 1024) continue;
       bench_gemm_one(sq[i], sq[i], sq[i], false, false, tlist[ti], peak);
     }
     bench_gemm_one(1024, 3072, 768, false, false, tlist[ti], peak);
+    if (!quick) bench_gemm_one(4096, 3072, 768, false, true, tlist[ti], peak); /* the 4096x768x3072 class */
     bench_gemm_one(1024, 768, 3072, false, true, tlist[ti], peak);
     bench_gemm_one(1024, 3072, 768, false, true, tlist[ti], peak);
     bench_gemm_one(512, 512, 512, true, false, tlist[ti], peak);

@@ -28,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "bench_clock.h"
+#include "bench_child.h"
 
 static const char *const WORKLOADS[] = {"resnet18_cifar_train_b16", "resnet18_cifar_train_b64",
                                         "resnet18_224_infer_b16", "gpt2_124m_train_b4_t256"};
@@ -171,9 +172,11 @@ static void trace_saved(const ct_tensor *loss) {
 static void trace_point(bool on, const char *what) {
   if (!on) return;
   ct_memory_stats s = ct_memory_get_stats(ct_cpu());
-  printf("  %-14s allocated %7.1f MiB  cached %7.1f MiB  alloc-peak %7.1f MiB  RSS %7.1f MiB  HWM %7.1f MiB\n", what,
-         s.allocated_bytes / 1048576.0, s.cached_bytes / 1048576.0, s.peak_allocated_bytes / 1048576.0,
-         status_kb("VmRSS") / 1024.0, status_kb("VmHWM") / 1024.0);
+  /* system allocations so far: a count that stops growing means every later request was served from the cache */
+  printf("  %-14s allocated %7.1f MiB  cached %7.1f MiB  alloc-peak %7.1f MiB  RSS %7.1f MiB  HWM %7.1f MiB  "
+         "system allocs %lld\n", what, s.allocated_bytes / 1048576.0, s.cached_bytes / 1048576.0,
+         s.peak_allocated_bytes / 1048576.0, status_kb("VmRSS") / 1024.0, status_kb("VmHWM") / 1024.0,
+         (long long)s.n_allocs);
 }
 
 static void step(work *w, bool trace, bool trace_graph) {
@@ -235,19 +238,10 @@ typedef struct {
   double step_s, cpu_s;
 } result;
 
-static result run_child(const char *cmd, const char *name, bool echo) {
+static result parse(const bench_child *c) {
   result r = {0};
-  FILE *p = popen(cmd, "r");
-  if (!p) return r;
-  char line[1024];
-  while (fgets(line, sizeof line, p)) {
-    char nm[128];
-    if (sscanf(line, "RESULT %127s hwm_kb=%ld rss0_kb=%ld setup_kb=%ld step_s=%lf cpu_s=%lf", nm, &r.hwm, &r.rss0,
-               &r.setup, &r.step_s, &r.cpu_s) == 6 && !strcmp(nm, name))
-      r.ok = true;
-    if (echo) fputs(line, stdout);
-  }
-  if (pclose(p) != 0) r.ok = false;
+  r.ok = c->ok && sscanf(c->fields, "hwm_kb=%ld rss0_kb=%ld setup_kb=%ld step_s=%lf cpu_s=%lf", &r.hwm, &r.rss0,
+                         &r.setup, &r.step_s, &r.cpu_s) == 5;
   return r;
 }
 
@@ -275,12 +269,6 @@ int main(int argc, char **argv) {
     ct_set_num_threads(threads);
     return child_main(child, steps, trace);
   }
-  char exe[4096];
-  ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (n <= 0) return 1;
-  exe[n] = 0;
-  const char *py = getenv("CT_BENCH_PYTHON");
-  if (!py || !*py) py = "/usr/bin/python3";
   printf("peak RSS per workload, each side in its own process, %d thread(s), %d steps (best step time after the "
          "first)\n", threads, steps);
   printf("%-26s %-8s %9s %9s %9s %10s %9s %9s\n", "workload", "side", "peak MiB", "base MiB", "setup MiB",
@@ -288,15 +276,12 @@ int main(int argc, char **argv) {
   for (int i = 0; i < N_WORKLOADS; i++) {
     const char *name = WORKLOADS[i];
     if (only ? !strstr(name, only) : !strncmp(name, "gpt2", 4)) continue; /* GPT-2 only when asked for */
-    char cmd[8192];
-    snprintf(cmd, sizeof cmd, "'%s' --child %s --threads %d --steps %d%s", exe, name, threads, steps,
-             trace ? " --trace" : "");
-    result r[2] = {run_child(cmd, name, trace), {0}};
-    if (torch) {
-      snprintf(cmd, sizeof cmd, "OMP_NUM_THREADS=%d '%s' bench/bench_memory_torch.py --child %s --threads %d --steps %d",
-               threads, py, name, threads, steps);
-      r[1] = run_child(cmd, name, false);
-    }
+    char args[128];
+    snprintf(args, sizeof args, "--threads %d --steps %d", threads, steps);
+    bench_child c[2];
+    if (!bench_child_pair("bench/bench_memory_torch.py", name, threads, args, trace ? " --trace" : "", torch, trace, c))
+      return 1;
+    result r[2] = {parse(&c[0]), parse(&c[1])};
     for (int k = 0; k < (torch ? 2 : 1); k++) {
       if (!r[k].ok) {
         printf("%-26s %-8s failed\n", name, k ? "pytorch" : "ctorch");

@@ -25,6 +25,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+import torch_threads  # bench/: torch.set_num_threads + OpenBLAS's own thread count
+
 
 def read_idx(path):
     """An IDX file (optionally gzip-compressed) as a uint8 tensor of its shape."""
@@ -107,7 +109,7 @@ def main():
     ap.add_argument("--json", default=None)
     a = ap.parse_args()
     if a.threads > 0:
-        torch.set_num_threads(a.threads)
+        torch_threads.set_threads(a.threads)  # OpenBLAS's pool too: at 1 thread it would use a second core
     xtr, ytr, xte, yte = load(a.data, a.train_size, a.eval_size)
     xtr, xte = prep(xtr).unsqueeze(1), prep(xte).unsqueeze(1)
     ytr, yte = ytr.to(torch.int64), yte.to(torch.int64)

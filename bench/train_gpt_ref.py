@@ -36,6 +36,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+import torch_threads  # bench/: torch.set_num_threads + OpenBLAS's own thread count
+
 
 class Conv1D(nn.Module):
     """transformers' Conv1D: y = x @ W + b with W [in, out]."""
@@ -193,7 +195,7 @@ def main():
     if a.min_lr < 0:
         a.min_lr = a.lr / 10
     if a.threads > 0:
-        torch.set_num_threads(a.threads)
+        torch_threads.set_threads(a.threads)  # OpenBLAS's pool too: at 1 thread it would use a second core
     with open(a.data, "rb") as f:
         data, V = tokenize(f.read(), a.tokenizer)
     n_train = int(data.numel() * 0.9)

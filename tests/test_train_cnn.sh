@@ -47,6 +47,12 @@ cp tests/fuzz/seeds/idx/labels_u8.idx "$tmp/damaged/t10k-labels-idx1-ubyte"
 expect_run 1 "CRC-32 mismatch" "$C" train-cnn --data "$tmp/damaged" --out "$tmp/o1"
 cp tests/fuzz/seeds/idx/images_u8.idx "$tmp/damaged/t10k-images-idx3-ubyte.gz"
 expect_run 1 "has 3 images but" "$C" train-cnn --data "$tmp/damaged" --out "$tmp/o1"
+# a label outside the model's 10 classes is refused at load (the --cuda-graph loss cannot check it later)
+mkdir -p "$tmp/badlabel"
+cp tests/fuzz/seeds/idx/images_u8.idx "$tmp/badlabel/t10k-images-idx3-ubyte"
+printf '\000\000\010\001\000\000\000\003\005\014\001' > "$tmp/badlabel/t10k-labels-idx1-ubyte"
+expect_run 1 "is 12; the model has 10 classes (0 to 9)" "$C" train-cnn --data "$tmp/badlabel" --train-size 2 --eval-size 1 \
+  --out "$tmp/o1"
 
 if [ ! -f "$MNIST/t10k-images-idx3-ubyte.gz" ]; then
   echo "test_train_cnn: $MNIST not present; the training runs are skipped"

@@ -75,5 +75,23 @@ got=$(echo "$out" | grep '^step 6 ')
 for f in model.safetensors checkpoint.safetensors; do
   cmp -s "$tmp/straight/$f" "$tmp/split/$f" && ok || bad "resumed run's $f differs from the uninterrupted run's"
 done
+
+# 4. `ctorch sample` on the tiny model: the same seed gives the same text, --explain prints one line per
+# token with its probability, option errors, and Ctrl-C (SIGINT) stops a long generation with "[stopped]"
+S=("$C" sample --model "$tmp/straight" --prompt "the " --max-tokens 12 --top-k 5 --top-p 0.9 --threads 1)
+expect_run 0 "the " "${S[@]}" --seed 7
+first=$out
+expect_run 0 "the " "${S[@]}" --seed 7
+[ "$out" = "$first" ] && [ ${#first} -gt 4 ] && ok || bad "sample: seed 7 twice gave '$first' and '$out'"
+expect_run 0 "p=" "${S[@]}" --seed 7 --explain --explain-k 3 --max-tokens 4
+[ "$(echo "$out" | grep -c ' p=[01]\.[0-9][0-9][0-9]  |')" = 4 ] && ok || bad "sample --explain: not 4 token lines: $out"
+expect_run 2 "ctorch sample: --model DIR is required" "$C" sample --prompt x
+expect_run 2 "ctorch sample: unknown option '--nope'" "$C" sample --model "$tmp/straight" --nope 1
+expect_run 2 "--top-p" "$C" sample --model "$tmp/straight" --top-p 0
+expect_run 2 "--max-tokens" "$C" sample --model "$tmp/straight" --max-tokens -1
+expect_run 1 "ctorch sample: " "$C" sample --model "$tmp/no-such-dir"
+timeout --preserve-status -s INT 3 "$C" sample --model "$tmp/straight" --max-tokens 1000000000 --threads 1 > /dev/null 2> "$tmp/int.err"
+rc=$?
+[ $rc = 130 ] && grep -q '^\[stopped\]' "$tmp/int.err" && ok || bad "sample after SIGINT: exit $rc, stderr '$(cat "$tmp/int.err")'"
 echo "test_train_gpt: $pass passed, $fail failed"
 [ $fail = 0 ]

@@ -24,7 +24,7 @@ typedef struct {
   const char *data, *out, *resume, *device;
   int64_t epochs, batch, seed, threads, train_size, eval_size, c1, c2, hidden, stop_after;
   double lr;
-  bool quiet;
+  bool quiet, cuda_graph;
 } cnn_opts;
 
 #define DEFAULT_OUT "train-cnn-out"
@@ -68,7 +68,9 @@ static void usage(void) {
          "  --resume DIR       continue the run whose checkpoint is in DIR (bit for bit as if it had not\n"
          "                     stopped); its options are kept, --data defaults to its data, --out to DIR\n"
          "  --stop-after-epoch N  stop after epoch N (the checkpoint is written; --resume continues)\n"
-         "  --quiet            no progress bar\n",
+         "  --quiet            no progress bar\n"
+         "  --cuda-graph       (--device cuda) replay each full batch's forward and backward as one CUDA graph\n"
+         "                     captured after the first step; the Adam step and the learning rate stay eager\n",
          (long long)d.epochs, (long long)d.batch, d.lr, (long long)d.seed, (long long)d.train_size,
          (long long)d.eval_size, (long long)d.c1, (long long)d.c2, (long long)d.hidden, DEFAULT_OUT);
 }
@@ -108,6 +110,10 @@ static int parse(int argc, char **argv, cnn_opts *o) {
     }
     if (!strcmp(a, "--quiet")) {
       o->quiet = true;
+      continue;
+    }
+    if (!strcmp(a, "--cuda-graph")) {
+      o->cuda_graph = true;
       continue;
     }
     if (strncmp(a, "--", 2)) {
@@ -310,7 +316,91 @@ static bool load_data(const cnn_opts *o, dataset *d) {
     dataset_free(d);
     return false;
   }
+  /* every label a class of the model, checked once here: the --cuda-graph loss cannot check them */
+  int64_t classes = ct_cnn_config_mnist().num_classes;
+  const ct_tensor *ys[2] = {d->ytr, d->yte};
+  for (int i = 0; i < 2; i++) {
+    int64_t hi = 0;
+    ct_tensor *mx = ct_numel(ys[i]) ? ct_max(ys[i]) : NULL;
+    if (mx && ct_item_int64(mx, &hi) == CT_OK && hi >= classes) {
+      fprintf(stderr, "ctorch train-cnn: a label in %s is %lld; the model has %lld classes (0 to %lld)\n", o->data,
+              (long long)hi, (long long)classes, (long long)classes - 1);
+      ct_release(mx);
+      dataset_free(d);
+      return false;
+    }
+    ct_release(mx);
+  }
   return true;
+}
+
+/* --cuda-graph: gradients zeroed in place, forward, loss, backward of one full batch, captured
+ * once as a CUDA graph over fixed device buffers (x, y) and replayed; the loss is cross_entropy
+ * against ct_one_hot_unchecked's class probabilities, all on the device (with class indices it
+ * checks them on the host, which a capture cannot record); the labels were checked at load. */
+typedef struct {
+  ct_module *m;
+  ct_optim *opt;
+  ct_tensor *x, *y, *loss; /* retained */
+  ct_cuda_graph *graph;
+  bool warm, eager;
+} cnn_graph;
+
+static ct_status cnn_fwd_bwd(void *u) {
+  cnn_graph *c = u;
+  ct_scope *sc = ct_scope_begin();
+  ct_tensor *out = ct_module_forward(c->m, c->x);
+  ct_tensor *oh = out ? ct_one_hot_unchecked(c->y, ct_size(out, 1), ct_tensor_dtype(out)) : NULL;
+  ct_tensor *loss = oh ? ct_cross_entropy(out, oh, NULL, CT_REDUCTION_MEAN, -100, 0.0) : NULL;
+  ct_status st = loss ? ct_optim_zero_grad(c->opt, false) : ct_last_status();
+  if (st == CT_OK) st = ct_backward(loss, NULL, false, false);
+  if (st == CT_OK) {
+    ct_release(c->loss);
+    c->loss = ct_retain(loss);
+  }
+  ct_scope_end(sc);
+  return st;
+}
+
+/* One batch's forward and backward through the graph (eager for the first step, a short last
+ * batch, or after a failed capture); the step's loss is then c->loss. */
+static ct_status cnn_graph_step(cnn_graph *c, ct_device dev, const ct_tensor *xb, const ct_tensor *yb, int64_t batch) {
+  if (ct_size(xb, 0) != batch) { /* a short last batch: eager on its own buffers */
+    cnn_graph e = {c->m, c->opt, (ct_tensor *)xb, (ct_tensor *)yb, NULL, NULL, true, true};
+    ct_status st = cnn_fwd_bwd(&e);
+    if (st == CT_OK) {
+      ct_release(c->loss);
+      c->loss = e.loss;
+    }
+    /* the eager backward may have given parameters new gradient tensors, which the graph does
+     * not write: the next full batch captures afresh */
+    ct_cuda_graph_free(c->graph);
+    c->graph = NULL;
+    return st;
+  }
+  if (!c->x) {
+    c->x = ct_retain(ct_clone(xb)); /* the step's scope releases its own reference */
+    c->y = ct_retain(ct_clone(yb));
+    if (!c->x || !c->y) return ct_last_status();
+  }
+  CT_TRY(ct_copy_(c->x, xb));
+  CT_TRY(ct_copy_(c->y, yb));
+  if (!c->warm || c->eager) {
+    c->warm = true;
+    return cnn_fwd_bwd(c);
+  }
+  if (!c->graph) {
+    if (!(c->graph = ct_cuda_graph_capture(dev.index, cnn_fwd_bwd, c))) {
+      fprintf(stderr, "ctorch train-cnn: --cuda-graph: the step cannot be captured (%s); training eagerly\n",
+              ct_last_error());
+      ct_clear_error();
+      c->eager = true;
+      return cnn_fwd_bwd(c);
+    }
+    printf("CUDA graph: %lld nodes captured (forward, loss, backward)\n", (long long)ct_cuda_graph_num_nodes(c->graph));
+    fflush(stdout);
+  }
+  return ct_cuda_graph_replay(c->graph);
 }
 
 /* Held-out accuracy in percent (eval mode, no grad, batches of 500). */
@@ -469,6 +559,7 @@ int ct_cmd_train_cnn(int argc, char **argv) {
   ct_module *m = NULL;
   ct_optim *opt = NULL;
   ct_sched *sched = NULL;
+  cnn_graph cg = {0}; /* --cuda-graph */
   ct_generator *g = ct_generator_new((uint64_t)o.seed + 1); /* the shuffle: torch.Generator().manual_seed(seed + 1) */
   ct_tensor **params = NULL;
   ct_dict *r_msd = NULL, *r_osd = NULL, *r_meta = NULL;
@@ -538,6 +629,10 @@ int ct_cmd_train_cnn(int argc, char **argv) {
       goto out;
     }
     dev = ct_cuda((int)idx);
+  }
+  if (o.cuda_graph && dev.type != CT_DEVICE_CUDA) {
+    fprintf(stderr, "ctorch train-cnn: --cuda-graph needs --device cuda\n");
+    goto out;
   }
   if (!load_data(&o, &d)) goto out;
   if (dev.type != CT_DEVICE_CPU) {
@@ -629,6 +724,7 @@ int ct_cmd_train_cnn(int argc, char **argv) {
   fflush(stdout);
   bool bar = !o.quiet && isatty(2);
   ct_module_train(m, true);
+  cg = (cnn_graph){m, opt, NULL, NULL, NULL, NULL, false, false};
   double prev_sec = first_epoch > 0 && isfinite(h.ep_sec[first_epoch - 1]) ? h.ep_sec[first_epoch - 1] : 0;
   double t0 = now() - prev_sec, t_eval = 0, t_run = now();
   const int64_t first_step = step;
@@ -642,11 +738,17 @@ int ct_cmd_train_cnn(int argc, char **argv) {
       ct_tensor *idx = ct_narrow(perm, 0, s * o.batch, len);
       if (idx && dev.type != CT_DEVICE_CPU) idx = ct_to_device(idx, dev);
       ct_tensor *xb = idx ? ct_index_select(d.xtr, 0, idx) : NULL, *yb = idx ? ct_index_select(d.ytr, 0, idx) : NULL;
-      ct_tensor *out = xb && yb ? ct_module_forward(m, xb) : NULL;
-      ct_tensor *loss = out ? ct_cross_entropy(out, yb, NULL, CT_REDUCTION_MEAN, -100, 0.0) : NULL;
       double lv = NAN;
-      bool ok = loss && !ct_optim_zero_grad(opt, true) && !ct_backward(loss, NULL, false, false) &&
-                !ct_optim_step(opt) && !ct_sched_step(sched) && !ct_item_double(loss, &lv);
+      bool ok;
+      if (o.cuda_graph) {
+        ok = xb && yb && !cnn_graph_step(&cg, dev, xb, yb, o.batch) && !ct_optim_step(opt) && !ct_sched_step(sched) &&
+             !ct_item_double(cg.loss, &lv);
+      } else {
+        ct_tensor *out = xb && yb ? ct_module_forward(m, xb) : NULL;
+        ct_tensor *loss = out ? ct_cross_entropy(out, yb, NULL, CT_REDUCTION_MEAN, -100, 0.0) : NULL;
+        ok = loss && !ct_optim_zero_grad(opt, true) && !ct_backward(loss, NULL, false, false) && !ct_optim_step(opt) &&
+             !ct_sched_step(sched) && !ct_item_double(loss, &lv);
+      }
       ct_scope_end(sc);
       if (!ok) {
         ct_release(perm);
@@ -713,6 +815,10 @@ out:
   ct_dict_free(r_meta);
   free(saved_data);
   ct_generator_free(g);
+  ct_cuda_graph_free(cg.graph);
+  ct_release(cg.x);
+  ct_release(cg.y);
+  ct_release(cg.loss);
   ct_sched_free(sched);
   ct_optim_free(opt);
   free(params);

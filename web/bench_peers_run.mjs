@@ -2,7 +2,7 @@
 // The benchmark of issue 8 in headless Chromium: opens web/bench_peers.html (ctorch, ONNX Runtime
 // Web and TF.js in one page, cross-origin isolated, the same thread count for all), prints the
 // table with the browser's version, writes build/wasm-bench/results.json and a screenshot.
-//   node web/bench_peers_run.mjs [--threads 2] [--iters 5] [--only resnet18,vit_tiny,...]
+//   node web/bench_peers_run.mjs [--threads 2] [--iters 5] [--only resnet18,vit_tiny,...] [--warmup-ms 3000]
 // Needs make wasm and make wasm-bench-deps (npm packages and .onnx files under build/wasm-bench).
 import path from 'path';
 import fs from 'fs';
@@ -14,7 +14,7 @@ import { startServer } from './server.mjs';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const a = process.argv.slice(2);
 const opt = (n, d) => { const i = a.indexOf(n); return i >= 0 ? a[i + 1] : d; };
-const threads = Number(opt('--threads', 2)), iters = Number(opt('--iters', 5)), only = opt('--only', null);
+const threads = Number(opt('--threads', 2)), iters = Number(opt('--iters', 5)), only = opt('--only', null), warmupMs = opt('--warmup-ms', null);
 const require = createRequire(path.join(root, 'build/wasm/tools/package.json'));
 const { chromium } = require('playwright-core');
 const outDir = path.join(root, 'build/wasm-bench');
@@ -29,7 +29,7 @@ try {
   const problems = [];
   page.on('pageerror', (e) => problems.push('pageerror: ' + e.message));
   page.on('console', (m) => { if (m.type() === 'error') problems.push('console.error: ' + m.text()); });
-  const url = `${srv.url}web/bench_peers.html?threads=${threads}&iters=${iters}${only ? '&only=' + only : ''}`;
+  const url = `${srv.url}web/bench_peers.html?threads=${threads}&iters=${iters}${only ? '&only=' + only : ''}${warmupMs ? '&warmupMs=' + warmupMs : ''}`;
   const t0 = Date.now();
   await page.goto(url);
   await page.waitForFunction(() => window.__peers && window.__peers.done, null, { timeout: 1800000, polling: 1000 });
@@ -40,7 +40,7 @@ try {
   fs.writeFileSync(path.join(outDir, 'results.json'), JSON.stringify(s, null, 1));
   console.log(`Chromium ${s.chromium}, cross-origin isolated: ${s.isolated}, ${threads} threads, ${iters} timed runs each (median), load average before/after: ${s.loadavg.map((x) => x.toFixed(1)).join(' ')}`);
   for (const r of s.results)
-    console.log(`${r.bench.padEnd(15)} ${r.lib.padEnd(70)} median ${r.ms.toFixed(1).padStart(7)} ms  min ${r.minMs.toFixed(1).padStart(7)} ms${r.tokensPerSecond ? `  ${r.tokensPerSecond.toFixed(0)} tokens/s` : ''}${r.speedup ? `  peer/ctorch ${r.speedup.toFixed(2)} (median of paired ratios)` : ''}`);
+    console.log(`${r.bench.padEnd(15)} ${r.lib.padEnd(70)} median ${r.ms.toFixed(1).padStart(7)} ms  min ${r.minMs.toFixed(1).padStart(7)} ms${r.tokensPerSecond ? `  ${r.tokensPerSecond.toFixed(0)} tokens/s` : ''}${r.speedup ? `  peer/ctorch ${r.speedup.toFixed(2)} (median of paired ratios)` : ''}\n${''.padEnd(16)}in run order: ${r.times.map((t) => t.toFixed(0)).join(' ')}`);
   if (s.error || problems.length) { console.log('errors: ' + [s.error, ...problems].filter(Boolean).join(' | ')); code = 1; }
 } finally {
   await browser.close();

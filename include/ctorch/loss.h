@@ -48,6 +48,11 @@ ct_tensor *ct_cosine_similarity(const ct_tensor *x1, const ct_tensor *x2, int64_
 ct_tensor *ct_pairwise_distance(const ct_tensor *x1, const ct_tensor *x2, double p, double eps, bool keepdim);
 /* int64 one-hot encoding, new last dim of num_classes (-1: max + 1) */
 ct_tensor *ct_one_hot(const ct_tensor *t, int64_t num_classes);
+/* one-hot of int64 class indices as `dtype`, new last dim of num_classes, made on t's device
+ * without reading the indices back (so a CUDA graph can capture it, and cross_entropy with these
+ * class probabilities is then device-only). Indices are NOT checked: one outside [0, num_classes)
+ * gives an all-zero row, so callers check their targets where they load them. */
+ct_tensor *ct_one_hot_unchecked(const ct_tensor *t, int64_t num_classes, ct_dtype dtype);
 
 #ifdef __cplusplus
 }

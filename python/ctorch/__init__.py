@@ -74,12 +74,18 @@ class device:
     def __init__(self, type="cpu", index=None):  # noqa: A002
         if isinstance(type, device):
             type, index = type.type, type.index
+        if not isinstance(type, (str, device, _builtins.int)) or isinstance(type, _builtins.bool):
+            raise TypeError("Device() received an invalid combination of arguments - got (%s), but expected one "
+                            "of:\n * (torch.device device)\n      didn't match because some of the arguments have "
+                            "invalid types: (!%s!)\n * (str type, int index)\n" % ((_builtins.type(type).__name__,) * 2))
         if isinstance(type, _builtins.int):
-            type, index = "cpu", type
+            type, index = "cuda", type  # as in PyTorch, a bare index names a CUDA device
         s = str(type)
         if ":" in s:
             s, idx = s.split(":", 1)
             index = _builtins.int(idx)
+        if index is not None and index < 0:
+            raise RuntimeError("Device index must not be negative")
         if s not in ("cpu", "cuda", "mps", "meta"):
             raise RuntimeError(
                 "Expected one of cpu, cuda, ipu, xpu, mkldnn, opengl, opencl, ideep, hip, ve, fpga, ort, xla, "
@@ -444,12 +450,23 @@ def is_tensor(obj):
     return isinstance(obj, Tensor)
 
 
+def _tensor_arg(name, t):
+    """PyTorch's parser message for a non-tensor given where `input` must be a Tensor."""
+    if not isinstance(t, Tensor):
+        raise TypeError("%s(): argument 'input' (position 1) must be Tensor, not %s" % (name, type(t).__name__))
+    return t
+
+
 def is_floating_point(t):
-    return t.is_floating_point()
+    return _tensor_arg("is_floating_point", t).is_floating_point()
 
 
 def is_complex(t):
-    return False
+    return _tensor_arg("is_complex", t).is_complex()
+
+
+def is_inference(t):
+    return _tensor_arg("is_inference", t).is_inference()
 
 
 def is_nonzero(t):

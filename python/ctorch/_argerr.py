@@ -75,6 +75,7 @@ _SIGS = {
                     "(tuple of ints size, *, Tensor? out=, OPTS)",
                     "(tuple of ints size, *, tuple of names? names, OPTS)"]), None),
 }
+_SIGS["clip"] = _SIGS["clamp"]  # an alias: same signatures, its own name in the message
 # PyTorch lets plain numbers stand for Tensor arguments of these ops
 _NUMBERS_AS_TENSORS = {"add"}
 

@@ -60,5 +60,7 @@ def install(torch):  # noqa: F811  (extends the first install)
     _install_linalg(torch)
     from . import _nd3
     _nd3.install(torch)
+    from . import _frac
+    _frac.install(torch)
     from . import _more
     _more.install(torch)

@@ -81,6 +81,13 @@ def _solve_raw(A, B):
     return X, info
 
 
+def _raise_first_failure(info, msg):
+    """LAPACK-style info: msg (with the first positive code) when any matrix of the batch failed."""
+    bad = [i for i in info.reshape(-1).tolist() if i > 0]
+    if bad:
+        raise _LinAlgError(msg % bad[0])
+
+
 def _raise_singular_solve(info):
     if info.numel() and _b.bool((info > 0).any()):
         raise _LinAlgError("torch.linalg.solve: The solver failed because the input matrix is singular.")
@@ -92,10 +99,8 @@ class _Inv(Function):
     def forward(ctx, A):
         I = _eye_like(A).expand(A.shape).contiguous()
         X, info = _solve_raw(A, I)
-        bad = [i for i in info.reshape(-1).tolist() if i > 0]
-        if bad:
-            raise _LinAlgError("linalg.inv: The diagonal element %d is zero, the inversion could not be completed "
-                               "because the input matrix is singular." % bad[0])
+        _raise_first_failure(info, "linalg.inv: The diagonal element %d is zero, the inversion could not be "
+                                   "completed because the input matrix is singular.")
         ctx.save_for_backward(X)
         return X
 
@@ -290,10 +295,8 @@ class _Cholesky(Function):
     @staticmethod
     def forward(ctx, A):
         L, info = _C._linalg_cholesky(A.contiguous())
-        bad = [i for i in info.reshape(-1).tolist() if i > 0]
-        if bad:
-            raise _LinAlgError("linalg.cholesky: The factorization could not be completed because the input is not "
-                               "positive-definite (the leading minor of order %d is not positive-definite)." % bad[0])
+        _raise_first_failure(info, "linalg.cholesky: The factorization could not be completed because the input is "
+                                   "not positive-definite (the leading minor of order %d is not positive-definite).")
         ctx.save_for_backward(L)
         return L
 

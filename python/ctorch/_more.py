@@ -246,7 +246,6 @@ def fake_quantize_per_tensor_affine(input, scale, zero_point, quant_min, quant_m
 
 def index_reduce_(self, dim, index, source, reduce, *, include_self=True):
     """self[..., index[i], ...] op= source[..., i, ...]: scatter_reduce_ with the index spread over source"""
-    T = _torch()
     if reduce not in ("prod", "mean", "amax", "amin"):
         raise RuntimeError("index_reduce(): Expected reduce to be one of prod, mean, amax or amin but got %s." % reduce)
     if index.dim() > 1:
@@ -421,10 +420,9 @@ def install(torch):
                        ("view_as_complex", "complex dtypes"), ("polar", "complex dtypes"),
                        ("sparse_coo_tensor", "sparse tensors"), ("sparse_csr_tensor", "sparse tensors"),
                        ("quantize_per_tensor", "quantized tensors"), ("quantize_per_channel", "quantized tensors"),
-                       ("quantize_per_tensor_dynamic", "quantized tensors"), ("histogramdd", "histogramdd")):
+                       ("quantize_per_tensor_dynamic", "quantized tensors")):
         if not hasattr(torch, name):
-            setattr(torch, name, _refuse("torch." + name, what if name != "histogramdd" else
-                                         "multi-dimensional histograms"))
+            setattr(torch, name, _refuse("torch." + name, what))
     simple = {"narrow_copy": narrow_copy, "gradient": gradient, "histogram": histogram, "i0": i0,
               "frombuffer": frombuffer, "from_dlpack": from_dlpack, "set_flush_denormal": set_flush_denormal,
               "set_default_tensor_type": set_default_tensor_type,
@@ -457,10 +455,6 @@ def install(torch):
     if not hasattr(F, "conv_transpose3d"):
         F.conv_transpose3d = conv_transpose3d
         torch.conv_transpose3d = conv_transpose3d
-    for name in ("fractional_max_pool2d", "fractional_max_pool3d"):
-        if not hasattr(F, name):
-            setattr(F, name, _refuse("nn.functional." + name, "fractional max pooling (its random window "
-                                                                     "offsets are not drawn as PyTorch draws them)"))
     _install_modules(torch)
 
 
@@ -536,13 +530,6 @@ def _install_modules(torch):
                 self.__class__ = Linear
             return Linear.forward(self, input)
 
-    def _refused_module(name):
-        def __init__(self, *args, **kwargs):
-            raise NotImplementedError("ctorch has no fractional max pooling: nn.%s is not supported (its random "
-                                      "window offsets are not drawn as PyTorch draws them)" % name)
-        return type(name, (Module,), {"__init__": __init__})
-
-    for cls in (CTCLoss, ConvTranspose3d, SyncBatchNorm, LazyLinear, _refused_module("FractionalMaxPool2d"),
-                _refused_module("FractionalMaxPool3d")):
+    for cls in (CTCLoss, ConvTranspose3d, SyncBatchNorm, LazyLinear):
         if not hasattr(nn, cls.__name__):
             setattr(nn, cls.__name__, cls)

@@ -177,7 +177,6 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
     shape = tuple(x.shape[2:])
     pads = (p[2], p[2] + extra[2], p[1], p[1] + extra[1], p[0], p[0] + extra[0])
     xp = F.pad(x, pads) if any(pads) else x
-    N, C = xp.shape[0], xp.shape[1]
     kk = k[1] * k[2]
 
     def box_sum(t):
@@ -278,19 +277,11 @@ def install(torch):
                               self.bias, self.stride, 0, self.dilation, self.groups)
             return conv3d(input, self.weight, self.bias, self.stride, self.padding, self.dilation, self.groups)
 
-    # the pools share their constructors with the 1-d/2-d modules (nn/layers.py); F.<_fn> is set above
-    class MaxPool3d(_MaxPoolNd):
-        _fn = "max_pool3d"
-
-    class AvgPool3d(_AvgPoolNd):
-        _fn = "avg_pool3d"
-
-    class AdaptiveAvgPool3d(_AdaptiveAvgPoolNd):
-        _fn = "adaptive_avg_pool3d"
-
-    class AdaptiveMaxPool3d(_AdaptiveMaxPoolNd):
-        _fn = "adaptive_max_pool3d"
-
-    for cls in (Conv3d, MaxPool3d, AvgPool3d, AdaptiveAvgPool3d, AdaptiveMaxPool3d):
+    # the pools are the 1-d/2-d modules' classes (nn/layers.py) with the 3-d function F.<_fn>, set above
+    pools = [type(name, (base,), {"_fn": fn, "__module__": __name__})
+             for name, base, fn in (("MaxPool3d", _MaxPoolNd, "max_pool3d"), ("AvgPool3d", _AvgPoolNd, "avg_pool3d"),
+                                    ("AdaptiveAvgPool3d", _AdaptiveAvgPoolNd, "adaptive_avg_pool3d"),
+                                    ("AdaptiveMaxPool3d", _AdaptiveMaxPoolNd, "adaptive_max_pool3d"))]
+    for cls in [Conv3d] + pools:
         if not hasattr(nn, cls.__name__):
             setattr(nn, cls.__name__, cls)

@@ -4,6 +4,9 @@ Files are PyTorch's zip format (archive/data.pkl + archive/data/<key>), written 
 with a restricted pickle: loading rebuilds only tensors, Parameters and plain containers
 (dict, OrderedDict, list, tuple, numbers, strings) and refuses any other global, so a
 file never runs code. Files written by torch.save and by ctorch.save load in either.
+
+A path ending in .safetensors is written in the safetensors format instead (a dict of str -> Tensor,
+or one tensor); load recognises that format by its content and checks every offset before reading.
 """
 import collections
 import io
@@ -105,6 +108,8 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=False, **kwar
         with open(f, "rb") as fh:
             return load(fh, map_location)
     data = f.read()
+    if _is_safetensors(data):
+        return _load_safetensors(data)
     if not zipfile.is_zipfile(io.BytesIO(data)):
         raise RuntimeError("ctorch.load only reads PyTorch's zip checkpoint format (torch.save since 1.6)")
     z = zipfile.ZipFile(io.BytesIO(data))
@@ -174,6 +179,10 @@ class _Writer(pickle._Pickler):
 
 
 def save(obj, f, pickle_module=None, pickle_protocol=2, _use_new_zipfile_serialization=True):
+    if isinstance(f, (str, os.PathLike)) and str(f).endswith(".safetensors"):
+        with open(f, "wb") as fh:
+            fh.write(_safetensors_bytes(obj))
+        return
     storages = []
     buf = io.BytesIO()
     _Writer(buf, storages).dump(obj)
@@ -191,3 +200,84 @@ def _write_zip(z, base, pkl, storages):
     for key, data in storages:
         z.writestr(base + "/data/" + key, data)
     z.writestr(base + "/version", "3\n")
+
+
+# ---- safetensors: 8-byte little-endian header length, a JSON header, then the tensors' bytes ----
+_ST_DTYPE = {"float32": "F32", "float64": "F64", "float16": "F16", "bfloat16": "BF16", "int8": "I8", "uint8": "U8",
+             "int16": "I16", "int32": "I32", "int64": "I64", "bool": "BOOL"}
+_ST_NAME = {v: k for k, v in _ST_DTYPE.items()}
+_ONE_TENSOR = "ctorch.tensor"  # metadata key marking a file that holds one tensor, not a dict
+
+
+def _safetensors_bytes(obj):
+    import json
+    one = isinstance(obj, _C._TensorBase)
+    tensors = {"tensor": obj} if one else obj
+    if not isinstance(tensors, dict) or not all(isinstance(k, str) and isinstance(v, _C._TensorBase)
+                                                for k, v in tensors.items()):
+        raise TypeError("ctorch.save: a .safetensors file holds a tensor or a dict of str -> Tensor; "
+                        "use another file name for other objects")
+    header, blobs, off = {}, [], 0
+    if one:
+        header["__metadata__"] = {_ONE_TENSOR: "1"}
+    for k in tensors:  # in the dict's order, which load gives back (by offset)
+        t = tensors[k].detach().contiguous()
+        if t.device.type != "cpu":
+            t = t.cpu()
+        name = _dtype_name(t.dtype)
+        b = _to_bytes(t, name) if t.numel() else b""
+        header[k] = {"dtype": _ST_DTYPE[name], "shape": list(t.shape), "data_offsets": [off, off + len(b)]}
+        blobs.append(b)
+        off += len(b)
+    h = json.dumps(header, separators=(",", ":")).encode()
+    h += b" " * (-len(h) % 8)  # the data start aligned to 8 bytes
+    return struct.pack("<Q", len(h)) + h + b"".join(blobs)
+
+
+def _is_safetensors(data):
+    if len(data) < 10:
+        return False
+    n = struct.unpack("<Q", data[:8])[0]
+    return 2 <= n <= len(data) - 8 and data[8:9] == b"{"
+
+
+def _load_safetensors(data):
+    import json
+    import ctorch
+    n = struct.unpack("<Q", data[:8])[0]
+    try:
+        header = json.loads(data[8:8 + n].decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as e:
+        raise RuntimeError("ctorch.load: damaged safetensors header (%s)" % e) from None
+    if not isinstance(header, dict):
+        raise RuntimeError("ctorch.load: damaged safetensors header (not a JSON object)")
+    meta = header.pop("__metadata__", None) or {}
+    body = data[8 + n:]
+    out, spans = {}, []
+    for k, e in header.items():
+        ok = (isinstance(e, dict) and e.get("dtype") in _ST_NAME and isinstance(e.get("shape"), list)
+              and all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in e["shape"])
+              and isinstance(e.get("data_offsets"), list) and len(e["data_offsets"]) == 2
+              and all(isinstance(d, int) and not isinstance(d, bool) for d in e["data_offsets"]))
+        if not ok:
+            raise RuntimeError("ctorch.load: damaged safetensors entry '%s'" % k)
+        name = _ST_NAME[e["dtype"]]
+        b, end = e["data_offsets"]
+        numel = 1
+        for d in e["shape"]:
+            numel *= d
+        size = getattr(_C, name).itemsize
+        if not (0 <= b <= end <= len(body)) or end - b != numel * size:
+            raise RuntimeError("ctorch.load: safetensors entry '%s' has offsets [%d, %d] that do not fit its "
+                               "shape %s, dtype %s and the %d bytes of data" % (k, b, end, e["shape"], e["dtype"],
+                                                                              len(body)))
+        spans.append((b, end, k))
+        flat = _from_bytes(body[b:end], name, numel) if numel else ctorch.zeros(0, dtype=getattr(_C, name))
+        out[k] = flat.reshape(e["shape"]).clone()
+    spans.sort()
+    for (b0, e0, k0), (b1, e1, k1) in zip(spans, spans[1:]):
+        if b1 < e0:
+            raise RuntimeError("ctorch.load: safetensors entries '%s' and '%s' overlap" % (k0, k1))
+    if meta.get(_ONE_TENSOR) == "1" and list(out) == ["tensor"]:
+        return out["tensor"]
+    return {k: out[k] for _, _, k in spans}

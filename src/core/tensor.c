@@ -124,6 +124,7 @@ ct_tensor *ct_make_view(const ct_tensor *t, int ndim, const int64_t *shape, cons
   ct_tensor *base = t->base ? t->base : (ct_tensor *)t;
   v->base = ct_hold(base);
   ct_vcell_share(v, t);
+  v->is_inference = t->is_inference; /* a view is an inference tensor exactly when its base is, in any mode */
   /* PyTorch forbids in-place changes with grad recording on to views made while it was off */
   if (ct_is_inference_mode())
     v->view_creation = base->is_inference ? CT_VIEW_DEFAULT : CT_VIEW_INFERENCE;

@@ -725,6 +725,30 @@ static ct_status one_hot_classes(int64_t mn, int64_t mx, int64_t num_classes) {
 /* Device tensors (non-empty int64): the range comes from two device reductions read back
  * as scalars (PyTorch's .item()), never from device memory on the host; the result is
  * eq(t.unsqueeze(-1), arange(C)) as int64, all device ops. */
+ct_tensor *ct_one_hot_unchecked(const ct_tensor *t, int64_t num_classes, ct_dtype dtype) {
+  if (ct_check_tensor(t, "one_hot")) return NULL;
+  if (t->dtype != CT_INT64) {
+    ct_set_error(CT_ERR_RUNTIME, "one_hot is only applicable to index tensor.");
+    return NULL;
+  }
+  if (t->ndim + 1 > CT_MAX_DIMS || num_classes < 0) {
+    ct_set_error(CT_ERR_RUNTIME, "one_hot: at most %d dims and num_classes >= 0", CT_MAX_DIMS - 1);
+    return NULL;
+  }
+  /* comparisons with arange on the tensor's own device: nothing is read back */
+  ct_options o = ct_opts_dtype(CT_INT64);
+  o.device = t->storage->device;
+  bool prev = ct_set_grad_enabled(false);
+  ct_tensor *ar = ct_arange(ct_si(0), ct_si(num_classes), ct_si(1), &o), *u = ar ? ct_unsqueeze(t, -1) : NULL;
+  ct_tensor *e = u ? ct_eq(u, ar) : NULL;
+  ct_tensor *out = e ? ct_to_dtype(e, dtype) : NULL;
+  ct_set_grad_enabled(prev);
+  ct_release(ar);
+  ct_release(u);
+  ct_release(e);
+  return out;
+}
+
 static ct_tensor *one_hot_device(const ct_tensor *t, int64_t num_classes) {
   int64_t mn = 0, mx = 0;
   ct_tensor *tmin = ct_min(t), *tmax = tmin ? ct_max(t) : NULL, *out = NULL;
@@ -733,18 +757,7 @@ static ct_tensor *one_hot_device(const ct_tensor *t, int64_t num_classes) {
   if (st == CT_OK) st = one_hot_classes(mn, mx, num_classes);
   int64_t nc = num_classes == -1 ? mx + 1 : num_classes, total;
   if (st == CT_OK && !ct_mul_ok(ct_numel(t), nc, &total)) st = CT_ERR(CT_ERR_RUNTIME, "one_hot: size overflow");
-  if (st == CT_OK) {
-    ct_options o = ct_opts_dtype(CT_INT64);
-    o.device = t->storage->device;
-    bool prev = ct_set_grad_enabled(false);
-    ct_tensor *ar = ct_arange(ct_si(0), ct_si(nc), ct_si(1), &o), *u = ar ? ct_unsqueeze(t, -1) : NULL;
-    ct_tensor *e = u ? ct_eq(u, ar) : NULL;
-    out = e ? ct_to_dtype(e, CT_INT64) : NULL;
-    ct_set_grad_enabled(prev);
-    ct_release(ar);
-    ct_release(u);
-    ct_release(e);
-  }
+  if (st == CT_OK) out = ct_one_hot_unchecked(t, nc, CT_INT64);
   ct_release(tmin);
   ct_release(tmax);
   return out;

@@ -192,10 +192,12 @@ static ct_status check_norm_dtype(const ct_tensor *x, const char *kernel) {
  * dependence on x. attrs: i0 normalized numel, f0 eps, k0 rms, k1 has weight, k2 has bias,
  * k3 number of normalized dims. */
 static bool norm_fusable(const ct_tensor *x, const ct_tensor *w, const ct_tensor *b) {
-  /* CPU, and CUDA (src/backend/cuda/k_fast.cu has the three fused kernels) */
+  /* CPU, CUDA (src/backend/cuda/k_fast.cu has the three fused kernels) and WebGPU (float32:
+   * src/backend/webgpu/webgpu_kernels.c) */
   ct_device_type dt = x->storage->device.type;
-  if (!ct_fast_enabled() || (dt != CT_DEVICE_CPU && dt != CT_DEVICE_CUDA) || ct_numel(x) == 0) return false;
-  if (x->dtype != CT_FLOAT32 && x->dtype != CT_FLOAT64) return false;
+  if (!ct_fast_enabled() || (dt != CT_DEVICE_CPU && dt != CT_DEVICE_CUDA && dt != CT_DEVICE_WEBGPU) || ct_numel(x) == 0)
+    return false;
+  if (x->dtype != CT_FLOAT32 && (x->dtype != CT_FLOAT64 || dt == CT_DEVICE_WEBGPU)) return false;
   const ct_tensor *o[2] = {w, b};
   for (int k = 0; k < 2; k++)
     if (o[k] && (o[k]->dtype != x->dtype || o[k]->storage->device.type != dt ||
@@ -490,11 +492,13 @@ static ct_status update_running(ct_tensor *running, const ct_tensor *stat, doubl
  * that require grad). A backward taken with create_graph forms the same gradient from public
  * ops (bn_bw_composed), recomputing the statistics from x so double backward sees them. */
 static bool bn_fusable(const ct_tensor *x, const ct_tensor *const *others) {
-  if (!ct_fast_enabled() || x->storage->device.type != CT_DEVICE_CPU || ct_numel(x) == 0) return false;
+  /* CPU, and CUDA (src/backend/cuda/k_bn.cu has the same two ops) */
+  ct_device_type dv = x->storage->device.type;
+  if (!ct_fast_enabled() || (dv != CT_DEVICE_CPU && dv != CT_DEVICE_CUDA) || ct_numel(x) == 0) return false;
   if (x->dtype != CT_FLOAT32 && x->dtype != CT_FLOAT64) return false;
   for (int k = 0; k < 4; k++) {
     const ct_tensor *t = others[k];
-    if (t && (t->dtype != x->dtype || t->storage->device.type != CT_DEVICE_CPU || (k >= 2 && ct_requires_grad(t))))
+    if (t && (t->dtype != x->dtype || t->storage->device.type != dv || (k >= 2 && ct_requires_grad(t))))
       return false;
   }
   return true;

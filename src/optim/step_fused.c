@@ -279,6 +279,8 @@ static bool make_zeros(ct_pstate *s, int slot, const ct_tensor *p) {
 /* Adam/AdamW on float32 CUDA parameters: one fused kernel (src/backend/cuda/k_fast.cu). */
 bool ct_cuda_optim_update_fused(ct_optim *opt, ct_pgroup *gr, int64_t i);
 #endif
+/* Adam/AdamW on float32 WebGPU parameters: one dispatch each (src/backend/webgpu/webgpu_kernels.c). */
+bool ct_webgpu_optim_update_fused(ct_optim *opt, ct_pgroup *gr, int64_t i);
 
 bool ct_optim_update_fused(ct_optim *opt, ct_pgroup *gr, int64_t i) {
   ct_tensor *p = gr->params[i], *g = p->grad;
@@ -288,6 +290,7 @@ bool ct_optim_update_fused(ct_optim *opt, ct_pgroup *gr, int64_t i) {
 #ifdef CT_HAVE_CUDA
   if (p->storage->device.type == CT_DEVICE_CUDA) return ct_cuda_optim_update_fused(opt, gr, i);
 #endif
+  if (p->storage->device.type == CT_DEVICE_WEBGPU) return ct_webgpu_optim_update_fused(opt, gr, i);
   if ((dt != CT_FLOAT32 && dt != CT_FLOAT64) || !usable(p, dt) || !usable(g, dt)) return false;
   if (ct_shares_storage(p, g)) return false; /* the loops assume no aliasing */
   fctx c;

@@ -173,19 +173,37 @@ static void cf_check(const cf_case *c) {
     const char *name;
     int path;
     int64_t budget; /* -1: two samples */
-  } modes[] = {{"auto", -1, 0}, {"im2col, row chunks", CT_CONV_PATH_IM2COL, 1}, {"im2col, 2-sample chunks",
-                                                                                 CT_CONV_PATH_IM2COL, -1}};
+  } modes[] = {{"auto", -1, 0},
+               {"im2col, row chunks", CT_CONV_PATH_IM2COL, 1},
+               {"im2col, 2-sample chunks", CT_CONV_PATH_IM2COL, -1},
+               {"auto, 1-sample Winograd chunks", CT_CONV_PATH_WINOGRAD, 1}};
   for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++) {
-    int64_t before = ct_conv_path_count(CT_CONV_PATH_IM2COL) + ct_conv_path_count(CT_CONV_PATH_GEMM_1X1);
+    int64_t before = ct_conv_path_count(CT_CONV_PATH_IM2COL) + ct_conv_path_count(CT_CONV_PATH_GEMM_1X1) +
+                     ct_conv_path_count(CT_CONV_PATH_WINOGRAD);
+    int64_t wino_before = ct_conv_path_count(CT_CONV_PATH_WINOGRAD);
     ct_conv_force_path(modes[m].path);
     ct_conv_set_col_budget(modes[m].budget < 0 ? two : modes[m].budget);
     cf_res f = cf_run(c, v[0], v[1], v[2], v[3]);
     ct_conv_force_path(-1);
     ct_conv_set_col_budget(0);
     /* the fast kernels ran (forward, and input + weight gradients of the backward) */
-    int64_t ran = ct_conv_path_count(CT_CONV_PATH_IM2COL) + ct_conv_path_count(CT_CONV_PATH_GEMM_1X1) - before;
+    int64_t ran = ct_conv_path_count(CT_CONV_PATH_IM2COL) + ct_conv_path_count(CT_CONV_PATH_GEMM_1X1) +
+                  ct_conv_path_count(CT_CONV_PATH_WINOGRAD) - before;
     if (ran < 3) ct_test_fail(__FILE__, __LINE__, "%s (%s): fast kernels ran %lld times, expected 3", c->name,
                               modes[m].name, (long long)ran);
+    /* Winograd takes the forward and the input gradient of float32 3x3 stride-1 convs with >= 16
+     * channels on both sides, padding <= 2 (the input gradient's flipped padding 2 - p >= 0) and
+     * at least 2 (C + O) 2x2 tiles of output (of gx for the input gradient), unless im2col is forced */
+    int64_t wino = ct_conv_path_count(CT_CONV_PATH_WINOGRAD) - wino_before;
+    bool w_any = !c->tr && c->dt == CT_FLOAT32 && c->nd == 2 && c->G == 1 && c->C >= 16 && c->O >= 16 &&
+                 c->k[0] == 3 && c->k[1] == 3 && c->s[0] == 1 && c->s[1] == 1 && c->d[0] == 1 && c->d[1] == 1 &&
+                 c->p[0] <= 2 && c->p[1] <= 2 && c->N > 0 && modes[m].path != CT_CONV_PATH_IM2COL;
+    int64_t need = 2 * (c->C + c->O), t_fwd = c->N * ((ys[2] + 1) / 2) * ((ys[3] + 1) / 2),
+            t_bwd = c->N * ((c->in[0] + 1) / 2) * ((c->in[1] + 1) / 2);
+    int want = w_any ? (t_fwd >= need) + (t_bwd >= need) : 0;
+    if (wino != want)
+      ct_test_fail(__FILE__, __LINE__, "%s (%s): Winograd ran %lld times, expected %d", c->name, modes[m].name,
+                   (long long)wino, want);
     cf_compare(c, modes[m].name, &f, &ref, &abs, K);
     cf_free(&f);
   }
@@ -241,6 +259,16 @@ static const cf_case cf_cases[] = {
     {"resnet layer1", 2, false, 2, 64, 64, 1, {16, 16}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, false, F32, 0},
     {"resnet layer3", 2, false, 2, 256, 256, 1, {4, 4}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, false, F32, 0},
     {"resnet layer4", 2, false, 2, 512, 512, 1, {2, 2}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, false, F32, 0},
+    /* Winograd F(2x2, 3x3): odd output sizes (clipped tiles), padding 0 and 2, tiles wholly in the
+     * padding, C != O, non-contiguous input, batch 1 */
+    {"winograd odd sizes pad 1", 2, false, 3, 16, 24, 1, {15, 13}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, true, F32,
+     0},
+    {"winograd pad 0", 2, false, 2, 20, 16, 1, {19, 18}, {3, 3}, {1, 1}, {0, 0}, {1, 1}, {0, 0}, false, F32, 0},
+    {"winograd pad (2,1)", 2, false, 2, 16, 17, 1, {13, 14}, {3, 3}, {1, 1}, {2, 1}, {1, 1}, {0, 0}, true, F32, 0},
+    {"winograd 1x1 input pad 2 (forward only)", 2, false, 20, 16, 16, 1, {1, 1}, {3, 3}, {1, 1}, {2, 2}, {1, 1},
+     {0, 0}, false, F32, 0},
+    {"winograd non-contiguous batch 1", 2, false, 1, 16, 16, 1, {18, 17}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, false,
+     F32, 1},
     /* stride 1: the input gradient runs as the flipped-kernel forward conv (padding d (k-1) - p) */
     {"stride 1 unpadded 3x3", 2, false, 2, 3, 5, 1, {7, 8}, {3, 3}, {1, 1}, {0, 0}, {1, 1}, {0, 0}, false, F32, 0},
     {"stride 1 dilation 2 pad (1,3) 3x2", 2, false, 2, 4, 3, 1, {9, 10}, {3, 2}, {1, 1}, {1, 3}, {2, 2}, {0, 0}, true,
@@ -287,6 +315,10 @@ TEST(conv_fast_thread_invariant) {
   /* strided (col2im input gradient) and stride 1 (input gradient as the flipped-kernel forward) */
   cf_thread_invariant((cf_case){"threads", 2, false, 3, 8, 12, 1, {11, 10}, {3, 3}, {1, 2}, {1, 1}, {1, 1}, {0, 0}, true, F32, 0});
   cf_thread_invariant((cf_case){"threads s1", 2, false, 3, 8, 12, 1, {11, 10}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, true, F32, 0});
+  /* Winograd (forward and input gradient, at each thread count) */
+  int64_t wino = ct_conv_path_count(CT_CONV_PATH_WINOGRAD);
+  cf_thread_invariant((cf_case){"threads winograd", 2, false, 3, 16, 24, 1, {11, 10}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, true, F32, 0});
+  CHECK(ct_conv_path_count(CT_CONV_PATH_WINOGRAD) - wino == 4);
 }
 
 /* The rule: 1x1/stride 1/unpadded takes the GEMM alone, others im2col, other dtypes the

@@ -10,6 +10,7 @@
 #include "ctorch/cuda.h"
 #include "ctorch/models.h"
 #include <stdlib.h>
+#include <string.h>
 
 static int n_gpu_tests;
 static bool gpu(void) {
@@ -1035,6 +1036,23 @@ static void fa_check(const fa_case *c) {
 #endif
 }
 
+/* float32 q/k/v under bf16 autocast: the tensor-core kernels round them to bfloat16 on load
+ * (forward and backward) and write float32 results; against the CPU's float64 SDPA of the
+ * unrounded values, so the tolerance is bfloat16's input rounding (2^-8 relative per operand,
+ * summed over <= 190 keys): 4e-2 */
+CUDA_TEST(flash_attention_autocast_bf16) {
+  ct_scope *s = ct_scope_begin();
+  CHECK_OK(ct_cuda_set_autocast_bf16(true));
+  fa_case cs[] = {
+      {CT_FLOAT32, 2, 3, 130, 130, 64, true, 0, 4e-2, 4e-2, true},
+      {CT_FLOAT32, 1, 2, 90, 190, 128, false, 1, 4e-2, 4e-2, true},
+      {CT_FLOAT32, 2, 3, 64, 100, 64, true, 2, 4e-2, 4e-2, true},
+  };
+  for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) fa_check(&cs[i]);
+  CHECK_OK(ct_cuda_set_autocast_bf16(false));
+  ct_scope_end(s);
+}
+
 CUDA_TEST(flash_attention) {
   ct_scope *s = ct_scope_begin();
   const double f32 = 1e-4, f32g = 1e-4, f16 = 5e-3, bf16 = 3e-2;
@@ -1294,6 +1312,253 @@ CUDA_TEST(graph_training_step) {
   for (int d = 0; d < 2; d++) {
     ct_optim_free(m[d].opt);
     ct_release(m[d].loss);
+  }
+  ct_scope_end(s);
+}
+
+/* ---- convolutions through cuDNN (src/backend/cuda/k_cudnn.cu) ----
+ * ResNet's shapes (3x3 stride 1 and 2, 1x1 stride 2, 7x7 stride 2 on 3 channels), groups,
+ * dilation, bias, conv1d, conv_transpose2d, float64 / bfloat16, against the CPU's float64
+ * convolution of the same (dtype-rounded) values: value, input, weight and bias gradients.
+ * float32: cuDNN sums K = C/G * kh * kw products (up to 144) and the weight gradient
+ * N * OH * OW (up to 1024) in float32, some algorithms through Winograd/FFT transforms:
+ * 1e-4 relative / 1e-4 absolute. float64: 1e-10. bfloat16: outputs rounded to 2^-8
+ * relative after float32 sums of bf16 products: 2e-2 / 5e-2. Where cuDNN is loaded, each
+ * case must reach it 3 times (forward, input and weight gradient); an asymmetric 'same'
+ * padding must not (the direct kernels take it). Without cuDNN the values are still checked
+ * (the direct kernels) and the call counts are skipped with a printed reason. */
+#ifdef CT_HAVE_CUDA
+int64_t ct_cuda_cudnn_calls(void);
+const char *ct_cuda_cudnn_info(void);
+#endif
+
+typedef struct {
+  ct_dtype dt;
+  int nd; /* 1 or 2 */
+  int64_t N, C, O, H, W, kh, kw, stride, pad, dil, groups;
+  bool bias, transposed, same_mode;
+} cd_case;
+
+static void cudnn_check(const cd_case *c, bool have) {
+  char what[200];
+  snprintf(what, sizeof what, "conv %s nd%d N%lld C%lld O%lld %lldx%lld k%lldx%lld s%lld p%lld d%lld g%lld%s%s%s",
+           ct_dtype_name(c->dt), c->nd, (long long)c->N, (long long)c->C, (long long)c->O, (long long)c->H,
+           (long long)c->W, (long long)c->kh, (long long)c->kw, (long long)c->stride, (long long)c->pad,
+           (long long)c->dil, (long long)c->groups, c->bias ? " bias" : "", c->transposed ? " transposed" : "",
+           c->same_mode ? " same" : "");
+  int64_t xs[4] = {c->N, c->C, c->H, c->W}, ws[4], bs[1] = {c->transposed ? c->O : c->O};
+  if (c->transposed) ws[0] = c->C, ws[1] = c->O / c->groups;
+  else ws[0] = c->O, ws[1] = c->C / c->groups;
+  ws[2] = c->kh;
+  ws[3] = c->kw;
+  if (c->nd == 1) xs[2] = c->W, ws[2] = c->kw;
+  int r = c->nd + 2;
+  ct_tensor *x = rnd(r, xs, c->dt, false), *w = rnd(r, ws, c->dt, false), *b = c->bias ? rnd(1, bs, c->dt, false) : NULL;
+  ct_tensor *p64[3] = {ct_to_dtype(x, CT_FLOAT64), ct_to_dtype(w, CT_FLOAT64), b ? ct_to_dtype(b, CT_FLOAT64) : NULL};
+  ct_tensor *pg[3] = {G(x), G(w), b ? G(b) : NULL};
+  for (int k = 0; k < 3; k++)
+    if (p64[k]) ct_requires_grad_(p64[k], true), ct_requires_grad_(pg[k], true);
+  int64_t st[2] = {c->stride, c->stride}, pd[2] = {c->pad, c->pad}, dl[2] = {c->dil, c->dil}, op0[2] = {0, 0};
+  ct_tensor *y[2];
+#ifdef CT_HAVE_CUDA
+  int64_t n0 = ct_cuda_cudnn_calls();
+#endif
+  for (int i = 0; i < 2; i++) {
+    ct_tensor **p = i ? pg : p64;
+    if (c->transposed) y[i] = ct_conv_transpose2d(p[0], p[1], p[2], st, pd, op0, c->groups, dl);
+    else if (c->same_mode) y[i] = ct_conv2d_mode(p[0], p[1], p[2], NULL, "same", dl, c->groups);
+    else if (c->nd == 1) y[i] = ct_conv1d(p[0], p[1], p[2], c->stride, c->pad, c->dil, c->groups);
+    else y[i] = ct_conv2d(p[0], p[1], p[2], st, pd, dl, c->groups);
+  }
+  CHECK(y[0] && y[1]);
+  if (!y[0] || !y[1]) return;
+  double rt = c->dt == CT_FLOAT64 ? 1e-10 : c->dt == CT_BFLOAT16 ? 2e-2 : 1e-4;
+  double at = c->dt == CT_FLOAT64 ? 1e-10 : c->dt == CT_BFLOAT16 ? 5e-2 : 1e-4;
+  same(what, ct_to_dtype(y[0], c->dt), y[1], rt, at);
+  ct_tensor *gw = rnd(ct_ndim(y[1]), ct_shape(y[1]), c->dt, false), *gw64 = ct_to_dtype(gw, CT_FLOAT64), *gwg = G(gw);
+  CHECK_OK(ct_backward(ct_sum(ct_mul(y[0], gw64)), NULL, false, false));
+  CHECK_OK(ct_backward(ct_sum(ct_mul(y[1], gwg)), NULL, false, false));
+  const char *nm[3] = {"grad x", "grad w", "grad bias"};
+  for (int k = 0; k < 3; k++) {
+    if (!p64[k]) continue;
+    char w2[240];
+    snprintf(w2, sizeof w2, "%s %s", what, nm[k]);
+    /* gradients sum N*OH*OW (weight) or O*kh*kw (input) more terms: twice the slack */
+    same(w2, ct_to_dtype(ct_grad(p64[k]), c->dt), ct_grad(pg[k]), 2 * rt, 2 * at);
+  }
+#ifdef CT_HAVE_CUDA
+  int64_t dn = ct_cuda_cudnn_calls() - n0, want = c->same_mode && (c->kh % 2 == 0 || c->kw % 2 == 0) ? 0 : 3;
+  if (have && dn != want)
+    ct_test_fail(__FILE__, __LINE__, "%s: %lld cuDNN calls, expected %lld", what, (long long)dn, (long long)want);
+#else
+  (void)have;
+#endif
+}
+
+CUDA_TEST(conv_cudnn) {
+  bool have = false;
+#ifdef CT_HAVE_CUDA
+  const char *info = ct_cuda_cudnn_info();
+  have = !strncmp(info, "cuDNN 9", 7) || !strncmp(info, "cuDNN 1", 7);
+  printf("test_cuda conv_cudnn: %s\n", info);
+  if (!have) printf("test_cuda conv_cudnn: skipping 14 cuDNN call-count checks: %s\n", info);
+#endif
+  ct_scope *s = ct_scope_begin();
+  const ct_dtype F = CT_FLOAT32;
+  cd_case cs[] = {
+      {F, 2, 4, 16, 32, 16, 16, 3, 3, 1, 1, 1, 1, false, false, false},  /* ResNet 3x3 */
+      {F, 2, 4, 16, 32, 16, 16, 3, 3, 2, 1, 1, 1, false, false, false},  /* downsampling 3x3 */
+      {F, 2, 4, 16, 32, 16, 16, 1, 1, 2, 0, 1, 1, false, false, false},  /* 1x1 shortcut */
+      {F, 2, 2, 3, 16, 32, 32, 7, 7, 2, 3, 1, 1, false, false, false},   /* ImageNet stem */
+      {F, 2, 3, 8, 12, 9, 11, 3, 2, 1, 2, 2, 4, true, false, false},     /* groups, dilation, bias */
+      {F, 2, 2, 8, 8, 7, 7, 3, 3, 1, 1, 1, 8, true, false, false},       /* depthwise */
+      {F, 1, 3, 6, 10, 1, 37, 1, 5, 3, 2, 1, 2, true, false, false},     /* conv1d */
+      {F, 2, 2, 8, 6, 5, 6, 3, 3, 2, 1, 1, 2, true, true, false},        /* transposed, bias */
+      {F, 2, 2, 4, 6, 9, 9, 4, 4, 1, 0, 1, 1, true, false, true},        /* 'same', asymmetric */
+      {F, 2, 2, 4, 6, 9, 9, 3, 5, 1, 0, 1, 1, true, false, true},        /* 'same', symmetric */
+      {CT_FLOAT64, 2, 2, 8, 16, 10, 10, 3, 3, 1, 1, 1, 1, true, false, false},
+      {CT_FLOAT64, 2, 2, 8, 16, 10, 10, 3, 3, 2, 1, 1, 2, false, true, false},
+      {CT_BFLOAT16, 2, 4, 16, 32, 16, 16, 3, 3, 1, 1, 1, 1, true, false, false},
+      {CT_BFLOAT16, 2, 4, 16, 32, 16, 16, 1, 1, 2, 0, 1, 1, false, false, false},
+  };
+  for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) cudnn_check(&cs[i], have);
+  ct_scope_end(s);
+}
+
+/* The ResNet-18 CIFAR training step (convolutions through cuDNN where present, batch norm in
+ * training mode, max pool, adaptive average pool, cross-entropy, SGD momentum) captured as one
+ * CUDA graph and replayed: losses and weights equal to an eager twin from the same seed, step
+ * for step, to the bit (every kernel is deterministic: cuDNN gradients take deterministic
+ * algorithms only). */
+/* Mean cross-entropy against class probabilities made by ct_one_hot_unchecked: device ops only
+ * (ct_cross_entropy with class indices checks them on the host, which a CUDA graph capture cannot
+ * record); the same value for the in-range targets used here. */
+static ct_tensor *ce_device(const ct_tensor *out, const ct_tensor *y) {
+  ct_tensor *oh = ct_one_hot_unchecked(y, ct_size(out, 1), ct_tensor_dtype(out));
+  return oh ? ct_cross_entropy(out, oh, NULL, CT_REDUCTION_MEAN, -100, 0.0) : NULL;
+}
+typedef struct {
+  ct_module *m;
+  ct_optim *opt;
+  ct_tensor *x, *y, *loss;
+  ct_dict *pd;
+  ct_tensor **ps;
+} cnn_step;
+
+static ct_status cnn_step_run(void *u) {
+  cnn_step *r = u;
+  ct_scope *sc = ct_scope_begin();
+  ct_tensor *out = ct_module_forward(r->m, r->x);
+  ct_tensor *loss = out ? ce_device(out, r->y) : NULL;
+  ct_status st = loss ? CT_OK : ct_last_status();
+  if (st == CT_OK) st = ct_optim_zero_grad(r->opt, false);
+  if (st == CT_OK) st = ct_backward(loss, NULL, false, false);
+  if (st == CT_OK) st = ct_optim_step(r->opt);
+  if (st == CT_OK) {
+    ct_release(r->loss);
+    r->loss = ct_retain(loss);
+  }
+  ct_scope_end(sc);
+  return st;
+}
+
+CUDA_TEST(graph_cnn_step) {
+  ct_scope *s = ct_scope_begin();
+  enum { STEPS = 3 };
+  int64_t B = 4, xs[4] = {B, 3, 32, 32};
+  ct_tensor *bx[STEPS + 1], *by[STEPS + 1];
+  ct_generator *gen = ct_generator_new(77);
+  for (int k = 0; k <= STEPS; k++) {
+    bx[k] = ct_randn(4, xs, ct_opts(), gen);
+    by[k] = ct_randint(0, 10, 1, &B, NULL, gen);
+  }
+  ct_generator_free(gen);
+  cnn_step r[2];
+  memset(r, 0, sizeof r);
+  for (int d = 0; d < 2; d++) {
+    ct_manual_seed(5);
+    r[d].m = ct_resnet18_cifar_new(10);
+    CHECK(r[d].m && ct_module_to_device(r[d].m, ct_cuda(0)) == CT_OK);
+    if (!r[d].m) break;
+    ct_module_train(r[d].m, true);
+    r[d].pd = ct_dict_new();
+    ct_module_named_parameters(r[d].m, r[d].pd);
+    int64_t np = ct_dict_len(r[d].pd);
+    r[d].ps = malloc(sizeof *r[d].ps * (size_t)np);
+    for (int64_t i = 0; i < np; i++) r[d].ps[i] = ct_dict_tensor(r[d].pd, i);
+    r[d].opt = ct_optim_sgd(np, r[d].ps, 0.05, 0.9, 0.0);
+    r[d].x = G(bx[0]);
+    r[d].y = G(by[0]);
+    CHECK_OK(cnn_step_run(&r[d]));
+  }
+  ct_cuda_graph *g = r[1].opt ? ct_cuda_graph_capture(0, cnn_step_run, &r[1]) : NULL;
+  if (!g) ct_test_fail(__FILE__, __LINE__, "resnet step capture failed: %s", ct_last_error());
+  if (g) {
+    CHECK(ct_cuda_graph_num_nodes(g) > 100);
+    for (int k = 1; k <= STEPS; k++) {
+      for (int d = 0; d < 2; d++) {
+        CHECK_OK(ct_copy_(r[d].x, bx[k]));
+        CHECK_OK(ct_copy_(r[d].y, by[k]));
+      }
+      CHECK_OK(cnn_step_run(&r[0]));
+      CHECK_OK(ct_cuda_graph_replay(g));
+      same("resnet graph replay loss", H(r[0].loss), H(r[1].loss), 0, 0);
+    }
+    int64_t np = ct_dict_len(r[0].pd);
+    for (int64_t i = 0; i < np; i++) same("resnet graph replay weights", H(r[0].ps[i]), H(r[1].ps[i]), 0, 0);
+  }
+  ct_cuda_graph_free(g);
+  for (int d = 0; d < 2; d++) {
+    ct_optim_free(r[d].opt);
+    ct_release(r[d].loss);
+    ct_module_free(r[d].m);
+    ct_dict_free(r[d].pd);
+    free(r[d].ps);
+  }
+  ct_scope_end(s);
+}
+
+/* batch_norm through the fused CUDA kernels (k_bn.cu: native_batch_norm and its backward) against
+ * the CPU's fused kernels: training (batch statistics over N x H x W, running stats updated) and
+ * eval, values and the gradients of x, weight and bias, float32 and float64, a channel mean far
+ * from 0 (the shifted one-pass variance). Both sum in double per channel, in other orders:
+ * float32 1e-5 relative / 1e-5 absolute (gradients sum 4*5*7 = 140 terms per channel). */
+CUDA_TEST(batch_norm_fused) {
+  ct_scope *s = ct_scope_begin();
+  ct_dtype dts[2] = {CT_FLOAT32, CT_FLOAT64};
+  for (int di = 0; di < 2; di++) {
+    ct_dtype dt = dts[di];
+    double tol = dt == CT_FLOAT32 ? 1e-5 : 1e-10;
+    int64_t xs[4] = {4, 6, 5, 7}, cs[1] = {6};
+    ct_tensor *x0 = ct_add_scalar(ct_mul_scalar(rnd(4, xs, dt, false), ct_sf(3.0)), ct_sf(50.0));
+    ct_tensor *w0 = rnd(1, cs, dt, false), *b0 = rnd(1, cs, dt, false);
+    for (int train = 1; train >= 0; train--) {
+      ct_tensor *p[2][3], *rm[2], *rv[2];
+      for (int d = 0; d < 2; d++) {
+        ct_tensor *src[3] = {x0, w0, b0};
+        for (int k = 0; k < 3; k++) {
+          p[d][k] = d ? G(src[k]) : ct_clone(src[k]);
+          ct_requires_grad_(p[d][k], true);
+        }
+        ct_tensor *m0 = ct_mul_scalar(w0, ct_sf(0.5)), *v0 = ct_add_scalar(ct_abs(b0), ct_sf(0.5));
+        rm[d] = d ? G(m0) : ct_clone(m0);
+        rv[d] = d ? G(v0) : ct_clone(v0);
+      }
+      ct_tensor *y[2];
+      for (int d = 0; d < 2; d++) y[d] = ct_batch_norm(p[d][0], rm[d], rv[d], p[d][1], p[d][2], train, 0.1, 1e-5);
+      CHECK(y[0] && y[1]);
+      if (!y[0] || !y[1]) continue;
+      char what[80];
+      snprintf(what, sizeof what, "batch_norm %s %s", ct_dtype_name(dt), train ? "train" : "eval");
+      same(what, y[0], y[1], tol, tol);
+      same("batch_norm running_mean", rm[0], rm[1], tol, tol);
+      same("batch_norm running_var", rv[0], rv[1], tol, tol);
+      ct_tensor *gw = rnd(4, xs, dt, false), *gwg = G(gw);
+      CHECK_OK(ct_backward(ct_sum(ct_mul(y[0], gw)), NULL, false, false));
+      CHECK_OK(ct_backward(ct_sum(ct_mul(y[1], gwg)), NULL, false, false));
+      const char *nm[3] = {"batch_norm grad x", "batch_norm grad weight", "batch_norm grad bias"};
+      for (int k = 0; k < 3; k++) same(nm[k], ct_grad(p[0][k]), ct_grad(p[1][k]), tol, tol);
+    }
   }
   ct_scope_end(s);
 }

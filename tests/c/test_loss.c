@@ -51,6 +51,35 @@ TEST(loss_errors_and_edges) {
   ct_release(l), ct_release(x), ct_release(t), ct_release(o), ct_release(oh);
 }
 
+/* cross_entropy against ct_one_hot_unchecked's probabilities (the --cuda-graph loss) equals
+ * cross_entropy with the class indices, value and gradient; an index out of range is an
+ * all-zero row, not an error (it is documented as the caller's to check). */
+TEST(loss_one_hot_unchecked_cross_entropy) {
+  int64_t s34[2] = {3, 4}, s3 = 3;
+  uint64_t rs = 7;
+  ct_tensor *x = tt_rand(&rs, 2, s34, CT_FLOAT32, 2.0, 0.0, true), *x2 = ct_detach(x);
+  ct_requires_grad_(x2, true);
+  int64_t tv[3] = {2, 0, 3}, bad[3] = {1, 4, -1};
+  ct_tensor *t = ct_from_buffer(tv, CT_INT64, 1, &s3, ct_opts_dtype(CT_INT64));
+  ct_tensor *tb = ct_from_buffer(bad, CT_INT64, 1, &s3, ct_opts_dtype(CT_INT64));
+  ct_tensor *oh = ct_one_hot_unchecked(t, 4, CT_FLOAT32);
+  CHECK(oh && ct_tensor_dtype(oh) == CT_FLOAT32 && ct_size(oh, 0) == 3 && ct_size(oh, 1) == 4);
+  CHECK(tt_at(oh, 2) == 1 && tt_at(oh, 4) == 1 && tt_at(oh, 11) == 1 && tt_at(oh, 0) == 0);
+  ct_tensor *a = ct_cross_entropy(x, t, NULL, CT_REDUCTION_MEAN, -100, 0.0);
+  ct_tensor *b = ct_cross_entropy(x2, oh, NULL, CT_REDUCTION_MEAN, -100, 0.0);
+  CHECK(a && b);
+  CHECK_NEAR(tt_at(a, 0), tt_at(b, 0), 1e-6 * fabs(tt_at(a, 0)));
+  CHECK_OK(ct_backward(a, NULL, false, false));
+  CHECK_OK(ct_backward(b, NULL, false, false));
+  for (int64_t i = 0; i < 12; i++) CHECK_NEAR(tt_at(ct_grad(x), i), tt_at(ct_grad(x2), i), 1e-6);
+  ct_tensor *ohb = ct_one_hot_unchecked(tb, 4, CT_FLOAT32);
+  CHECK(ohb && tt_at(ohb, 1) == 1);
+  for (int64_t i = 4; i < 12; i++) CHECK(tt_at(ohb, i) == 0);
+  CHECK_ERR_PTR(ct_one_hot_unchecked(x, 4, CT_FLOAT32), "one_hot is only applicable to index tensor.");
+  ct_release(x), ct_release(x2), ct_release(t), ct_release(tb), ct_release(oh), ct_release(ohb);
+  ct_release(a), ct_release(b);
+}
+
 TEST(loss_mse_double_backward) {
   double xv[3] = {0.5, -1.0, 2.0}, yv[3] = {0.0, 1.0, 1.5};
   ct_tensor *x = vec(xv, 3, CT_FLOAT64, true), *y = vec(yv, 3, CT_FLOAT64, false);

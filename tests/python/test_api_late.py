@@ -1,6 +1,7 @@
 """The names added last to reach the API-names list, against PyTorch 1.13: values and gradients where they
 compute (float64 at rel 1e-9 / abs 1e-10 unless said), and clear refusals for what ctorch lacks (complex and
-quantized dtypes, sparse layouts, named tensors, fractional max pooling)."""
+quantized dtypes, sparse layouts, named tensors). histogramdd and fractional max pooling, refused here before,
+are implemented and checked in test_issue4_close.py."""
 import warnings
 
 import numpy as np
@@ -182,13 +183,6 @@ REFUSED = {
     "sparse_mask": lambda: ctorch.ones(2).sparse_mask(ctorch.ones(2)),
     "rename_with_names": lambda: ctorch.ones(2).rename("a"),
     "refine_names": lambda: ctorch.ones(2).refine_names("a"),
-    "histogramdd": lambda: ctorch.histogramdd(ctorch.ones(4, 2), 3),
-    "fractional_max_pool2d": lambda: ctorch.nn.functional.fractional_max_pool2d(ctorch.ones(1, 1, 4, 4), 2,
-                                                                               output_size=2),
-    "fractional_max_pool3d": lambda: ctorch.nn.functional.fractional_max_pool3d(ctorch.ones(1, 1, 4, 4, 4), 2,
-                                                                               output_size=2),
-    "FractionalMaxPool2d": lambda: ctorch.nn.FractionalMaxPool2d(2, output_size=2),
-    "FractionalMaxPool3d": lambda: ctorch.nn.FractionalMaxPool3d(2, output_size=2),
     "linalg_eig": lambda: ctorch.linalg.eig(ctorch.eye(2)),
 }
 

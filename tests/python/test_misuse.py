@@ -73,7 +73,13 @@ fns += [F.conv3d, F.max_pool3d, F.avg_pool3d, F.adaptive_avg_pool3d, F.adaptive_
         lambda *a: ctorch.autograd.backward(*a), lambda *a: ctorch.autograd.grad(*a),
         lambda *a: ctorch.ones(2, requires_grad=True).mul(2).backward(*a), lambda *a: ctorch.cat(*a),
         lambda *a: ctorch.cat([ctorch.ones(2)], out=a[0] if a else None), lambda *a: ctorch.sum(ctorch.ones(3), 0, out=a[0] if a else None),
-        lambda *a: ctorch.mm(ctorch.ones(2, 2), ctorch.ones(2, 2), out=a[0] if a else None)]
+        lambda *a: ctorch.mm(ctorch.ones(2, 2), ctorch.ones(2, 2), out=a[0] if a else None),
+        F.fractional_max_pool2d, F.fractional_max_pool3d, ctorch.histogramdd, ctorch.device, ctorch.is_inference,
+        ctorch.nn.init.orthogonal_, ctorch.nn.init.sparse_, lambda *a: ctorch.nn.FractionalMaxPool2d(*a),
+        lambda *a: ctorch.nn.FractionalMaxPool3d(2, 2)(*a), lambda *a: ctorch.clip(ctorch.ones(2), *a),
+        lambda *a: F.fractional_max_pool2d(ctorch.ones(1, 2, 5, 5), *a),
+        lambda *a: F.fractional_max_pool2d(ctorch.ones(1, 2, 5, 5), 2, 2, None, False, *a),
+        lambda *a: ctorch.histogramdd(ctorch.ones(4, 2), *a)]
 n = 0
 for _ in range(8000):
     f = random.choice(fns)

@@ -31,8 +31,15 @@ export async function ortSetup(base, name, { threads }) {
 
 // Times a and b alternately (a, b, a, b, ...) after warm-ups, so that the load of a shared machine
 // falls on both alike; returns each one's times and the median of the per-pair ratios b/a.
-export async function paired(a, b, { warmup = 1, iters = 5 } = {}) {
-  for (let i = 0; i < warmup; i++) { await a(); await b(); }
+// Warm-up: at least `warmup` pairs and at least `warmupMs` of them. One pair was not enough: V8
+// compiles WebAssembly with its baseline compiler first and re-compiles hot functions with
+// TurboFan on background threads, which on 2 cores take CPU from the timed threads; the first
+// ViT-Tiny runs after the ResNet-18 section were 2.5-4x slower for ctorch AND for ORT Web (run
+// order in results.json of 2026-11-30 19:28: ctorch 281 382 337 237 85 84 124 ms, ORT 203 236
+// 168 77 63 89 68 ms), which the medians reported as "bimodal" ctorch times.
+export async function paired(a, b, { warmup = 1, iters = 5, warmupMs = 0 } = {}) {
+  const t0 = now();
+  for (let i = 0; i < warmup || now() - t0 < warmupMs; i++) { await a(); await b(); if (i >= 50) break; }
   const ta = [], tb = [], ratio = [];
   for (let i = 0; i < iters; i++) {
     let t0 = now(); await a(); const x = now() - t0;

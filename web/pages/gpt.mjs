@@ -2,15 +2,19 @@
 // clicking a token shows the distribution it was drawn from and the attention of every head at
 // that position (recomputed in JS from the model's weights). State for tests: window.__gpt.
 import { loadTorch, Plot, sleep, param, report } from './common.mjs';
+import { addSwitch, GPTOnWebGPU } from '../webgpu/switch.mjs';
 
 const $ = (id) => document.getElementById(id);
 const state = { training: false, done: false, step: 0, losses: [], sampled: [], memory: [] };
 window.__gpt = state;
 const torch = await loadTorch();
+const device = addSwitch($('status')); // WebGPU or WebAssembly (web/webgpu/switch.mjs)
 for (const k of ['nLayer', 'nEmbd', 'nHead', 'ctx', 'batch', 'lr', 'steps']) if (param(k, null) != null) $(k).value = param(k);
 $('text').value = DEFAULT_TEXT();
 const plot = new Plot($('lossPlot'), { title: 'training loss (nats per byte)', series: [{ name: 'loss', color: '#dc2626' }] });
-let model = null, opt = null, cfg = null;
+let model = null, opt = null, cfg = null, wgModel = null;
+// ?seed=N: batches from a seeded generator (the same batches on both devices), else Math.random
+const seeded = (s) => () => { s = (s + 0x6d2b79f5) | 0; let t = Math.imul(s ^ (s >>> 15), 1 | s); t ^= t + Math.imul(t ^ (t >>> 7), 61 | t); return ((t ^ (t >>> 14)) >>> 0) / 4294967296; };
 const enc = new TextEncoder(), dec = new TextDecoder();
 
 function build() {
@@ -20,23 +24,29 @@ function build() {
   const params = model.parameters();
   opt = new torch.optim.AdamW(params, { lr: Number($('lr').value), weightDecay: 0 });
   torch.dispose(params);
+  if (wgModel) wgModel.dispose();
+  wgModel = null;
 }
 async function train() {
   if (state.training) return;
   const data = enc.encode($('text').value);
   const T = Number($('ctx').value), B = Number($('batch').value), steps = Number($('steps').value);
   if (data.length < T + 2) { report(new Error(`the text needs at least ${T + 2} bytes`)); return; }
-  if (!model || cfg.nPositions !== T) build();
   state.training = true; state.done = false;
+  const dev = state.device = await device.resolve();
+  if (!model || cfg.nPositions !== T || (dev === 'webgpu') !== !!wgModel) build();
+  const rand = param('seed', null) != null ? seeded(Number(param('seed'))) : Math.random;
   const t0 = performance.now();
   try {
+    // on WebGPU the model of wg_pages.c trains in the WebGPU module; each step is awaited
+    if (dev === 'webgpu' && !wgModel) wgModel = await GPTOnWebGPU.create(device.wg, cfg, 1337, Number($('lr').value));
     for (let i = 0; i < steps && state.training; i++) {
-      const loss = torch.scope(() => {
-        const xs = new BigInt64Array(B * T), ys = new BigInt64Array(B * T);
-        for (let b = 0; b < B; b++) {
-          const o = Math.floor(Math.random() * (data.length - T - 1));
-          for (let t = 0; t < T; t++) { xs[b * T + t] = BigInt(data[o + t]); ys[b * T + t] = BigInt(data[o + t + 1]); }
-        }
+      const xs = new BigInt64Array(B * T), ys = new BigInt64Array(B * T);
+      for (let b = 0; b < B; b++) {
+        const o = Math.floor(rand() * (data.length - T - 1));
+        for (let t = 0; t < T; t++) { xs[b * T + t] = BigInt(data[o + t]); ys[b * T + t] = BigInt(data[o + t + 1]); }
+      }
+      const loss = wgModel ? await wgModel.step(xs, ys, B, T) : torch.scope(() => {
         const { loss } = model.forward(torch.tensor(xs, { shape: [B, T] }), torch.tensor(ys, { shape: [B, T] }), { logits: false, training: true });
         opt.zeroGrad();
         loss.backward();
@@ -47,9 +57,10 @@ async function train() {
       if (state.step % 10 === 0) state.memory.push({ step: state.step, ...torch.memory() });
       const ms = (performance.now() - t0) / (i + 1);
       state.tokensPerSecond = (B * T) / (ms / 1000);
-      $('trainInfo').textContent = `step ${state.step} · loss ${loss.toFixed(3)} · ${ms.toFixed(0)} ms/step · ${state.tokensPerSecond.toFixed(0)} tokens/s`;
+      $('trainInfo').textContent = `${dev === 'webgpu' ? 'WebGPU · ' : ''}step ${state.step} · loss ${loss.toFixed(3)} · ${ms.toFixed(0)} ms/step · ${state.tokensPerSecond.toFixed(0)} tokens/s`;
       await sleep(0);
     }
+    if (wgModel) await wgModel.copyInto(torch, model); // sampling below runs on the page's model
   } catch (e) { report(e); }
   state.training = false; state.done = true;
 }

@@ -339,6 +339,28 @@ test('memory: over 4 GiB is a clear error, not a crash; training keeps memory fl
   opt.dispose(); m.dispose();
 });
 
+// The SIMD128 GEMM (gemm_wasm.h: 4x8 tiles, k blocks of 256) on shapes with partial tiles, K past one
+// k block, a transposed operand and a bias (addmm's C0): each element against a float64 sum, within
+// float32's bound for a K-term dot product (an indexing or edge bug is off by O(1), not by rounding).
+test('matmul / addmm / linear on GEMM tile edges and k blocks match a float64 reference', (torch) => torch.scope(() => {
+  const { nn } = torch;
+  for (const [M, N, K] of [[1, 1, 1], [3, 7, 5], [4, 8, 9], [5, 9, 300], [13, 17, 513], [8, 16, 257], [4, 24, 256]]) {
+    const a = torch.randn([M, K]), b = torch.randn([K, N]), bias = torch.randn([N]);
+    const A = a.data(), B = b.data(), Bi = bias.data();
+    const outs = { matmul: a.matmul(b).data(), addmm: bias.addmm(a, b).data(), linear: nn.functional.linear(a, b.T.contiguous(), bias).data() };
+    for (const [name, got] of Object.entries(outs)) {
+      const withBias = name !== 'matmul';
+      for (let i = 0; i < M; i++)
+        for (let j = 0; j < N; j++) {
+          let s = withBias ? Bi[j] : 0, mag = Math.abs(s);
+          for (let k = 0; k < K; k++) { s += A[i * K + k] * B[k * N + j]; mag += Math.abs(A[i * K + k] * B[k * N + j]); }
+          const err = Math.abs(got[i * N + j] - s), bound = (K + 2) * 6e-8 * mag + 1e-30;
+          if (!(err <= bound)) throw new Error(`${name} ${M}x${N}x${K} [${i},${j}]: ${got[i * N + j]} vs ${s} (|err| ${err} > ${bound})`);
+        }
+    }
+  }
+}));
+
 export async function runAll(torch, log = console.log) {
   let passed = 0, failed = 0;
   for (const t of tests) {

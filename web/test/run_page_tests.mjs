@@ -161,7 +161,7 @@ test('bench-peers: ctorch, ONNX Runtime Web and TF.js (shimmed) run in one page,
   const need = ['node_modules/onnxruntime-web/package.json', 'node_modules/@tensorflow/tfjs-backend-wasm/package.json', 'models/resnet18.onnx'];
   const missing = need.filter((f) => !fs.existsSync(path.join(peers, f)));
   if (missing.length) return { skip: `build/wasm-bench lacks ${missing.join(', ')} (make wasm-bench-deps)` };
-  const { page, check } = await open(isolated.url + 'web/bench_peers.html?threads=2&iters=2&only=resnet18,mnist_cnn_step');
+  const { page, check } = await open(isolated.url + 'web/bench_peers.html?threads=2&iters=2&warmupMs=0&only=resnet18,mnist_cnn_step');
   await page.waitForFunction(() => window.__peers && window.__peers.done, null, { timeout: 590000, polling: 1000 });
   const s = await page.evaluate(() => window.__peers);
   await page.screenshot({ path: path.join(shots, 'bench_peers.png'), fullPage: true });

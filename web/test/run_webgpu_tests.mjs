@@ -5,6 +5,10 @@
 // MLP + AdamW steps with per-step losses within 1e-3 relative). Run 2: WebGPU left disabled: the
 // page must say so, fall back to WebAssembly, and its tests pass on the CPU. Then the same two
 // ways for the training page web/webgpu.html (50 steps on both devices, losses compared).
+// Then web/gpt.html's WebGPU switch (web/webgpu/switch.mjs): a small GPT trained a few steps
+// on WebGPU and on WebAssembly with the same seed and batches (losses per step within 2e-3
+// relative, the loss falls, sampling works on the copied weights); without WebGPU the switch
+// shows the fallback message and trains on WebAssembly. Screenshots in build/wasm-webgpu/screenshots.
 // Ends with "N passed, M failed" (the C tests of both runs plus the page checks).
 //   node web/test/run_webgpu_tests.mjs [test-name-substring]
 import path from 'path';
@@ -16,7 +20,8 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..')
 const require = createRequire(path.join(root, 'build/wasm/tools/package.json'));
 const { chromium } = require('playwright-core');
 const filter = process.argv[2] || '';
-const server = await startServer({ port: 0, pkg: path.join(root, 'build/wasm-webgpu'), quiet: true });
+// build/wasm-webgpu/pkg: this module beside the CPU package (links), for web/gpt.html
+const server = await startServer({ port: 0, pkg: path.join(root, 'build/wasm-webgpu/pkg'), quiet: true });
 const base = ['--headless=new', '--no-sandbox', '--disable-background-networking', '--disable-component-update',
   '--disable-sync', '--no-first-run'];
 let passed = 0, failed = 0, skipped = 0;
@@ -33,7 +38,8 @@ async function run(browser, webgpu) {
   await page.goto(server.url + 'web/test/webgpu.html' + (filter ? '?filter=' + encodeURIComponent(filter) : ''));
   let r;
   try {
-    await page.waitForFunction(() => window.__wg, null, { timeout: 170000 });
+    // SwiftShader in Chromium compiles each pipeline slowly (minutes in all on a loaded 2-core VM)
+    await page.waitForFunction(() => window.__wg, null, { timeout: 400000 });
     r = await page.evaluate(() => window.__wg);
   } catch (e) {
     r = { passed: 0, failed: 1, lines: [String(e)], available: false };
@@ -94,12 +100,64 @@ async function demo(browser, webgpu) {
 }
 const names = { webgpu: 'WebGPU', wasm: 'WebAssembly' };
 
+// web/gpt.html with ?device=webgpu (the switch) and then on WebAssembly, same seed and batches.
+const GPT_Q = 'nLayer=2&nEmbd=64&nHead=2&ctx=32&batch=4&steps=8&seed=5&lr=0.003';
+const shots = path.join(root, 'build/wasm-webgpu/screenshots');
+async function gptPage(browser, webgpu) {
+  const problems = [];
+  const one = async (q, shot) => {
+    const page = await browser.newPage({ viewport: { width: 1100, height: 900 } });
+    page.on('pageerror', (e) => problems.push('pageerror: ' + e.message));
+    await page.goto(server.url + 'web/gpt.html?' + q);
+    let r = null;
+    try {
+      await page.waitForFunction(() => window.__gpt && window.__gpt.train, null, { timeout: 60000 });
+      r = await page.evaluate(async () => {
+        const t0 = performance.now();
+        await window.__gpt.train();
+        const ms = performance.now() - t0, sample = window.__gpt.sample();
+        return { losses: window.__gpt.losses, device: window.__gpt.device, ms, sample,
+          banner: document.getElementById('wgBanner').textContent, errors: window.__errors || [] };
+      });
+      r.bannerVisible = await page.isVisible('#wgBanner');
+      await page.screenshot({ path: path.join(shots, shot) });
+    } catch (e) { problems.push(String(e)); }
+    await page.close();
+    if (r && r.errors.length) problems.push(...r.errors);
+    return r;
+  };
+  const fs = await import('fs');
+  fs.mkdirSync(shots, { recursive: true });
+  const g = await one(GPT_Q + '&device=webgpu', `gpt_${webgpu ? 'webgpu' : 'fallback'}.png`);
+  const fmt = (r) => r ? `${r.device}: ${r.losses.map((l) => l.toFixed(4)).join(' ')} (${(r.ms / r.losses.length).toFixed(0)} ms/step)` : 'no result';
+  console.log(`---- web/gpt.html, WebGPU ${webgpu ? 'enabled' : 'disabled'}, ?device=webgpu: ${g ? g.banner : ''}`);
+  console.log('  ' + fmt(g));
+  const falls = (r) => r && r.losses.length === 8 && r.losses.at(-1) < r.losses[0];
+  if (webgpu) {
+    const w = await one(GPT_Q, 'gpt_wasm.png');
+    console.log('  ' + fmt(w));
+    check(g && g.device === 'webgpu' && falls(g) && falls(w), 'gpt page: 8 steps on WebGPU and on WebAssembly, the loss falls');
+    // float32 sums in another order (WGSL reductions, tiled GEMM) over 8 AdamW steps
+    const rel = g && w ? Math.max(...g.losses.map((l, i) => Math.abs(l - w.losses[i]) / Math.abs(w.losses[i]))) : Infinity;
+    console.log(`  largest per-step relative difference WebGPU vs WebAssembly ${rel.toExponential(2)}`);
+    check(rel <= 2e-3, `gpt page: WebGPU and WebAssembly losses agree per step within 2e-3 (worst ${rel})`);
+    check(g && typeof g.sample === 'string' && g.sample.length > 0, 'gpt page: sampling after WebGPU training (weights copied back)');
+  } else {
+    check(g && g.device === 'wasm' && falls(g), 'gpt page without WebGPU: trains on WebAssembly');
+    check(g && g.bannerVisible && /WebGPU is not available here .*training on WebAssembly \(CPU\) instead/.test(g.banner),
+      'gpt page without WebGPU: a visible fallback message');
+  }
+  if (problems.length) console.log('  page problems: ' + problems.join(' | '));
+  check(problems.length === 0, 'gpt page: no errors');
+}
+
 const t0 = Date.now();
 for (const webgpu of [true, false]) {
   // one Chromium per mode: the tests page, then the training page
   const browser = await launch(webgpu);
-  await run(browser, webgpu);
+  if (filter !== 'pages') await run(browser, webgpu);
   if (!filter) await demo(browser, webgpu);
+  if (!filter || filter === 'pages') await gptPage(browser, webgpu);
   await browser.close();
 }
 await server.close();

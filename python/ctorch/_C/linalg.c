@@ -341,6 +341,25 @@ static void fix_sign(double *v, int64_t rows, int64_t cols, int64_t c, double *o
 }
 
 /* ---- symmetric eigendecomposition, cyclic Jacobi; uses the lower triangle like PyTorch's default ---- */
+/* The plane rotation [x; y] <- [c x - s y; s x + c y] over n pairs spaced `stride` apart (Jacobi sweeps:
+ * two columns of a row-major matrix with stride = its width, two rows with stride 1). */
+static void rotate_pair(double *x, double *y, int64_t n, int64_t stride, double c, double s) {
+  for (int64_t k = 0; k < n; k++) {
+    double xv = x[k * stride], yv = y[k * stride];
+    x[k * stride] = c * xv - s * yv;
+    y[k * stride] = s * xv + c * yv;
+  }
+}
+
+/* Swaps columns i and j of a row-major rows x ld matrix (sorting eigen/singular vectors with their values). */
+static void swap_cols(double *a, int64_t rows, int64_t ld, int64_t i, int64_t j) {
+  for (int64_t k = 0; k < rows; k++) {
+    double t = a[k * ld + i];
+    a[k * ld + i] = a[k * ld + j];
+    a[k * ld + j] = t;
+  }
+}
+
 static void eigh_one(const double *a0, int64_t n, int upper, double *w, double *v, double *a) {
   for (int64_t i = 0; i < n; i++)
     for (int64_t j = 0; j < n; j++) {
@@ -364,21 +383,9 @@ static void eigh_one(const double *a0, int64_t n, int upper, double *w, double *
         double theta = (a[q * n + q] - a[p * n + p]) / (2 * apq);
         double t = copysign(1.0, theta) / (fabs(theta) + sqrt(theta * theta + 1));
         double c = 1 / sqrt(t * t + 1), s = t * c;
-        for (int64_t k = 0; k < n; k++) { /* A <- A J (columns p, q) */
-          double akp = a[k * n + p], akq = a[k * n + q];
-          a[k * n + p] = c * akp - s * akq;
-          a[k * n + q] = s * akp + c * akq;
-        }
-        for (int64_t k = 0; k < n; k++) { /* A <- J^T A (rows p, q) */
-          double apk = a[p * n + k], aqk = a[q * n + k];
-          a[p * n + k] = c * apk - s * aqk;
-          a[q * n + k] = s * apk + c * aqk;
-        }
-        for (int64_t k = 0; k < n; k++) {
-          double vkp = v[k * n + p], vkq = v[k * n + q];
-          v[k * n + p] = c * vkp - s * vkq;
-          v[k * n + q] = s * vkp + c * vkq;
-        }
+        rotate_pair(a + p, a + q, n, n, c, s);         /* A <- A J (columns p, q) */
+        rotate_pair(a + p * n, a + q * n, n, 1, c, s); /* A <- J^T A (rows p, q) */
+        rotate_pair(v + p, v + q, n, n, c, s);
       }
   }
   /* ascending eigenvalues (selection sort of columns) */
@@ -391,11 +398,7 @@ static void eigh_one(const double *a0, int64_t n, int upper, double *w, double *
       double t = w[i];
       w[i] = w[mi];
       w[mi] = t;
-      for (int64_t k = 0; k < n; k++) {
-        t = v[k * n + i];
-        v[k * n + i] = v[k * n + mi];
-        v[k * n + mi] = t;
-      }
+      swap_cols(v, n, n, i, mi);
     }
     fix_sign(v, n, n, i, NULL, 0);
   }
@@ -464,16 +467,8 @@ static void svd_tall(const double *a0, int64_t m, int64_t n, int64_t uc, double 
         double zeta = (be - al) / (2 * ga);
         double t = copysign(1.0, zeta) / (fabs(zeta) + sqrt(1 + zeta * zeta));
         double c = 1 / sqrt(1 + t * t), sn = c * t;
-        for (int64_t i = 0; i < m; i++) {
-          double x = g[i * n + p], y = g[i * n + q];
-          g[i * n + p] = c * x - sn * y;
-          g[i * n + q] = sn * x + c * y;
-        }
-        for (int64_t i = 0; i < n; i++) {
-          double x = v[i * n + p], y = v[i * n + q];
-          v[i * n + p] = c * x - sn * y;
-          v[i * n + q] = sn * x + c * y;
-        }
+        rotate_pair(g + p, g + q, m, n, c, sn);
+        rotate_pair(v + p, v + q, n, n, c, sn);
       }
     if (!rotated) break;
   }
@@ -491,16 +486,8 @@ static void svd_tall(const double *a0, int64_t m, int64_t n, int64_t uc, double 
       double t = s[i];
       s[i] = s[mi];
       s[mi] = t;
-      for (int64_t k = 0; k < m; k++) {
-        t = g[k * n + i];
-        g[k * n + i] = g[k * n + mi];
-        g[k * n + mi] = t;
-      }
-      for (int64_t k = 0; k < n; k++) {
-        t = v[k * n + i];
-        v[k * n + i] = v[k * n + mi];
-        v[k * n + mi] = t;
-      }
+      swap_cols(g, m, n, i, mi);
+      swap_cols(v, n, n, i, mi);
     }
   }
   double tol = (s[0] > 0 ? s[0] : 1.0) * 1e-13;

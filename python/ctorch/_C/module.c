@@ -334,6 +334,14 @@ int pyct_shape_varargs(PyObject *args, Py_ssize_t start, int64_t *shape, int *n)
 int pyct_device_arg(PyObject *dev, ct_device *d) {
   *d = ct_cpu();
   if (!dev || dev == Py_None) return 1;
+  if (PyLong_Check(dev) && !PyBool_Check(dev)) {
+    int over = 0;
+    long long v = PyLong_AsLongLongAndOverflow(dev, &over);
+    if ((v < 0 && !PyErr_Occurred()) || over < 0) {
+      PyErr_SetString(PyExc_RuntimeError, "Device index must not be negative");
+      return 0;
+    }
+  }
   PyObject *s = PyLong_Check(dev) && !PyBool_Check(dev) ? PyUnicode_FromFormat("cuda:%S", dev) : PyObject_Str(dev);
   if (!s) return 0;
   const char *c = PyUnicode_AsUTF8(s);
@@ -494,7 +502,7 @@ int pyct_args(const char *fname, PyObject *args, Py_ssize_t skip, PyObject *kwar
 int pyct_in_function = 0;
 PyObject *pyct_arg_error(const char *name, PyObject *self, PyObject *args, PyObject *kwargs) {
   /* only the ops whose signatures ctorch/_argerr.py knows; the check keeps other error paths cheap */
-  static const char *const known[] = {"add", "sum", "mean", "max", "min", "clamp", "where", "cat", "view",
+  static const char *const known[] = {"add", "sum", "mean", "max", "min", "clamp", "clip", "where", "cat", "view",
                                       "reshape", "to", "zeros", "ones", "full", "arange", "randn", "median", NULL};
   static PyObject *hook = NULL;
   if (!PyErr_Occurred()) return NULL;

@@ -523,7 +523,10 @@ static PyObject *clamp_impl(PyObject *self, PyObject *args, PyObject *kwargs, in
 }
 METHOD(clamp) { return clamp_impl(self, args, kwargs, 0, "clamp"); }
 METHOD(clamp_) { return clamp_impl(self, args, kwargs, 1, "clamp_"); }
-FN(clamp)
+/* clip is clamp under its own name: PyTorch's errors name the function called */
+METHOD(clip) { return clamp_impl(self, args, kwargs, 0, "clip"); }
+METHOD(clip_) { return clamp_impl(self, args, kwargs, 1, "clip_"); }
+FN(clamp) FN(clip)
 METHOD(clamp_min) {
   ARGS("clamp_min", 1, "min");
   ct_scalar s;
@@ -1383,18 +1386,31 @@ METHOD(to) {
   PyObject *dtype = a[4], *device = a[5];
   bool copy = false;
   if (GIVEN(a[6]) && !pyct_bool(a[6], &copy)) return NULL;
+  /* positional copy= follows non_blocking: to(device, dtype, nb, copy) or to(dtype|tensor, nb, copy) */
+  int copy_pos = 2;
   for (int i = 0; i < 4; i++) {
     PyObject *x = a[i];
     if (!x) break;
     if (pyct_refuse_unsupported(x)) return NULL; /* torch.complex64 and the like */
+    if (i >= 1 && copy_pos == 2 && !PyBool_Check(x)) {
+      /* to(dtype|tensor, non_blocking, copy): only bools follow; the parser hook words the error */
+      PyErr_SetString(PyExc_TypeError, "to(): invalid combination of arguments");
+      return NULL;
+    }
     if (PyObject_TypeCheck(x, &Dtype_Type))
       dtype = x;
     else if (pyct_is_tensor(x))
       dtype = pyct_dtype_obj(ct_tensor_dtype(TT(x)));
+    else if (i == 0 && PyBool_Check(x))
+      dtype = pyct_dtype_obj(CT_BOOL); /* PyTorch 1.13's parser reads a leading bool as torch.bool */
+    else if (i == 0 && !PyIndex_Check(x) && Py_TYPE(x)->tp_as_number && Py_TYPE(x)->tp_as_number->nb_float)
+      dtype = pyct_dtype_obj(CT_FLOAT64); /* ... and a leading float (1.5, np.float32) as torch.float64 */
     else if (PyBool_Check(x)) {
-      if (i >= 1 && x == Py_True) copy = true; /* to(dtype, non_blocking, copy) positional forms */
-    } else if (x != Py_None)
+      if (i == copy_pos && x == Py_True) copy = true;
+    } else if (x != Py_None) {
       device = x;
+      if (i == 0) copy_pos = 3;
+    }
   }
   ct_device dev = ct_tensor_device(SELF);
   if (GIVEN(device) && !pyct_device_arg(device, &dev)) return NULL;
@@ -1521,7 +1537,7 @@ PyMethodDef pyct_ops1_methods[] = {
   MDEF_AS("greater_equal", ge), MDEF_AS("less", lt), MDEF_AS("less_equal", le), MDEF_AS("not_equal", ne),
   MDEF_AS("arctan2", atan2),
   MDEF(isnan), MDEF(isinf), MDEF(isfinite), MDEF(softsign), MDEF(round), MDEF(round_), MDEF(logit), MDEF(polygamma),
-  MDEF(nan_to_num), MDEF(clamp), MDEF(clamp_), MDEF_AS("clip", clamp), MDEF_AS("clip_", clamp_), MDEF(clamp_min),
+  MDEF(nan_to_num), MDEF(clamp), MDEF(clamp_), MDEF(clip), MDEF(clip_), MDEF(clamp_min),
   MDEF(clamp_max), MDEF(add), MDEF(add_), MDEF(sub), MDEF(sub_), MDEF_AS("subtract", sub), MDEF(div), MDEF(div_),
   MDEF_AS("divide", div), MDEF_AS("true_divide", div), MDEF(pow), MDEF(pow_), MDEF(isclose), MDEF(allclose),
   MDEF(equal), MDEF(lerp), MDEF(lerp_), MDEF(addcmul), MDEF(addcmul_), MDEF(addcdiv), MDEF(addcdiv_), MDEF(where),
@@ -1546,7 +1562,7 @@ PyMethodDef pyct_ops1_functions[] = {
   FDEF_AS("fix", trunc), FDEF_AS("multiply", mul), FDEF_AS("greater", gt), FDEF_AS("greater_equal", ge),
   FDEF_AS("less", lt), FDEF_AS("less_equal", le), FDEF_AS("not_equal", ne), FDEF_AS("arctan2", atan2),
   FDEF(isnan), FDEF(isinf), FDEF(isfinite), FDEF(round), FDEF(logit), FDEF(polygamma), FDEF(nan_to_num), FDEF(clamp),
-  FDEF_AS("clip", clamp), FDEF(clamp_min), FDEF(clamp_max), FDEF(add), FDEF(sub), FDEF_AS("subtract", sub), FDEF(rsub),
+  FDEF(clip), FDEF(clamp_min), FDEF(clamp_max), FDEF(add), FDEF(sub), FDEF_AS("subtract", sub), FDEF(rsub),
   FDEF(div), FDEF_AS("divide", div), FDEF_AS("true_divide", div), FDEF(pow), FDEF(isclose), FDEF(allclose),
   FDEF(equal), FDEF(lerp), FDEF(addcmul), FDEF(addcdiv), FDEF(where), FDEF(sum), FDEF(mean), FDEF(prod), FDEF(max),
   FDEF(min), FDEF(amax), FDEF(amin), FDEF(logsumexp), FDEF(argmax), FDEF(argmin), FDEF(var), FDEF(std),

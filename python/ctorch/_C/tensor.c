@@ -699,6 +699,7 @@ static PyObject *t_is_floating_point(TensorObject *s, PyObject *u) {
   return PyBool_FromLong(ct_dtype_is_floating(ct_tensor_dtype(s->t)));
 }
 static PyObject *t_is_complex(TensorObject *s, PyObject *u) { Py_RETURN_FALSE; }
+static PyObject *t_is_inference(TensorObject *s, PyObject *u) { return PyBool_FromLong(s->t->is_inference); }
 static PyObject *t_data_ptr(TensorObject *s, PyObject *u) { return PyLong_FromVoidPtr(ct_data_ptr(s->t)); }
 static PyObject *t_size(TensorObject *s, PyObject *args, PyObject *kwargs) {
   static const char *const kw[] = {"dim", NULL};
@@ -800,6 +801,7 @@ static PyMethodDef tensor_base_methods[] = {
   {"resize_", (PyCFunction)(void (*)(void))t_resize_, METH_VARARGS | METH_KEYWORDS, NULL},
   {"is_floating_point", (PyCFunction)t_is_floating_point, METH_NOARGS, NULL},
   {"is_complex", (PyCFunction)t_is_complex, METH_NOARGS, NULL},
+  {"is_inference", (PyCFunction)t_is_inference, METH_NOARGS, NULL},
   {"data_ptr", (PyCFunction)t_data_ptr, METH_NOARGS, NULL},
   {"size", (PyCFunction)(void (*)(void))t_size, METH_VARARGS | METH_KEYWORDS, NULL},
   {"stride", (PyCFunction)(void (*)(void))t_stride, METH_VARARGS | METH_KEYWORDS, NULL},

@@ -139,7 +139,39 @@ def dirac_(tensor, groups=1):
 
 
 def orthogonal_(tensor, gain=1):
-    raise NotImplementedError("nn.init.orthogonal_ needs QR, which ctorch does not have yet")
+    """Q of the QR of a normal (rows, cols) draw (transposed when wide), columns signed by diag(R) so that
+    Q is unique: the same draws as PyTorch give the same matrix up to QR's rounding."""
+    from .. import linalg
+    if tensor.dim() < 2:
+        raise ValueError("Only tensors with 2 or more dimensions are supported")
+    if tensor.numel() == 0:
+        return tensor
+    rows = tensor.size(0)
+    cols = tensor.numel() // rows
+    flat = _C.empty((rows, cols), dtype=tensor.dtype).normal_(0, 1)
+    if rows < cols:
+        flat = flat.t()
+    q, r = linalg.qr(flat)
+    q = q * r.diagonal().sign()
+    if rows < cols:
+        q = q.t()
+    with no_grad():
+        tensor.view_as(q).copy_(q)
+        tensor.mul_(gain)
+    return tensor
+
+
+def sparse_(tensor, sparsity, std=0.01):
+    """Normal(0, std) values with ceil(sparsity * rows) zeros per column at randperm-drawn rows."""
+    if tensor.dim() != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    rows, cols = tensor.shape
+    num_zeros = int(math.ceil(sparsity * rows))
+    with no_grad():
+        tensor.normal_(0, std)
+        for c in range(cols):
+            tensor[_C.randperm(rows)[:num_zeros], c] = 0
+    return tensor
 
 
 # deprecated spellings PyTorch still exports

@@ -1,5 +1,15 @@
 """torch.optim.lr_scheduler: the schedulers' closed forms and recursions as PyTorch computes them."""
 import math
+import warnings
+
+EPOCH_DEPRECATION_WARNING = (
+    "The epoch parameter in `scheduler.step()` was not necessary and is being "
+    "deprecated where possible. Please use `scheduler.step()` to step the "
+    "scheduler. During the deprecation, if epoch is different from None, the "
+    "closed form is used instead of the new chainable form, where available. "
+    "Please open an issue if you are unable to replicate your use case: "
+    "https://github.com/pytorch/pytorch/issues/new/choose."
+)
 
 
 class _LRScheduler:
@@ -14,6 +24,10 @@ class _LRScheduler:
         self.base_lrs = [g["initial_lr"] for g in optimizer.param_groups]
         self.last_epoch = last_epoch
         self.verbose = verbose
+        self._initial_step()
+
+    def _initial_step(self):
+        self.optimizer._step_count = 0
         self._step_count = 0
         self.step()
 
@@ -25,8 +39,14 @@ class _LRScheduler:
 
     def step(self, epoch=None):
         self._step_count += 1
-        self.last_epoch += 1
-        for g, lr in zip(self.optimizer.param_groups, self.get_lr()):
+        if epoch is None:
+            self.last_epoch += 1
+            values = self.get_lr()
+        else:  # PyTorch 1.13: an explicit epoch takes the closed form where the scheduler has one
+            warnings.warn(EPOCH_DEPRECATION_WARNING, UserWarning)
+            self.last_epoch = epoch
+            values = self._get_closed_form_lr() if hasattr(self, "_get_closed_form_lr") else self.get_lr()
+        for g, lr in zip(self.optimizer.param_groups, values):
             g["lr"] = lr
         self._last_lr = [g["lr"] for g in self.optimizer.param_groups]
 
@@ -60,6 +80,9 @@ class StepLR(_LRScheduler):
             return [g["lr"] for g in self.optimizer.param_groups]
         return [g["lr"] * self.gamma for g in self.optimizer.param_groups]
 
+    def _get_closed_form_lr(self):
+        return [b * self.gamma ** (self.last_epoch // self.step_size) for b in self.base_lrs]
+
 
 class MultiStepLR(_LRScheduler):
     def __init__(self, optimizer, milestones, gamma=0.1, last_epoch=-1, verbose=False):
@@ -73,6 +96,10 @@ class MultiStepLR(_LRScheduler):
         k = self.milestones.count(self.last_epoch)
         return [g["lr"] * self.gamma ** k for g in self.optimizer.param_groups]
 
+    def _get_closed_form_lr(self):
+        import bisect
+        return [b * self.gamma ** bisect.bisect_right(self.milestones, self.last_epoch) for b in self.base_lrs]
+
 
 class ExponentialLR(_LRScheduler):
     def __init__(self, optimizer, gamma, last_epoch=-1, verbose=False):
@@ -83,6 +110,9 @@ class ExponentialLR(_LRScheduler):
         if self.last_epoch == 0:
             return [g["lr"] for g in self.optimizer.param_groups]
         return [g["lr"] * self.gamma for g in self.optimizer.param_groups]
+
+    def _get_closed_form_lr(self):
+        return [b * self.gamma ** self.last_epoch for b in self.base_lrs]
 
 
 class CosineAnnealingLR(_LRScheduler):
@@ -102,6 +132,10 @@ class CosineAnnealingLR(_LRScheduler):
         return [(1 + math.cos(math.pi * e / T)) / (1 + math.cos(math.pi * (e - 1) / T)) * (g["lr"] - self.eta_min)
                 + self.eta_min for g in self.optimizer.param_groups]
 
+    def _get_closed_form_lr(self):
+        return [self.eta_min + (b - self.eta_min) * (1 + math.cos(math.pi * self.last_epoch / self.T_max)) / 2
+                for b in self.base_lrs]
+
 
 class LinearLR(_LRScheduler):
     def __init__(self, optimizer, start_factor=1.0 / 3, end_factor=1.0, total_iters=5, last_epoch=-1, verbose=False):
@@ -118,6 +152,10 @@ class LinearLR(_LRScheduler):
             self.total_iters * self.start_factor + (e - 1) * (self.end_factor - self.start_factor))
         return [g["lr"] * f for g in self.optimizer.param_groups]
 
+    def _get_closed_form_lr(self):
+        return [b * (self.start_factor + (self.end_factor - self.start_factor) *
+                     min(self.total_iters, self.last_epoch) / self.total_iters) for b in self.base_lrs]
+
 
 class SequentialLR(_LRScheduler):
     def __init__(self, optimizer, schedulers, milestones, last_epoch=-1, verbose=False):
@@ -129,8 +167,7 @@ class SequentialLR(_LRScheduler):
             g["lr"] = g["initial_lr"]
         for s in self._schedulers:
             s.last_epoch -= 1
-        self._schedulers[0]._initial_step() if hasattr(self._schedulers[0], "_initial_step") else \
-            self._schedulers[0].step()
+        self._schedulers[0]._initial_step()
         self._last_lr = schedulers[0].get_last_lr()
 
     def step(self):
@@ -139,8 +176,7 @@ class SequentialLR(_LRScheduler):
         idx = bisect.bisect_right(self._milestones, self.last_epoch)
         s = self._schedulers[idx]
         if idx > 0 and self._milestones[idx - 1] == self.last_epoch:
-            s.last_epoch = -1
-            s.step()
+            s.step(0)  # as PyTorch 1.13 does: the closed form at epoch 0, with its deprecation warning
         else:
             s.step()
         self._last_lr = s.get_last_lr()

@@ -272,7 +272,7 @@ static kparams params_for(ct_dtype dt) {
   if (dt == CT_FLOAT32) {
     p = (kparams){P_MR, P_NR, 128, 256, 2048, (void *)ukr_f32_c, "portable 4x16"};
 #if defined(__wasm_simd128__)
-    p = (kparams){4, 16, 128, 256, 2048, (void *)ukr_f32_wasm, "wasm simd128 4x16"};
+    p = (kparams){CT_WASM_F32_MR, CT_WASM_F32_NR, 128, 256, 2048, (void *)ukr_f32_wasm, CT_WASM_F32_NAME};
 #endif
 #if defined(__x86_64__)
     if (isa == CT_SIMD_AVX512) p = (kparams){12, 32, 240, 256, 2048, (void *)ukr_f32_avx512, "avx512 12x32"};

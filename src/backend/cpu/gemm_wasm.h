@@ -1,55 +1,55 @@
 /* WebAssembly SIMD128 float32 micro-kernel of the packed GEMM (gemm_packed.c includes this file
  * only when compiling with -msimd128). Same contract as the portable kernel there:
- *   c[4 x 16] (row stride ldc, unit column stride) = (acc ? c : 0) + a-panel * b-panel,
- *   a: kc groups of 4 values, b: kc groups of 16 values (packed).
+ *   c[4 x 8] (row stride ldc, unit column stride) = (acc ? c : 0) + a-panel * b-panel,
+ *   a: kc groups of 4 values, b: kc groups of 8 values (packed).
+ * gemm_packed.c takes the tile shape from CT_WASM_F32_MR / CT_WASM_F32_NR.
  *
- * Why a separate kernel for wasm:
- * - Speed: V8 maps v128 locals onto 16 xmm registers; written with explicit v128 values the
- *   4x16 tile (16 accumulators, the 4 B vectors of a k step and a splat of A) was the fastest
- *   of the shapes measured in Node 20 (4x8, 5x8, 6x8, 8x8, 4x12, 3x12, 2x16, 4x16; best of
- *   40 runs each, twice, on a VM at load 15: 4x16 explicit 14-27 GFLOPS (28-31 in the pairwise
- *   order below), the compiler-vectorised portable 4x16 kernel 9-18, 8x8 17-23).
- * - Order: each element sums k in order, one multiply and one add per step (SIMD128 has no
- *   fused multiply-add), i.e. the same order and roundings as the portable kernel, so results
- *   are bit-identical to it. A pairwise order (acc += a0*b0 + a1*b1: same op count, half the
- *   accumulation chain) was tried: it is closer to the exact (float64) result on random K = 27
- *   dot products (RMS error / sum|terms| 2.1e-8 against 2.6e-8) but farther from PyTorch's own
- *   (FMA, sequential) rounding: the parity suite then failed 4 borderline float32 cases instead
- *   of 1, although in 3 of the 4 it was nearer the exact value than PyTorch itself (see
- *   bench/RESULTS.md, "WebAssembly: the SIMD128 GEMM micro-kernel, the parity failure"). */
+ * Why 4x8: V8 (x64) allocates v128 values to 15 xmm registers (xmm15 is its scratch). The 4x16
+ * tile used before (16 accumulators + 4 B vectors + a splat) spilled; 4x8 (8 accumulators + 2 B
+ * + 1 splat) does not. bench/wasm_ukr.c, Node 20, best of 60 trials over a 120x256x256 block,
+ * three runs at load 17-20 (session 5): 4x8 36.0-40.2 GFLOP/s, 4x16 25.5-26.6, 4x16 with one A
+ * load and lane shuffles 31.2-33.8, 4x8 so 31.4-38.1, 6x8 25.7-26.6, 3x16 25.7-26.1, 5x8
+ * 21.0-22.5, 4x8 with k unrolled twice 29.7. (Session 3 had measured 4x16 fastest with another
+ * harness on a VM at load 15; this harness runs the kernel as the driver does, over panels.)
+ * Order: each element sums k in order from zero, one multiply and one add per step (SIMD128 has
+ * no fused multiply-add), then adds c when accumulating. A pairwise order (acc += a0*b0 + a1*b1) was tried in session 3: closer to
+ * the exact result but farther from PyTorch's own (FMA, sequential) rounding, so the parity suite
+ * failed more borderline float32 cases (bench/RESULTS.md, "WebAssembly: the SIMD128 GEMM
+ * micro-kernel, the parity failure"). */
 #ifndef CT_GEMM_WASM_H
 #define CT_GEMM_WASM_H
 #include <stdint.h>
 #include <wasm_simd128.h>
 
-#define W_ROW_INIT(r)                                                                           \
-  v128_t c##r##0, c##r##1, c##r##2, c##r##3;                                                    \
-  if (acc) {                                                                                    \
-    c##r##0 = wasm_v128_load(c + r * ldc), c##r##1 = wasm_v128_load(c + r * ldc + 4);          \
-    c##r##2 = wasm_v128_load(c + r * ldc + 8), c##r##3 = wasm_v128_load(c + r * ldc + 12);     \
-  } else                                                                                        \
-    c##r##0 = c##r##1 = c##r##2 = c##r##3 = wasm_f32x4_splat(0.0f);
+#define CT_WASM_F32_MR 4
+#define CT_WASM_F32_NR 8
+#define CT_WASM_F32_NAME "wasm simd128 4x8"
+
+#define W_ROW_INIT(r) v128_t c##r##0 = wasm_f32x4_splat(0.0f), c##r##1 = c##r##0;
 /* one row of the tile over one k step: c += a[r] * b */
 #define W_ROW1(r)                                                                               \
   {                                                                                             \
     v128_t s0 = wasm_v128_load32_splat(a + r);                                                  \
     c##r##0 = wasm_f32x4_add(c##r##0, wasm_f32x4_mul(s0, b00));                                \
     c##r##1 = wasm_f32x4_add(c##r##1, wasm_f32x4_mul(s0, b01));                                \
-    c##r##2 = wasm_f32x4_add(c##r##2, wasm_f32x4_mul(s0, b02));                                \
-    c##r##3 = wasm_f32x4_add(c##r##3, wasm_f32x4_mul(s0, b03));                                \
   }
+/* c is added after the k sum (not loaded into the accumulators first): the rounding of the edge
+ * tiles (gemm_packed.c sums them in a zeroed tile, then adds c) and of a BLAS kernel (C += sum),
+ * so a full tile and an edge tile of the same product round alike */
 #define W_ROW_STORE(r)                                                                          \
-  wasm_v128_store(c + r * ldc, c##r##0), wasm_v128_store(c + r * ldc + 4, c##r##1);             \
-  wasm_v128_store(c + r * ldc + 8, c##r##2), wasm_v128_store(c + r * ldc + 12, c##r##3);
+  if (acc) {                                                                                    \
+    c##r##0 = wasm_f32x4_add(wasm_v128_load(c + r * ldc), c##r##0);                             \
+    c##r##1 = wasm_f32x4_add(wasm_v128_load(c + r * ldc + 4), c##r##1);                         \
+  }                                                                                             \
+  wasm_v128_store(c + r * ldc, c##r##0), wasm_v128_store(c + r * ldc + 4, c##r##1);
 
 /* noinline: inlined into the driver, the kernel competed for registers with the loop around it
- * and ran at about half speed in the measurements above */
+ * and ran at about half speed (session 3's measurements) */
 __attribute__((noinline)) static void ukr_f32_wasm(int64_t kc, const float *a, const float *b, float *c,
                                                    int64_t ldc, int acc) {
   W_ROW_INIT(0) W_ROW_INIT(1) W_ROW_INIT(2) W_ROW_INIT(3)
-  for (int64_t k = 0; k < kc; k++, a += 4, b += 16) {
-    v128_t b00 = wasm_v128_load(b), b01 = wasm_v128_load(b + 4), b02 = wasm_v128_load(b + 8),
-           b03 = wasm_v128_load(b + 12);
+  for (int64_t k = 0; k < kc; k++, a += 4, b += 8) {
+    v128_t b00 = wasm_v128_load(b), b01 = wasm_v128_load(b + 4);
     W_ROW1(0) W_ROW1(1) W_ROW1(2) W_ROW1(3)
   }
   W_ROW_STORE(0) W_ROW_STORE(1) W_ROW_STORE(2) W_ROW_STORE(3)

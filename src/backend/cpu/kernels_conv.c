@@ -4,7 +4,8 @@
  * once; integer dtypes accumulate in int64 (wrapping like C++).
  * Attributes (set by src/ops/conv.c): k0 spatial dims, k1 groups, i[0..3) stride,
  * i[3..6) padding (low side), i[6..9) dilation. float32/float64 run the fast path below
- * (im2col + packed GEMM); these loops stay as its reference (conv_fast.h). */
+ * (im2col + packed GEMM, or Winograd F(2x2, 3x3) + GEMM); these loops stay as its reference
+ * (conv_fast.h). */
 #include "kernels_nn.h"
 #include "conv_fast.h"
 #include "gemm_fast.h"
@@ -338,12 +339,36 @@ typedef struct {
 DEFINE_ADD_ROW(float, f32)
 DEFINE_ADD_ROW(double, f64)
 
+/* Copies `rows` output rows of one kernel offset (stride 1 along W) from source rows src,
+ * src + IW, ... into dst, dst + OW, ...: one copy when OW == IW (the rows are then contiguous on
+ * both sides; the copy starts at the first row's lo and ends at the last row's hi, so it never
+ * reads outside those rows), then zeros in [0, lo) and [hi, OW) of every row (padding, and the
+ * neighbouring rows' elements the single copy brought in). Per row when OW != IW (rows == 1). */
+#define DEFINE_RUN(T, SUF)                                                                        \
+  static inline void im2col_run_##SUF(T *restrict dst, const T *restrict src, int64_t rows, int64_t OW, \
+                                      int64_t off, int64_t lo, int64_t hi) {                      \
+    if (hi <= lo) {                                                                               \
+      memset(dst, 0, sizeof(T) * (size_t)(rows * OW));                                            \
+      return;                                                                                     \
+    }                                                                                             \
+    memcpy(dst + lo, src + lo + off, sizeof(T) * (size_t)((rows - 1) * OW + hi - lo));            \
+    for (int64_t r = 0; r < rows; r++) {                                                          \
+      T *d = dst + r * OW;                                                                        \
+      for (int64_t ow = 0; ow < lo; ow++) d[ow] = 0;                                              \
+      for (int64_t ow = hi; ow < OW; ow++) d[ow] = 0;                                             \
+    }                                                                                             \
+  }
+DEFINE_RUN(float, f32)
+DEFINE_RUN(double, f64)
+
 /* im2col (fill col from x) and col2im (add col into x) for one element type; tasks are
  * (sample, channel) planes, so col2im's tasks never write the same element. */
 #define DEFINE_COLS(T, SUF)                                                                       \
   static void im2col_##SUF(const fx_ctx *q, int64_t begin, int64_t end) {                          \
     const conv_geom *g = q->g;                                                                     \
-    const int64_t OW = g->out[2], sw = g->s[2];                                                    \
+    const int64_t OW = g->out[2], OH = g->out[1], IW = g->in[2], sw = g->s[2], sh = g->s[1];       \
+    /* stride 1 along H and W and OW == IW: a block of valid rows is contiguous in x and in col */ \
+    const bool run = sw == 1 && sh == 1 && OW == IW;                                               \
     for (int64_t t = begin; t < end; t++) {                                                        \
       int64_t s = t / g->C, ch = t % g->C;                                                         \
       const T *xp = (const T *)q->x + ((q->n0 + s) * g->C + ch) * g->insp;                         \
@@ -352,22 +377,32 @@ DEFINE_ADD_ROW(double, f64)
           for (int64_t kw = 0; kw < g->k[2]; kw++) {                                               \
             int64_t kk = (kd * g->k[1] + kh) * g->k[2] + kw;                                       \
             T *dst = (T *)q->col + (ch * g->ksp + kk) * q->ld + s * q->np;                         \
-            int64_t off = kw * g->d[2] - g->p[2], lo, hi;                                          \
-            ow_range(OW, g->in[2], sw, off, &lo, &hi);                                             \
-            for (int64_t r = q->r0; r < q->r1; r++, dst += OW) {                                   \
-              int64_t od = r / g->out[1], oh = r % g->out[1];                                      \
-              int64_t id = od * g->s[0] - g->p[0] + kd * g->d[0];                                  \
-              int64_t ih = oh * g->s[1] - g->p[1] + kh * g->d[1];                                  \
-              if (id < 0 || id >= g->in[0] || ih < 0 || ih >= g->in[1]) {                          \
-                memset(dst, 0, sizeof(T) * (size_t)OW);                                            \
-                continue;                                                                          \
-              }                                                                                    \
-              const T *src = xp + (id * g->in[1] + ih) * g->in[2];                                 \
-              for (int64_t ow = 0; ow < lo; ow++) dst[ow] = 0;                                     \
-              if (sw == 1) memcpy(dst + lo, src + lo + off, sizeof(T) * (size_t)(hi - lo));        \
+            int64_t off = kw * g->d[2] - g->p[2], offh = kh * g->d[1] - g->p[1], lo, hi;           \
+            ow_range(OW, IW, sw, off, &lo, &hi);                                                   \
+            /* segments of rows with one od: valid rows [vl, vh) computed, not tested per row */   \
+            for (int64_t r = q->r0; r < q->r1;) {                                                  \
+              int64_t od = r / OH, oh0 = r % OH, n = OH - oh0 < q->r1 - r ? OH - oh0 : q->r1 - r;  \
+              int64_t id = od * g->s[0] - g->p[0] + kd * g->d[0], vl = 0, vh = 0;                  \
+              if (id >= 0 && id < g->in[0]) ow_range(oh0 + n, g->in[1], sh, offh, &vl, &vh);       \
+              if (vl < oh0) vl = oh0;                                                              \
+              if (vh < vl) vh = vl;                                                                \
+              memset(dst, 0, sizeof(T) * (size_t)((vl - oh0) * OW));                               \
+              T *d = dst + (vl - oh0) * OW;                                                        \
+              const T *src = xp;                                                                   \
+              if (vh > vl) src += (id * g->in[1] + vl * sh + offh) * IW;                           \
+              if (vh > vl && run) im2col_run_##SUF(d, src, vh - vl, OW, off, lo, hi);              \
               else                                                                                 \
-                for (int64_t ow = lo; ow < hi; ow++) dst[ow] = src[ow * sw + off];                 \
-              for (int64_t ow = hi; ow < OW; ow++) dst[ow] = 0;                                    \
+                for (int64_t oh = vl; oh < vh; oh++, d += OW, src += sh * IW) {                    \
+                  if (sw == 1) im2col_run_##SUF(d, src, 1, OW, off, lo, hi);                       \
+                  else {                                                                           \
+                    for (int64_t ow = 0; ow < lo; ow++) d[ow] = 0;                                 \
+                    for (int64_t ow = lo; ow < hi; ow++) d[ow] = src[ow * sw + off];               \
+                    for (int64_t ow = hi; ow < OW; ow++) d[ow] = 0;                                \
+                  }                                                                                \
+                }                                                                                  \
+              memset(dst + (vh - oh0) * OW, 0, sizeof(T) * (size_t)((oh0 + n - vh) * OW));         \
+              dst += n * OW;                                                                       \
+              r += n;                                                                              \
             }                                                                                      \
           }                                                                                        \
     }                                                                                              \
@@ -513,9 +548,202 @@ static void *ws_get(int64_t elems, size_t es) {
 
 #define EL(p, off) ((char *)(p) + (size_t)(off) * es) /* element offset into a byte pointer */
 
-/* The forward convolution by im2col + GEMM on contiguous x [N, C, in], w [O, C/G, k] into y [N, O, out]
- * (every element written), chunked by plan_chunks; g->C * g->ksp > 0. */
-static ct_status fwd_cols(const conv_geom *g, ct_dtype dt, const char *x, const char *w, char *y) {
+/* ======================================================================================
+ * Winograd F(2x2, 3x3) for float32 3x3 convolutions with stride 1, dilation 1 and one group
+ * (every ResNet 3x3/1 layer, forward and, as the flipped-kernel forward conv, input gradient):
+ * each 2x2 output tile is A^T [(G g G^T) . (B^T d B)] A of its 4x4 input tile d, so the GEMM
+ * does 16 products per 4 outputs and input channel instead of 36, and the input is expanded
+ * 4x (16 values per 2x2 tile) instead of 9x by im2col. Per chunk of samples:
+ *   V[e, c, t]  = (B^T d B)[e] of tile t of channel c     (input transform, tasks (sample, c))
+ *   M[e]        = U[e] [O, C] @ V[e] [C, T]               (one GEMM call, batch over the 16 e)
+ *   y tile      = A^T M[., o, t] A                        (output transform, tasks (sample, o))
+ * with U[e, o, c] = (G g G^T)[e] transformed once per call. The transforms add and subtract at
+ * most 4 terms (and halve), so the error stays a small multiple of the GEMM's (the tests'
+ * bound holds); chunks do not depend on the thread count, nor does the GEMM's order.
+ * ====================================================================================== */
+#define WINO_MIN_CH 16 /* below this many in/out channels im2col does better */
+/* V + M of one chunk (at least one sample): 1 MiB of float32, so that the GEMM reads V from L2
+ * (8 MiB chunks measured ~40% slower on ResNet's 32x32 layer) */
+#define WINO_MAX_ELEMS ((int64_t)1 << 18)
+
+/* g is a forward conv (x [N, C, in], w [O, C, 3, 3]) Winograd can run; padding any. */
+static bool wino_eligible(const conv_geom *g, ct_dtype dt) {
+  if (dt != CT_FLOAT32 || g->G != 1 || g->C < WINO_MIN_CH || g->O < WINO_MIN_CH) return false;
+  if (g->k[0] != 1 || g->in[0] != 1 || g->k[1] != 3 || g->k[2] != 3) return false; /* 2-d, 3x3 */
+  for (int i = 1; i < 3; i++)
+    if (g->s[i] != 1 || g->d[i] != 1 || g->p[i] > 2 || g->out[i] < 1) return false;
+  /* The weight transform writes 16 O C floats per call, as much as a GEMM of ~4 tiles per weight
+   * saves: with fewer tiles than 2 (C + O) (ResNet-18's 8x8 and 4x4 layers at batch 16) im2col
+   * measured faster. */
+  int64_t tiles = g->N * ((g->out[1] + 1) / 2) * ((g->out[2] + 1) / 2);
+  return tiles >= 2 * (g->C + g->O);
+}
+
+typedef struct {
+  const conv_geom *g;
+  const float *x, *w;
+  float *y, *U, *V, *M;
+  int64_t n0, T, TH, TW; /* chunk's first sample, tiles in the chunk, tiles per sample along H, W */
+  int failed;            /* a task could not get its scratch */
+} wino_ctx;
+
+/* tasks (o, c): U[e, o, c] = (G g G^T)[e] */
+static void wino_wt_range(void *vq, int64_t begin, int64_t end) {
+  wino_ctx *q = vq;
+  int64_t OC = q->g->O * q->g->C;
+  for (int64_t t = begin; t < end; t++) {
+    const float *k = q->w + t * 9;
+    float a[4][3];
+    for (int j = 0; j < 3; j++) {
+      a[0][j] = k[j];
+      a[1][j] = 0.5f * (k[j] + k[3 + j] + k[6 + j]);
+      a[2][j] = 0.5f * (k[j] - k[3 + j] + k[6 + j]);
+      a[3][j] = k[6 + j];
+    }
+    for (int i = 0; i < 4; i++) {
+      float *u = q->U + (int64_t)(i * 4) * OC + t;
+      u[0] = a[i][0];
+      u[OC] = 0.5f * (a[i][0] + a[i][1] + a[i][2]);
+      u[2 * OC] = 0.5f * (a[i][0] - a[i][1] + a[i][2]);
+      u[3 * OC] = a[i][2];
+    }
+  }
+}
+
+/* Scratch rows of one transform task: 4 x (2 TW + 2) floats, or NULL (q->failed set). */
+static float *wino_rows(wino_ctx *q) {
+  float *r = malloc(sizeof(float) * (size_t)(4 * (2 * q->TW + 2)));
+  if (!r) __atomic_store_n(&q->failed, 1, __ATOMIC_RELAXED);
+  return r;
+}
+
+/* tasks (sample s, channel c): V[., c, s * tiles + tile] = B^T d B of every tile. Per row of tiles,
+ * B^T runs down the columns of the 4 input rows (zero-padded into scratch: no bounds tests), then
+ * B along each tile's 4 columns, writing each of the 16 planes contiguously. */
+static void wino_in_range(void *vq, int64_t begin, int64_t end) {
+  wino_ctx *q = vq;
+  const conv_geom *g = q->g;
+  const int64_t C = g->C, IH = g->in[1], IW = g->in[2], ph = g->p[1], pw = g->p[2];
+  const int64_t TW = q->TW, PW = 2 * TW + 2, tps = q->TH * TW, CT = C * q->T;
+  const int64_t hi = pw + IW < PW ? pw + IW : PW; /* padded columns [pw, hi) hold x */
+  float *b = wino_rows(q);
+  if (!b) return;
+  float *b0 = b, *b1 = b + PW, *b2 = b + 2 * PW, *b3 = b + 3 * PW;
+  for (int64_t t = begin; t < end; t++) {
+    int64_t s = t / C, c = t % C;
+    const float *xp = q->x + ((q->n0 + s) * C + c) * IH * IW;
+    for (int64_t th = 0; th < q->TH; th++) {
+      const float *r[4];
+      for (int i = 0; i < 4; i++) {
+        int64_t ih = 2 * th - ph + i;
+        r[i] = ih >= 0 && ih < IH ? xp + ih * IW : NULL; /* padded column col is r[i][col - pw] */
+      }
+      /* B^T d down the columns: rows d0 - d2, d1 + d2, d2 - d1, d1 - d3 (zero outside x) */
+      for (int64_t col = 0; col < PW; col++) {
+        bool in = col >= pw && col < hi;
+        int64_t iw = col - pw;
+        float d0 = in && r[0] ? r[0][iw] : 0.0f, d1 = in && r[1] ? r[1][iw] : 0.0f;
+        float d2 = in && r[2] ? r[2][iw] : 0.0f, d3 = in && r[3] ? r[3][iw] : 0.0f;
+        b0[col] = d0 - d2;
+        b1[col] = d1 + d2;
+        b2[col] = d2 - d1;
+        b3[col] = d1 - d3;
+      }
+      /* (B^T d) B along each tile's columns 2tw .. 2tw+3: the same combinations */
+      float *v = q->V + c * q->T + s * tps + th * TW;
+      const float *bi[4] = {b0, b1, b2, b3};
+      for (int i = 0; i < 4; i++) {
+        const float *u = bi[i];
+        float *e0 = v + (int64_t)(i * 4) * CT, *e1 = e0 + CT, *e2 = e1 + CT, *e3 = e2 + CT;
+        for (int64_t tw = 0; tw < TW; tw++) {
+          const float *w = u + 2 * tw;
+          e0[tw] = w[0] - w[2];
+          e1[tw] = w[1] + w[2];
+          e2[tw] = w[2] - w[1];
+          e3[tw] = w[1] - w[3];
+        }
+      }
+    }
+  }
+  free(b);
+}
+
+/* tasks (sample s, output channel o): y's 2x2 tiles = A^T M A, a row of tiles at a time (A^T down
+ * the 16 planes, A along the row into two output rows of scratch, then copied, clipped at the far
+ * edges) */
+static void wino_out_range(void *vq, int64_t begin, int64_t end) {
+  wino_ctx *q = vq;
+  const conv_geom *g = q->g;
+  const int64_t O = g->O, OH = g->out[1], OW = g->out[2], TW = q->TW, tps = q->TH * TW, OT = O * q->T;
+  float *rows = wino_rows(q); /* two output rows of 2 TW */
+  if (!rows) return;
+  for (int64_t t = begin; t < end; t++) {
+    int64_t s = t / O, o = t % O;
+    float *yp = q->y + ((q->n0 + s) * O + o) * OH * OW;
+    for (int64_t th = 0; th < q->TH; th++) {
+      const float *m = q->M + o * q->T + s * tps + th * TW;
+      float *y0 = rows, *y1 = rows + 2 * TW;
+      for (int64_t tw = 0; tw < TW; tw++) {
+        float a0[4], a1[4];
+        for (int k = 0; k < 4; k++) { /* A^T M: rows m0 + m1 + m2, m1 - m2 - m3 */
+          float m0 = m[k * OT + tw], m1 = m[(4 + k) * OT + tw], m2 = m[(8 + k) * OT + tw], m3 = m[(12 + k) * OT + tw];
+          a0[k] = m0 + m1 + m2;
+          a1[k] = m1 - m2 - m3;
+        }
+        y0[2 * tw] = a0[0] + a0[1] + a0[2];
+        y0[2 * tw + 1] = a0[1] - a0[2] - a0[3];
+        y1[2 * tw] = a1[0] + a1[1] + a1[2];
+        y1[2 * tw + 1] = a1[1] - a1[2] - a1[3];
+      }
+      memcpy(yp + 2 * th * OW, y0, sizeof(float) * (size_t)OW);
+      if (2 * th + 1 < OH) memcpy(yp + (2 * th + 1) * OW, y1, sizeof(float) * (size_t)OW);
+    }
+  }
+  free(rows);
+}
+
+/* The forward convolution x [N, C, H, W] * w [O, C, 3, 3] -> y [N, O, OH, OW] (all contiguous
+ * float32, wino_eligible). */
+static ct_status wino_fwd(const conv_geom *g, const float *x, const float *w, float *y) {
+  wino_ctx q = {g, x, w, y, NULL, NULL, NULL, 0, 0, (g->out[1] + 1) / 2, (g->out[2] + 1) / 2};
+  int64_t C = g->C, O = g->O, tps = q.TH * q.TW, per = 16 * (C + O) * tps;
+  int64_t budget = conv_col_budget > 0 ? conv_col_budget : WINO_MAX_ELEMS, nb = budget / per;
+  if (nb < 1) nb = 1;
+  if (nb > g->N) nb = g->N;
+  ct_status st = CT_OK;
+  q.U = ws_get(16 * O * C, sizeof(float));
+  q.V = q.U ? ws_get(16 * C * nb * tps, sizeof(float)) : NULL;
+  q.M = q.V ? ws_get(16 * O * nb * tps, sizeof(float)) : NULL;
+  if (!q.M) {
+    st = ct_last_status();
+    goto done;
+  }
+  ct_parallel_for(O * C, plane_grain(16), wino_wt_range, &q);
+  for (int64_t n0 = 0; n0 < g->N && !st; n0 += nb) {
+    int64_t nbc = g->N - n0 < nb ? g->N - n0 : nb;
+    q.n0 = n0, q.T = nbc * tps;
+    ct_parallel_for(nbc * C, plane_grain(16 * tps), wino_in_range, &q);
+    if (q.failed) break; /* reported below */
+    st = gemm_call(CT_FLOAT32, 16, O, q.T, C, q.U, O * C, C, 1, q.V, C * q.T, q.T, 1, q.M, O * q.T, q.T, false);
+    if (!st) ct_parallel_for(nbc * O, plane_grain(16 * tps), wino_out_range, &q);
+  }
+  if (!st && q.failed) st = CT_ERR(CT_ERR_OOM, "CPU out of memory: Winograd transform scratch");
+done:
+  ct_fast_buf_put(q.U);
+  ct_fast_buf_put(q.V);
+  ct_fast_buf_put(q.M);
+  return st;
+}
+
+/* The chunk loop of the three im2col paths on contiguous operands, chunked by plan_chunks
+ * (g->C * g->ksp > 0). x is the forward conv's input (gx for OP_BWD_INPUT, which col2im adds
+ * into: zeroed by the caller), y its output (gy for the gradients). Per chunk of nb samples x
+ * output rows [r0, r1), with yc = the chunk's y / gy: in place (row stride outsp) for one sample,
+ * else an [O, ld] scratch (gy gathered into it; y scattered from it):
+ *   OP_FWD         im2col(x); yc = W @ col
+ *   OP_BWD_INPUT   col = W^T @ yc; col2im into x
+ *   OP_BWD_WEIGHT  im2col(x); gw (+)= yc @ col^T        (summed over chunks in order) */
+static ct_status cols_loop(int op, const conv_geom *g, ct_dtype dt, char *x, const char *w, char *y, char *gw) {
   size_t es = ct_dtype_size(dt);
   int64_t G = g->G, Og = g->O / G, rows = g->C / G * g->ksp, O = g->O;
   fx_ctx q = {g, dt == CT_FLOAT64, es};
@@ -523,33 +751,44 @@ static ct_status fwd_cols(const conv_geom *g, ct_dtype dt, const char *x, const 
   int64_t nb, nr, OW = g->out[2], R = g->outsp / OW;
   plan_chunks(g, g->C * g->ksp, &nb, &nr);
   int64_t ldmax = nb > 1 ? nb * g->outsp : nr * OW;
-  void *col = ws_get(g->C * g->ksp * ldmax, es), *tmp = nb > 1 ? ws_get(O * ldmax, es) : NULL;
+  char *col = ws_get(g->C * g->ksp * ldmax, es), *tmp = nb > 1 ? ws_get(O * ldmax, es) : NULL;
   if (!col || (nb > 1 && !tmp)) {
     st = ct_last_status();
     goto done;
   }
-  q.x = (char *)x;
+  q.x = x;
   q.col = col;
+  bool first = true;
   for (int64_t n0 = 0; n0 < g->N && !st; n0 += nb) {
     int64_t nbc = g->N - n0 < nb ? g->N - n0 : nb;
-    for (int64_t r0 = 0; r0 < R && !st; r0 += nr) {
+    for (int64_t r0 = 0; r0 < R && !st; r0 += nr, first = false) {
       q.n0 = n0, q.r0 = r0, q.r1 = r0 + nr < R ? r0 + nr : R;
       q.np = (q.r1 - r0) * OW, q.ld = nbc * q.np;
-      run_im2col(&q, nbc);
-      if (nbc == 1)
-        st = gemm_call(dt, G, Og, q.ld, rows, w, Og * rows, rows, 1, col, rows * q.ld, q.ld, 1,
-                       EL(y, n0 * O * g->outsp + r0 * OW), Og * g->outsp, g->outsp, false);
-      else {
-        st = gemm_call(dt, G, Og, q.ld, rows, w, Og * rows, rows, 1, col, rows * q.ld, q.ld, 1, tmp, Og * q.ld, q.ld,
-                       false);
-        if (!st) run_move(&q, y, tmp, O, nbc, 0);
-      }
+      char *yc = nbc == 1 ? EL(y, n0 * O * g->outsp + r0 * OW) : tmp;
+      int64_t yc_b = nbc == 1 ? Og * g->outsp : Og * q.ld, yc_m = nbc == 1 ? g->outsp : q.ld;
+      if (op != OP_FWD && nbc > 1) run_move(&q, y, tmp, O, nbc, 1);
+      if (op != OP_BWD_INPUT) run_im2col(&q, nbc);
+      if (op == OP_FWD) {
+        st = gemm_call(dt, G, Og, q.ld, rows, w, Og * rows, rows, 1, col, rows * q.ld, q.ld, 1, yc, yc_b, yc_m, false);
+        if (!st && nbc > 1) run_move(&q, y, tmp, O, nbc, 0);
+      } else if (op == OP_BWD_INPUT) {
+        st = gemm_call(dt, G, rows, q.ld, Og, w, Og * rows, 1, rows, yc, yc_b, yc_m, 1, col, rows * q.ld, q.ld, false);
+        if (!st) run_col2im(&q, nbc);
+      } else
+        st = gemm_call(dt, G, Og, rows, q.ld, yc, yc_b, yc_m, 1, col, rows * q.ld, 1, q.ld, gw, Og * rows, rows,
+                       !first);
     }
   }
 done:
   ct_fast_buf_put(col);
   ct_fast_buf_put(tmp);
   return st;
+}
+
+/* The forward convolution by im2col + GEMM on contiguous x [N, C, in], w [O, C/G, k] into y [N, O, out]
+ * (every element written); g->C * g->ksp > 0. */
+static ct_status fwd_cols(const conv_geom *g, ct_dtype dt, const char *x, const char *w, char *y) {
+  return cols_loop(OP_FWD, g, dt, (char *)x, w, y, NULL);
 }
 
 /* The input gradient of a stride-1 convolution is the forward convolution of gy with the kernel
@@ -562,30 +801,52 @@ static bool flip_eligible(const conv_geom *g) {
   return true;
 }
 
-static ct_status bwd_input_flipped(const conv_geom *g, ct_dtype dt, const char *gy, const char *w, char *gx) {
-  size_t es = ct_dtype_size(dt);
-  int64_t G = g->G, Cg = g->C / G, Og = g->O / G, ksp = g->ksp;
-  conv_geom f = *g;
-  f.C = g->O, f.O = g->C;
+/* The geometry of that forward conv: gy [N, O, out] is its input, gx [N, C, in] its output. */
+static void flip_geom(const conv_geom *g, conv_geom *f) {
+  *f = *g;
+  f->C = g->O, f->O = g->C;
   for (int i = 0; i < 3; i++) {
-    f.in[i] = g->out[i], f.out[i] = g->in[i];
-    f.p[i] = g->d[i] * (g->k[i] - 1) - g->p[i];
+    f->in[i] = g->out[i], f->out[i] = g->in[i];
+    f->p[i] = g->d[i] * (g->k[i] - 1) - g->p[i];
   }
-  f.insp = g->outsp, f.outsp = g->insp;
-  char *wf = ws_get(g->C * Og * ksp, es); /* [C, Og, k]: wf[c, oo, ksp-1-kk] = w[grp*Og + oo, c % Cg, kk] */
-  if (!wf) return ct_last_status();
-  for (int64_t c = 0; c < g->C; c++) {
+  f->insp = g->outsp, f->outsp = g->insp;
+}
+
+typedef struct {
+  const conv_geom *g;
+  const char *w;
+  char *wf;
+  size_t es;
+} flip_ctx;
+
+/* tasks c: wf[c, oo, ksp-1-kk] = w[grp*Og + oo, c % Cg, kk] */
+static void flip_range(void *vq, int64_t begin, int64_t end) {
+  flip_ctx *q = vq;
+  const conv_geom *g = q->g;
+  int64_t Cg = g->C / g->G, Og = g->O / g->G, ksp = g->ksp;
+  for (int64_t c = begin; c < end; c++) {
     int64_t grp = c / Cg, ci = c % Cg;
     for (int64_t oo = 0; oo < Og; oo++) {
-      const char *src = w + (size_t)(((grp * Og + oo) * Cg + ci) * ksp) * es;
-      char *dst = wf + (size_t)((c * Og + oo) * ksp) * es;
-      if (dt == CT_FLOAT64)
+      const char *src = q->w + (size_t)(((grp * Og + oo) * Cg + ci) * ksp) * q->es;
+      char *dst = q->wf + (size_t)((c * Og + oo) * ksp) * q->es;
+      if (q->es == sizeof(double))
         for (int64_t kk = 0; kk < ksp; kk++) ((double *)dst)[ksp - 1 - kk] = ((const double *)src)[kk];
       else
         for (int64_t kk = 0; kk < ksp; kk++) ((float *)dst)[ksp - 1 - kk] = ((const float *)src)[kk];
     }
   }
-  ct_status st = fwd_cols(&f, dt, gy, wf, gx);
+}
+
+static ct_status bwd_input_flipped(const conv_geom *g, ct_dtype dt, const char *gy, const char *w, char *gx,
+                                   bool wino) {
+  size_t es = ct_dtype_size(dt);
+  conv_geom f;
+  flip_geom(g, &f);
+  char *wf = ws_get(g->C * (g->O / g->G) * g->ksp, es); /* [C, Og, k] */
+  if (!wf) return ct_last_status();
+  flip_ctx fq = {g, w, wf, es};
+  ct_parallel_for(g->C, plane_grain(g->O / g->G * g->ksp), flip_range, &fq);
+  ct_status st = wino ? wino_fwd(&f, (const float *)gy, (const float *)wf, (float *)gx) : fwd_cols(&f, dt, gy, wf, gx);
   ct_fast_buf_put(wf);
   return st;
 }
@@ -611,6 +872,10 @@ static ct_status fast_fwd(const ct_call *c, const conv_geom *g, ct_conv_path pat
     st = ct_last_status();
     goto done;
   }
+  if (path == CT_CONV_PATH_WINOGRAD) {
+    st = wino_fwd(g, (const float *)x, (const float *)w, (float *)y);
+    goto done;
+  }
   if (path == CT_CONV_PATH_GEMM_1X1) {
     for (int64_t grp = 0; grp < G && !st; grp++)
       st = gemm_call(dt, g->N, Og, g->outsp, Cg, EL(w, grp * Og * Cg), 0, Cg, 1, EL(x, grp * Cg * g->insp),
@@ -633,12 +898,13 @@ static ct_status fast_bwd_input(const ct_call *c, const conv_geom *g, ct_conv_pa
   size_t es = ct_dtype_size(dt);
   int64_t G = g->G, Cg = g->C / G, Og = g->O / G, rows = Cg * g->ksp, O = g->O;
   char *gx = ct_cpu_ptr(xt);
-  void *yo = NULL, *wo = NULL, *bo = NULL, *col = NULL, *tmp = NULL;
+  void *yo = NULL, *wo = NULL, *bo = NULL;
   const char *bias = c->in[2] ? operand(c->in[2], dt, &bo) : NULL;
   ct_status st = CT_OK;
   fx_ctx q = {g, dt == CT_FLOAT64, es};
   if (c->in[2] && !bias) return ct_last_status();
-  bool flip = path == CT_CONV_PATH_IM2COL && flip_eligible(g) && rows > 0 && Og > 0 && g->outsp > 0;
+  bool flip = (path == CT_CONV_PATH_WINOGRAD || (path == CT_CONV_PATH_IM2COL && flip_eligible(g))) && rows > 0 &&
+              Og > 0 && g->outsp > 0;
   if ((path != CT_CONV_PATH_GEMM_1X1 && !flip) || Og == 0) memset(gx, 0, (size_t)ct_numel(xt) * es); /* col2im adds into it */
   if (rows == 0 || Og == 0 || g->outsp == 0) goto done;
   const char *gy = operand(c->in[0], dt, &yo), *w = gy ? operand(c->in[1], dt, &wo) : NULL;
@@ -647,7 +913,7 @@ static ct_status fast_bwd_input(const ct_call *c, const conv_geom *g, ct_conv_pa
     goto done;
   }
   if (flip) {
-    st = bwd_input_flipped(g, dt, gy, w, gx);
+    st = bwd_input_flipped(g, dt, gy, w, gx, path == CT_CONV_PATH_WINOGRAD);
     goto done;
   }
   if (path == CT_CONV_PATH_GEMM_1X1) {
@@ -656,37 +922,9 @@ static ct_status fast_bwd_input(const ct_call *c, const conv_geom *g, ct_conv_pa
                      O * g->outsp, g->outsp, 1, EL(gx, grp * Cg * g->insp), g->C * g->insp, g->insp, false);
     goto done;
   }
-  int64_t nb, nr, OW = g->out[2], R = g->outsp / OW;
-  plan_chunks(g, g->C * g->ksp, &nb, &nr);
-  int64_t ldmax = nb > 1 ? nb * g->outsp : nr * OW;
-  col = ws_get(g->C * g->ksp * ldmax, es);
-  tmp = nb > 1 ? ws_get(O * ldmax, es) : NULL;
-  if (!col || (nb > 1 && !tmp)) {
-    st = ct_last_status();
-    goto done;
-  }
-  q.x = gx;
-  q.col = col;
-  for (int64_t n0 = 0; n0 < g->N && !st; n0 += nb) {
-    int64_t nbc = g->N - n0 < nb ? g->N - n0 : nb;
-    for (int64_t r0 = 0; r0 < R && !st; r0 += nr) {
-      q.n0 = n0, q.r0 = r0, q.r1 = r0 + nr < R ? r0 + nr : R;
-      q.np = (q.r1 - r0) * OW, q.ld = nbc * q.np;
-      if (nbc == 1)
-        st = gemm_call(dt, G, rows, q.ld, Og, w, Og * rows, 1, rows, EL(gy, n0 * O * g->outsp + r0 * OW),
-                       Og * g->outsp, g->outsp, 1, col, rows * q.ld, q.ld, false);
-      else {
-        run_move(&q, (char *)gy, tmp, O, nbc, 1);
-        st = gemm_call(dt, G, rows, q.ld, Og, w, Og * rows, 1, rows, tmp, Og * q.ld, q.ld, 1, col, rows * q.ld, q.ld,
-                       false);
-      }
-      if (!st) run_col2im(&q, nbc);
-    }
-  }
+  st = cols_loop(OP_BWD_INPUT, g, dt, gx, w, (char *)gy, NULL);
 done:
   if (!st) run_bias(&q, gx, bias, g->N, g->C, g->insp);
-  ct_fast_buf_put(col);
-  ct_fast_buf_put(tmp);
   free(yo);
   free(wo);
   free(bo);
@@ -698,11 +936,10 @@ static ct_status fast_bwd_weight(const ct_call *c, const conv_geom *g, ct_conv_p
   ct_tensor *wt = c->out[0];
   ct_dtype dt = wt->dtype;
   size_t es = ct_dtype_size(dt);
-  int64_t G = g->G, Cg = g->C / G, Og = g->O / G, rows = Cg * g->ksp, O = g->O;
+  int64_t G = g->G, Cg = g->C / G, Og = g->O / G, O = g->O;
   char *gw = ct_cpu_ptr(wt);
-  void *xo = NULL, *yo = NULL, *col = NULL, *tmp = NULL;
+  void *xo = NULL, *yo = NULL;
   ct_status st = CT_OK;
-  fx_ctx q = {g, dt == CT_FLOAT64, es};
   if (g->N == 0 || g->outsp == 0) { /* an empty sum */
     memset(gw, 0, (size_t)ct_numel(wt) * es);
     return CT_OK;
@@ -718,45 +955,26 @@ static ct_status fast_bwd_weight(const ct_call *c, const conv_geom *g, ct_conv_p
                      EL(x, n * g->C * g->insp), Cg * g->insp, 1, g->insp, gw, Og * Cg, Cg, n > 0);
     goto done;
   }
-  int64_t nb, nr, OW = g->out[2], R = g->outsp / OW;
-  plan_chunks(g, g->C * g->ksp, &nb, &nr);
-  int64_t ldmax = nb > 1 ? nb * g->outsp : nr * OW;
-  col = ws_get(g->C * g->ksp * ldmax, es);
-  tmp = nb > 1 ? ws_get(O * ldmax, es) : NULL;
-  if (!col || (nb > 1 && !tmp)) {
-    st = ct_last_status();
-    goto done;
-  }
-  q.x = (char *)x;
-  q.col = col;
-  bool first = true;
-  for (int64_t n0 = 0; n0 < g->N && !st; n0 += nb) {
-    int64_t nbc = g->N - n0 < nb ? g->N - n0 : nb;
-    for (int64_t r0 = 0; r0 < R && !st; r0 += nr) {
-      q.n0 = n0, q.r0 = r0, q.r1 = r0 + nr < R ? r0 + nr : R;
-      q.np = (q.r1 - r0) * OW, q.ld = nbc * q.np;
-      run_im2col(&q, nbc);
-      if (nbc == 1)
-        st = gemm_call(dt, G, Og, rows, q.ld, EL(gy, n0 * O * g->outsp + r0 * OW), Og * g->outsp, g->outsp, 1, col,
-                       rows * q.ld, 1, q.ld, gw, Og * rows, rows, !first);
-      else {
-        run_move(&q, (char *)gy, tmp, O, nbc, 1);
-        st = gemm_call(dt, G, Og, rows, q.ld, tmp, Og * q.ld, q.ld, 1, col, rows * q.ld, 1, q.ld, gw, Og * rows, rows,
-                       !first);
-      }
-      first = false;
-    }
-  }
+  st = cols_loop(OP_BWD_WEIGHT, g, dt, (char *)x, NULL, (char *)gy, gw);
 done:
-  ct_fast_buf_put(col);
-  ct_fast_buf_put(tmp);
   free(xo);
   free(yo);
   return st;
 }
 
+/* choose_path's rule, then WINOGRAD in place of IM2COL for the forward and the input gradient of
+ * a float32 3x3 stride-1 conv with enough channels (wino_eligible; for the input gradient, of
+ * the flipped-kernel forward conv it runs as), unless im2col is forced. */
 static ct_conv_path pick(const conv_geom *g, ct_dtype dt, int op) {
   ct_conv_path p = choose_path(g, dt, op);
+  if (p == CT_CONV_PATH_IM2COL && (conv_forced < 0 || conv_forced == CT_CONV_PATH_WINOGRAD)) {
+    conv_geom f;
+    if (op == OP_FWD && wino_eligible(g, dt)) p = CT_CONV_PATH_WINOGRAD;
+    else if (op == OP_BWD_INPUT && flip_eligible(g)) {
+      flip_geom(g, &f);
+      if (wino_eligible(&f, dt)) p = CT_CONV_PATH_WINOGRAD;
+    }
+  }
   __atomic_fetch_add(&conv_counts[p], 1, __ATOMIC_RELAXED);
   return p;
 }

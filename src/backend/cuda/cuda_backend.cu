@@ -54,6 +54,7 @@ typedef struct {
 extern "C" void ct_cuda_register_conv(ct_kernel_fn *tab);
 /* flash attention (k_attention.cu) */
 extern "C" void ct_cuda_register_attention(ct_kernel_fn *tab);
+extern "C" void ct_cuda_register_bn(ct_kernel_fn *tab); /* k_bn.cu */
 
 static cu_dev D[MAX_DEV];
 static int64_t prof_up_n, prof_up_bytes, prof_down_n, prof_down_bytes; /* CT_CUDA_OP_PROFILE's counts */
@@ -466,6 +467,7 @@ static void fill_table(void) {
   ct_cuda_register_fast(table);
   ct_cuda_register_conv(table);
   ct_cuda_register_attention(table);
+  ct_cuda_register_bn(table);
   const char *pe = getenv("CT_CUDA_OP_PROFILE");
   if (pe && strcmp(pe, "0")) {
     for (int i = 0; i < CT_OP_COUNT; i++)

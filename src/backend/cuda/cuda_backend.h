@@ -62,6 +62,10 @@ bool ct_cuda_fast_unary(const ct_call *c, ct_status *st);
 bool ct_cuda_fast_binary(const ct_call *c, ct_status *st);
 bool ct_cuda_fast_copy(ct_tensor *dst, const ct_tensor *src, ct_status *st);
 bool ct_cuda_fast_softmax(const ct_call *c, ct_status *st);
+/* Convolutions through cuDNN (k_cudnn.cu, loaded at run time): false, having done nothing,
+ * where cuDNN is absent or the call does not fit (the direct kernels then run). */
+bool ct_cuda_cudnn_conv(const ct_call *c, ct_status *st);
+const char *ct_cuda_cudnn_info(void); /* "cuDNN 9.x.y (folder)" or why it is not used */
 bool ct_cuda_fast_rowsum(int dev, int dt, int mode, const char *in, int no, const int64_t *oshape,
                          const int64_t *ostride, int64_t outer, int64_t inner, int64_t split, int64_t chunk,
                          const double *shift, double *part, int64_t pstride);

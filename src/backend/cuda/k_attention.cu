@@ -16,6 +16,7 @@
  * the 16 column-lanes hit 16 banks). Inputs may have any batch strides (expanded views)
  * and row stride; the last dim must be contiguous (the entry point guarantees it). */
 #include "cu_common.cuh"
+#include "ctorch/cuda.h"
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <mma.h>
@@ -202,7 +203,35 @@ template <int DT> struct TcT;
 template <> struct TcT<1> { typedef __half t; };
 template <> struct TcT<2> { typedef __nv_bfloat16 t; };
 
-template <int DT, int D> __global__ void __launch_bounds__(TC_W * 32) k_fa_fwd_tc(FaArgs a, int vec) {
+/* rows r0.. of t (batch offset off) into dst [64][ld] of the 16-bit compute type T: raw
+ * copies (16-byte vectors where vec) when the input is T already, float32 inputs rounded to T
+ * (bf16 autocast); zeros past n. All threads of the block take part. */
+template <int IDT, int CT, int D>
+__device__ __forceinline__ void tc_load(typename TcT<CT>::t *dst, int ld, const FaIn &t, int64_t off, int64_t r0,
+                                        int64_t n, int vec, int nthr) {
+  if (IDT == CT && vec) {
+    for (int e = threadIdx.x; e < FA_B * D / 8; e += nthr) {
+      int r = e / (D / 8), c = (e % (D / 8)) * 8;
+      uint4 x = make_uint4(0, 0, 0, 0);
+      if (r0 + r < n) x = *(const uint4 *)(t.p + 2 * (off + (r0 + r) * t.rs + c));
+      *(uint4 *)(dst + r * ld + c) = x;
+    }
+  } else if (IDT == CT) {
+    for (int e = threadIdx.x; e < FA_B * D; e += nthr) {
+      int r = e / D, c = e % D;
+      uint16_t x = r0 + r < n ? ((const uint16_t *)t.p)[off + (r0 + r) * t.rs + c] : 0;
+      ((uint16_t *)dst)[r * ld + c] = x;
+    }
+  } else {
+    for (int e = threadIdx.x; e < FA_B * D; e += nthr) {
+      int r = e / D, c = e % D;
+      float x = r0 + r < n ? fa_ld<IDT>(t.p, off + (r0 + r) * t.rs + c) : 0.f;
+      dst[r * ld + c] = CT == 1 ? (typename TcT<CT>::t)__float2half_rn(x) : (typename TcT<CT>::t)__float2bfloat16_rn(x);
+    }
+  }
+}
+
+template <int IDT, int DT, int D> __global__ void __launch_bounds__(TC_W * 32) k_fa_fwd_tc(FaArgs a, int vec) {
   typedef typename TcT<DT>::t T;
   extern __shared__ __align__(128) unsigned char smb[];
   const int LD = D + TC_KP, LS = FA_B + 4, LP = FA_B + TC_KP, LO = D + 4;
@@ -216,22 +245,8 @@ template <int DT, int D> __global__ void __launch_bounds__(TC_W * 32) k_fa_fwd_t
   int64_t nqb = (a.L + FA_B - 1) / FA_B;
   int64_t bh = blockIdx.x / nqb, q0 = (nqb - 1 - blockIdx.x % nqb) * FA_B;
   int64_t qoff = fa_off(a, a.q, bh), koff = fa_off(a, a.k, bh), voff = fa_off(a, a.v, bh);
-  /* raw 16-bit copies of rows r0.. into [64][LD]; zeros past n */
   auto load = [&](T *dst, const FaIn &t, int64_t off, int64_t r0, int64_t n) {
-    if (vec) {
-      for (int e = threadIdx.x; e < FA_B * D / 8; e += TC_W * 32) {
-        int r = e / (D / 8), c = (e % (D / 8)) * 8;
-        uint4 x = make_uint4(0, 0, 0, 0);
-        if (r0 + r < n) x = *(const uint4 *)(t.p + 2 * (off + (r0 + r) * t.rs + c));
-        *(uint4 *)(dst + r * LD + c) = x;
-      }
-    } else {
-      for (int e = threadIdx.x; e < FA_B * D; e += TC_W * 32) {
-        int r = e / D, c = e % D;
-        uint16_t x = r0 + r < n ? ((const uint16_t *)t.p)[off + (r0 + r) * t.rs + c] : 0;
-        ((uint16_t *)dst)[r * LD + c] = x;
-      }
-    }
+    tc_load<IDT, DT, D>(dst, LD, t, off, r0, n, vec, TC_W * 32);
   };
   load(Qs, a.q, qoff, q0, a.L);
   for (int e = lane; e < 16 * D; e += 32) O_[(e / D) * LO + e % D] = 0.f;
@@ -298,7 +313,7 @@ template <int DT, int D> __global__ void __launch_bounds__(TC_W * 32) k_fa_fwd_t
   if (qi < a.L) {
     float inv = 1.f / l;
     int64_t base = (bh * a.L + qi) * D;
-    for (int c = h * (D / 2); c < (h + 1) * (D / 2); c++) fa_st<DT>(a.out, base + c, O_[r * LO + c] * inv);
+    for (int c = h * (D / 2); c < (h + 1) * (D / 2); c++) fa_st<IDT>(a.out, base + c, O_[r * LO + c] * inv);
     if (h == 0) a.lse[bh * a.L + qi] = m + logf(l);
   }
 }
@@ -443,6 +458,180 @@ template <int DT, int D> __global__ void __launch_bounds__(FA_T) k_fa_bwd_q(FaAr
   }
 }
 
+/* ---- backward on the tensor cores (WMMA 16x16x16, float32 accumulation), for float16 /
+ * bfloat16 inputs and for float32 inputs under bf16 autocast (rounded to bfloat16 on load).
+ * 4 warps per block; each warp owns 16 of the block's 64 key rows (dK, dV kernel) or query
+ * rows (dQ kernel) and keeps its dK/dV or dQ rows in accumulator fragments across the loop.
+ * S and dP tiles go through shared memory as float (the fragment layout is opaque), P and
+ * dS are rounded to the compute dtype before their products (as FlashAttention-2 does). */
+namespace wm = nvcuda::wmma;
+#define TC_LS (FA_B + 4)      /* float tile row stride */
+#define TC_LP (FA_B + TC_KP)  /* 16-bit P / dS row stride */
+#define FA_SMEM_BWD_TC(D)                                                                              \
+  ((size_t)4 * FA_B * ((D) + TC_KP) * 2 + (size_t)TC_W * 2 * 16 * TC_LS * 4 + (size_t)TC_W * 2 * 16 * TC_LP * 2 + \
+   (size_t)2 * FA_B * 4)
+
+/* acc[n] (16 x 16, n over 64 columns) = A (16 x D rows of As) B^T (B: 64 x D rows of Bs) */
+template <typename T, int D>
+__device__ __forceinline__ void tc_abt(const T *As, const T *Bs, int ld, float *out, int ldo) {
+#pragma unroll
+  for (int n = 0; n < FA_B / 16; n++) {
+    wm::fragment<wm::accumulator, 16, 16, 16, float> acc;
+    wm::fill_fragment(acc, 0.f);
+#pragma unroll
+    for (int d = 0; d < D / 16; d++) {
+      wm::fragment<wm::matrix_a, 16, 16, 16, T, wm::row_major> fa;
+      wm::fragment<wm::matrix_b, 16, 16, 16, T, wm::col_major> fb;
+      wm::load_matrix_sync(fa, As + d * 16, ld);
+      wm::load_matrix_sync(fb, Bs + (n * 16) * ld + d * 16, ld);
+      wm::mma_sync(acc, fa, fb, acc);
+    }
+    wm::store_matrix_sync(out + n * 16, acc, ldo, wm::mem_row_major);
+  }
+}
+
+/* acc[n] += M (16 x 64, row stride TC_LP) X (64 x D rows of Xs) */
+template <typename T, int D>
+__device__ __forceinline__ void tc_mx(const T *M, const T *Xs, int ld,
+                                      wm::fragment<wm::accumulator, 16, 16, 16, float> (&acc)[D / 16]) {
+#pragma unroll
+  for (int k = 0; k < FA_B / 16; k++) {
+    wm::fragment<wm::matrix_a, 16, 16, 16, T, wm::row_major> fa;
+    wm::load_matrix_sync(fa, M + k * 16, TC_LP);
+#pragma unroll
+    for (int n = 0; n < D / 16; n++) {
+      wm::fragment<wm::matrix_b, 16, 16, 16, T, wm::row_major> fb;
+      wm::load_matrix_sync(fb, Xs + (k * 16) * ld + n * 16, ld);
+      wm::mma_sync(acc[n], fa, fb, acc[n]);
+    }
+  }
+}
+
+/* the warp's 16 x D accumulator rows, times mul, into out rows row0.. (< n) of [BH, n, D] */
+template <int IDT, int D>
+__device__ __forceinline__ void tc_store_rows(wm::fragment<wm::accumulator, 16, 16, 16, float> (&acc)[D / 16],
+                                              float *stage, char *out, int64_t bh, int64_t row0, int64_t n,
+                                              float mul, int lane) {
+  const int LO = D + 4;
+#pragma unroll
+  for (int j = 0; j < D / 16; j++) wm::store_matrix_sync(stage + j * 16, acc[j], LO, wm::mem_row_major);
+  __syncwarp();
+  for (int e = lane; e < 16 * D; e += 32) {
+    int r = e / D, c = e % D;
+    if (row0 + r < n) fa_st<IDT>(out, (bh * n + row0 + r) * D + c, stage[r * LO + c] * mul);
+  }
+}
+
+template <typename T> __device__ __forceinline__ T tc_round(float x);
+template <> __device__ __forceinline__ __half tc_round<__half>(float x) { return __float2half_rn(x); }
+template <> __device__ __forceinline__ __nv_bfloat16 tc_round<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
+
+/* dK, dV for 64 keys (S^T = K Q^T, dP^T = V dO^T per warp's 16 keys) */
+template <int IDT, int CT, int D> __global__ void __launch_bounds__(TC_W * 32) k_fa_bwd_kv_tc(FaArgs a, int vec) {
+  typedef typename TcT<CT>::t T;
+  extern __shared__ __align__(128) unsigned char smb[];
+  const int LD = D + TC_KP;
+  T *Ks = (T *)smb, *Vs = Ks + FA_B * LD, *Qs = Vs + FA_B * LD, *Gs = Qs + FA_B * LD;
+  float *Fw = (float *)(Gs + FA_B * LD);
+  T *Pw = (T *)(Fw + TC_W * 2 * 16 * TC_LS);
+  float *Ls = (float *)(Pw + TC_W * 2 * 16 * TC_LP), *Ds = Ls + FA_B;
+  int w = threadIdx.x / 32, lane = threadIdx.x % 32;
+  float *St = Fw + w * 2 * 16 * TC_LS, *Dt = St + 16 * TC_LS;
+  T *Pt = Pw + w * 2 * 16 * TC_LP, *DSt = Pt + 16 * TC_LP;
+  int64_t nkb = (a.S + FA_B - 1) / FA_B;
+  int64_t bh = blockIdx.x / nkb, k0 = (blockIdx.x % nkb) * FA_B;
+  tc_load<IDT, CT, D>(Ks, LD, a.k, fa_off(a, a.k, bh), k0, a.S, vec, TC_W * 32);
+  tc_load<IDT, CT, D>(Vs, LD, a.v, fa_off(a, a.v, bh), k0, a.S, vec, TC_W * 32);
+  int64_t qoff = fa_off(a, a.q, bh), goff = fa_off(a, a.go, bh);
+  wm::fragment<wm::accumulator, 16, 16, 16, float> dk[D / 16], dv[D / 16];
+#pragma unroll
+  for (int j = 0; j < D / 16; j++) {
+    wm::fill_fragment(dk[j], 0.f);
+    wm::fill_fragment(dv[j], 0.f);
+  }
+  int64_t qstart = a.causal ? (k0 / FA_B) * FA_B : 0; /* earlier queries see none of these keys */
+  for (int64_t q0 = qstart; q0 < a.L; q0 += FA_B) {
+    __syncthreads();
+    tc_load<IDT, CT, D>(Qs, LD, a.q, qoff, q0, a.L, vec, TC_W * 32);
+    tc_load<IDT, CT, D>(Gs, LD, a.go, goff, q0, a.L, vec, TC_W * 32);
+    for (int i = threadIdx.x; i < FA_B; i += TC_W * 32) {
+      bool in = q0 + i < a.L;
+      Ls[i] = in ? a.lse[bh * a.L + q0 + i] : INFINITY; /* P = 0 on padding rows */
+      Ds[i] = in ? a.delta[bh * a.L + q0 + i] : 0.f;
+    }
+    __syncthreads();
+    tc_abt<T, D>(Ks + w * 16 * LD, Qs, LD, St, TC_LS);
+    tc_abt<T, D>(Vs + w * 16 * LD, Gs, LD, Dt, TC_LS);
+    __syncwarp();
+    /* lanes along a row (conflict-free shared-memory access), the warp's 16 rows in turn */
+    for (int r = 0; r < 16; r++) {
+      int64_t kj = k0 + w * 16 + r;
+      for (int c = lane; c < FA_B; c += 32) {
+        int64_t qi = q0 + c;
+        bool vis = kj < a.S && !(a.causal && kj > qi);
+        float p = vis ? expf(St[r * TC_LS + c] * a.scale - Ls[c]) : 0.f;
+        Pt[r * TC_LP + c] = tc_round<T>(p);
+        DSt[r * TC_LP + c] = tc_round<T>(p * (Dt[r * TC_LS + c] - Ds[c]));
+      }
+    }
+    __syncwarp();
+    tc_mx<T, D>(Pt, Gs, LD, dv);
+    tc_mx<T, D>(DSt, Qs, LD, dk);
+  }
+  /* the warp's float tiles (2 x 16 x TC_LS floats) stage its 16 x (D + 4) output rows */
+  tc_store_rows<IDT, D>(dk, St, a.dk, bh, k0 + w * 16, a.S, a.scale, lane);
+  __syncwarp();
+  tc_store_rows<IDT, D>(dv, St, a.dv, bh, k0 + w * 16, a.S, 1.f, lane);
+}
+
+/* dQ for 64 queries (S = Q K^T, dP = dO V^T per warp's 16 queries) */
+template <int IDT, int CT, int D> __global__ void __launch_bounds__(TC_W * 32) k_fa_bwd_q_tc(FaArgs a, int vec) {
+  typedef typename TcT<CT>::t T;
+  extern __shared__ __align__(128) unsigned char smb[];
+  const int LD = D + TC_KP;
+  T *Qs = (T *)smb, *Gs = Qs + FA_B * LD, *Ks = Gs + FA_B * LD, *Vs = Ks + FA_B * LD;
+  float *Fw = (float *)(Vs + FA_B * LD);
+  T *Pw = (T *)(Fw + TC_W * 2 * 16 * TC_LS);
+  int w = threadIdx.x / 32, lane = threadIdx.x % 32;
+  float *St = Fw + w * 2 * 16 * TC_LS, *Dt = St + 16 * TC_LS;
+  T *DSt = Pw + w * 2 * 16 * TC_LP;
+  int64_t nqb = (a.L + FA_B - 1) / FA_B;
+  int64_t bh = blockIdx.x / nqb, q0 = (nqb - 1 - blockIdx.x % nqb) * FA_B;
+  tc_load<IDT, CT, D>(Qs, LD, a.q, fa_off(a, a.q, bh), q0, a.L, vec, TC_W * 32);
+  tc_load<IDT, CT, D>(Gs, LD, a.go, fa_off(a, a.go, bh), q0, a.L, vec, TC_W * 32);
+  int64_t koff = fa_off(a, a.k, bh), voff = fa_off(a, a.v, bh);
+  /* lane i < 16 holds row i's log-sum-exp and delta (shuffled to the warp row by row) */
+  int64_t ql = q0 + w * 16 + (lane & 15);
+  float lse_l = ql < a.L ? a.lse[bh * a.L + ql] : INFINITY, dl_l = ql < a.L ? a.delta[bh * a.L + ql] : 0.f;
+  wm::fragment<wm::accumulator, 16, 16, 16, float> dq[D / 16];
+#pragma unroll
+  for (int j = 0; j < D / 16; j++) wm::fill_fragment(dq[j], 0.f);
+  int64_t kend = a.S;
+  if (a.causal && q0 + FA_B < kend) kend = q0 + FA_B;
+  for (int64_t k0 = 0; k0 < kend; k0 += FA_B) {
+    __syncthreads();
+    tc_load<IDT, CT, D>(Ks, LD, a.k, koff, k0, a.S, vec, TC_W * 32);
+    tc_load<IDT, CT, D>(Vs, LD, a.v, voff, k0, a.S, vec, TC_W * 32);
+    __syncthreads();
+    tc_abt<T, D>(Qs + w * 16 * LD, Ks, LD, St, TC_LS);
+    tc_abt<T, D>(Gs + w * 16 * LD, Vs, LD, Dt, TC_LS);
+    __syncwarp();
+    for (int r = 0; r < 16; r++) {
+      int64_t qi = q0 + w * 16 + r;
+      float lse = __shfl_sync(0xffffffffu, lse_l, r), dl = __shfl_sync(0xffffffffu, dl_l, r);
+      for (int c = lane; c < FA_B; c += 32) {
+        int64_t kj = k0 + c;
+        bool vis = kj < a.S && !(a.causal && kj > qi);
+        float p = vis ? expf(St[r * TC_LS + c] * a.scale - lse) : 0.f;
+        DSt[r * TC_LP + c] = tc_round<T>(p * (Dt[r * TC_LS + c] - dl));
+      }
+    }
+    __syncwarp();
+    tc_mx<T, D>(DSt, Ks, LD, dq);
+  }
+  tc_store_rows<IDT, D>(dq, St, a.dq, bh, q0 + w * 16, a.L, a.scale, lane);
+}
+
 /* ---- host side ---- */
 static char *fa_ptr(const ct_tensor *t) { return (char *)t->storage->data + t->offset * (int64_t)ct_dtype_size(t->dtype); }
 
@@ -491,27 +680,55 @@ static ct_status fa_geom(FaArgs *a, const ct_call *c, const char *what) {
 #define FA_SMEM_KV(D) ((size_t)(4 * FA_B * ((D) + 1) + 2 * FA_B * FA_P + 2 * FA_B) * sizeof(float))
 #define FA_SMEM_Q(D) ((size_t)(4 * FA_B * ((D) + 1) + FA_B * FA_P) * sizeof(float))
 
+/* 16-byte row copies where every base, row stride and batch stride allows */
+static int fa_vec(const FaArgs &a, const FaIn *const *ins, int n) {
+  for (int i = 0; i < n; i++) {
+    if (((uintptr_t)ins[i]->p % 16) || ins[i]->rs % 8) return 0;
+    for (int d = 0; d < a.nb; d++)
+      if (ins[i]->bst[d] % 8) return 0;
+  }
+  return 1;
+}
+
+/* the tensor-core kernels' compute dtype for input dtype DT: the input's own 16-bit type,
+ * bfloat16 for float32 under bf16 autocast (ct_cuda_set_autocast_bf16), else 0 (the
+ * float32-tile kernels); CT_CUDA_FA_TC=0 always 0 */
+template <int DT> static int fa_tc_type(void) {
+  if (!fa_tc_on()) return 0;
+  if (DT != 0) return DT;
+  return ct_cuda_autocast_bf16() ? 2 : 0;
+}
+
 template <int DT, int D> static ct_status fa_fwd_launch(const FaArgs &a, int dev) {
   int64_t nb = a.BH * ((a.L + FA_B - 1) / FA_B);
   if (nb > 0x7fffffff) return CT_ERR(CT_ERR_RUNTIME, "sdpa_flash: too many blocks for one launch");
-  if (DT != 0 && fa_tc_on()) {
-    /* 16-byte row copies where every base and row stride allows */
+  int ct = fa_tc_type<DT>();
+  if (ct) {
     const FaIn *ins[3] = {&a.q, &a.k, &a.v};
-    int vec = 1;
-    for (int i = 0; i < 3; i++) {
-      if (((uintptr_t)ins[i]->p % 16) || ins[i]->rs % 8) vec = 0;
-      for (int d = 0; d < a.nb; d++)
-        if (ins[i]->bst[d] % 8) vec = 0;
-    }
+    int vec = fa_vec(a, ins, 3);
     size_t st = FA_SMEM_TC(D);
-    cudaFuncSetAttribute(k_fa_fwd_tc<DT == 0 ? 1 : DT, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)st);
-    k_fa_fwd_tc<DT == 0 ? 1 : DT, D><<<(unsigned)nb, TC_W * 32, st, CU_STREAM(dev)>>>(a, vec);
+    if (DT == 0) {
+      cudaFuncSetAttribute(k_fa_fwd_tc<0, 2, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)st);
+      k_fa_fwd_tc<0, 2, D><<<(unsigned)nb, TC_W * 32, st, CU_STREAM(dev)>>>(a, vec);
+    } else {
+      cudaFuncSetAttribute(k_fa_fwd_tc<DT, DT == 0 ? 1 : DT, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)st);
+      k_fa_fwd_tc<DT, DT == 0 ? 1 : DT, D><<<(unsigned)nb, TC_W * 32, st, CU_STREAM(dev)>>>(a, vec);
+    }
     return ct_cuda_check_launch("sdpa_flash");
   }
   size_t sb = FA_SMEM_FWD(D);
   cudaFuncSetAttribute(k_fa_fwd<DT, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sb);
   k_fa_fwd<DT, D><<<(unsigned)nb, FA_T, sb, CU_STREAM(dev)>>>(a);
   return ct_cuda_check_launch("sdpa_flash");
+}
+
+template <int IDT, int CT, int D> static void fa_bwd_tc_launch(const FaArgs &a, int64_t nkv, int64_t nq, int vec,
+                                                               cudaStream_t s) {
+  size_t sm = FA_SMEM_BWD_TC(D);
+  cudaFuncSetAttribute(k_fa_bwd_kv_tc<IDT, CT, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sm);
+  cudaFuncSetAttribute(k_fa_bwd_q_tc<IDT, CT, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sm);
+  k_fa_bwd_kv_tc<IDT, CT, D><<<(unsigned)nkv, TC_W * 32, sm, s>>>(a, vec);
+  k_fa_bwd_q_tc<IDT, CT, D><<<(unsigned)nq, TC_W * 32, sm, s>>>(a, vec);
 }
 
 template <int DT, int D> static ct_status fa_bwd_launch(const FaArgs &a, int dev) {
@@ -522,6 +739,13 @@ template <int DT, int D> static ct_status fa_bwd_launch(const FaArgs &a, int dev
   if (nkv > 0x7fffffff || nq > 0x7fffffff || rows * 32 / CU_THREADS >= (1 << 22))
     return CT_ERR(CT_ERR_RUNTIME, "sdpa_flash_backward: too many blocks for one launch");
   k_fa_delta<DT, D><<<cu_blocks(rows * 32), CU_THREADS, 0, s>>>(a);
+  if (fa_tc_type<DT>()) {
+    const FaIn *ins[4] = {&a.q, &a.k, &a.v, &a.go};
+    int vec = fa_vec(a, ins, 4);
+    if (DT == 0) fa_bwd_tc_launch<0, 2, D>(a, nkv, nq, vec, s);
+    else fa_bwd_tc_launch<DT, DT == 0 ? 1 : DT, D>(a, nkv, nq, vec, s);
+    return ct_cuda_check_launch("sdpa_flash_backward");
+  }
   size_t skv = FA_SMEM_KV(D), sq = FA_SMEM_Q(D);
   cudaFuncSetAttribute(k_fa_bwd_kv<DT, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)skv);
   cudaFuncSetAttribute(k_fa_bwd_q<DT, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)sq);

@@ -4,8 +4,8 @@
  * atomics for the convolutions: results do not depend on scheduling), products summed in
  * double and rounded once, any input strides. The weight gradient gives each weight
  * element one block that reduces over N x output positions. These are the correctness
- * kernels the CNN path needs; they are not tuned (an implicit-GEMM / cuDNN path is the
- * performance work still to do). */
+ * kernels the CNN path needs, untuned: contiguous float convolutions go through cuDNN
+ * (k_cudnn.cu) where it is installed, and these kernels take the rest. */
 #include "cu_common.cuh"
 #include <math.h>
 
@@ -187,6 +187,8 @@ static bool conv_dtypes_ok(const ct_call *c) {
 
 static ct_status cu_conv(const ct_call *c) {
   if (!conv_dtypes_ok(c)) return no_kernel(c);
+  ct_status cst;
+  if (ct_cuda_cudnn_conv(c, &cst)) return cst;
   int dev = ct_cuda_call_dev(c);
   CT_TRY(ct_cuda_use(dev));
   CGeom g;

@@ -738,6 +738,31 @@ __global__ void __launch_bounds__(CU_THREADS) k_adam(AdamP P) {
   }
 }
 
+/* ---- fused SGD (weight decay, momentum, dampening, nesterov, maximize): the CPU's fused
+ * loop (src/optim/step_fused.c sgd_*) rounding for rounding, one pass over p, g and the
+ * momentum buffer. ---- */
+struct SgdP {
+  float *p, *buf;
+  const float *g;
+  int64_t n;
+  double wd, m, omd, nlr;
+  float sg, mom;
+  bool WD, MOM, FIRST, NEST;
+};
+__global__ void __launch_bounds__(CU_THREADS) k_sgd(SgdP P) {
+  int64_t stride = gridDim.x * (int64_t)blockDim.x;
+  for (int64_t k = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; k < P.n; k += stride) {
+    float d = __fmul_rn(P.g[k], P.sg);
+    if (P.WD) d = adda(d, P.p[k], P.wd);
+    if (P.MOM) {
+      float bk = P.FIRST ? d : adda(__fmul_rn(P.buf[k], P.mom), d, P.omd);
+      P.buf[k] = bk;
+      d = P.NEST ? adda(d, bk, P.m) : bk;
+    }
+    P.p[k] = adda(P.p[k], d, P.nlr);
+  }
+}
+
 static bool fused_usable(const ct_tensor *t, int dev) {
   return t && t->dtype == CT_FLOAT32 && t->storage->device.type == CT_DEVICE_CUDA && t->storage->device.index == dev &&
          ct_is_contiguous(t);
@@ -752,6 +777,50 @@ static bool make_zeros_dev(ct_pstate *s, int slot, const ct_tensor *p) {
   return true;
 }
 
+/* SGD on a float32 CUDA parameter (the momentum buffer made on the first step, as the CPU's
+ * fused path makes it): true if it updated it. */
+static bool sgd_fused(ct_tensor *p, ct_tensor *g, ct_pstate *s, const ct_optim_options *o) {
+  int dev = p->storage->device.index;
+  bool mom = o->momentum != 0;
+  if (!fused_usable(p, dev) || !fused_usable(g, dev) || ct_shares_storage(p, g)) return false;
+  if (s->t[0] && (!fused_usable(s->t[0], dev) || ct_shares_storage(s->t[0], p) || ct_shares_storage(s->t[0], g)))
+    return false;
+  if (ct_cuda_use(dev) != CT_OK) return false;
+  bool first = false;
+  if (mom && !s->t[0]) {
+    ct_tensor *t = ct_empty_like(p, NULL); /* buf = clone(d_p): written by the kernel */
+    if (!t) return false;
+    if (!fused_usable(t, dev)) {
+      ct_release(t);
+      return false;
+    }
+    s->t[0] = ct_own(t);
+    first = true;
+  }
+  SgdP P;
+  P.p = (float *)dptr(p);
+  P.g = (const float *)dptr(g);
+  P.buf = mom ? (float *)dptr(s->t[0]) : NULL;
+  P.n = ct_numel(p);
+  P.wd = o->weight_decay;
+  P.m = o->momentum;
+  P.omd = 1 - o->dampening;
+  P.nlr = -o->lr;
+  P.sg = o->maximize ? -1.0f : 1.0f;
+  P.mom = (float)o->momentum;
+  P.WD = o->weight_decay != 0;
+  P.MOM = mom;
+  P.FIRST = first;
+  P.NEST = o->nesterov;
+  if (P.n > 0) {
+    k_sgd<<<fast_blocks(P.n), CU_THREADS, 0, CU_STREAM(dev)>>>(P);
+    if (ct_cuda_check_launch("sgd") != CT_OK) return false;
+  }
+  ct_bump_version(p);
+  if (s->t[0]) ct_bump_version(s->t[0]);
+  return true;
+}
+
 /* Adam/AdamW on a float32 CUDA parameter: true if it updated it, false to leave it to
  * the reference path (other kinds, dtypes, layouts, aliasing). */
 extern "C" bool ct_cuda_optim_update_fused(ct_optim *opt, ct_pgroup *gr, int64_t i) {
@@ -759,6 +828,7 @@ extern "C" bool ct_cuda_optim_update_fused(ct_optim *opt, ct_pgroup *gr, int64_t
   ct_tensor *p = gr->params[i], *g = p->grad;
   ct_pstate *s = &gr->st[i];
   const ct_optim_options *o = &gr->o;
+  if (opt->kind == CT_OPTIM_SGD) return sgd_fused(p, g, s, o);
   if (opt->kind != CT_OPTIM_ADAM && opt->kind != CT_OPTIM_ADAMW) return false;
   int dev = p->storage->device.index;
   if (!fused_usable(p, dev) || !fused_usable(g, dev) || ct_shares_storage(p, g)) return false;

@@ -149,6 +149,51 @@ static ct_tensor *contig_copy(ct_tensor *t) { return contig_copy_as(t, t->dtype)
 
 extern "C" bool ct_cuda_impl_bf16(void); /* ct_cuda_set_autocast_bf16 (cuda_backend.cu) */
 
+__global__ void k_f32_to_bf16(const float *x, uint16_t *y, int64_t n) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += gridDim.x * (int64_t)blockDim.x)
+    y[i] = cu_f2bf(x[i]);
+}
+
+/* t's elements fill [data, data + numel) exactly: its dims sorted by stride are a contiguous
+ * block (a transposed weight, a permuted activation) */
+static bool dense_perm(const ct_tensor *t) {
+  int idx[CT_MAX_DIMS], n = 0;
+  for (int d = 0; d < t->ndim; d++)
+    if (t->shape[d] > 1) {
+      if (t->stride[d] <= 0) return false;
+      idx[n++] = d;
+    }
+  for (int i = 1; i < n; i++) /* insertion sort by stride */
+    for (int j = i; j > 0 && t->stride[idx[j]] < t->stride[idx[j - 1]]; j--) {
+      int x = idx[j];
+      idx[j] = idx[j - 1];
+      idx[j - 1] = x;
+    }
+  int64_t e = 1;
+  for (int i = 0; i < n; i++) {
+    if (t->stride[idx[i]] != e) return false;
+    e *= t->shape[idx[i]];
+  }
+  return true;
+}
+
+/* bf16 autocast: a float32 operand rounded to bfloat16 (new reference). A dense operand keeps its
+ * layout (one coalesced pass over its memory; cuBLAS reads a transposed copy as op T), others go
+ * through the strided copy into a contiguous one. */
+static ct_tensor *bf16_operand(ct_tensor *t, int dev) {
+  if (t->dtype != CT_FLOAT32 || !dense_perm(t)) return contig_copy_as(t, CT_BFLOAT16);
+  ct_tensor *c = ct_tensor_new(t->ndim, t->shape, CT_BFLOAT16, t->storage->device);
+  if (!c) return NULL;
+  for (int d = 0; d < t->ndim; d++) c->stride[d] = t->shape[d] > 1 ? t->stride[d] : c->stride[d];
+  int64_t n = ct_numel(t);
+  k_f32_to_bf16<<<cu_blocks(n), CU_THREADS, 0, CU_STREAM(dev)>>>((const float *)dptr(t), (uint16_t *)dptr(c), n);
+  if (ct_cuda_check_launch("bf16 autocast") != CT_OK) {
+    ct_release(c);
+    return NULL;
+  }
+  return c;
+}
+
 static ct_status run_cublas(int dev, const gdesc &g) {
   cublasHandle_t h = NULL;
   CT_TRY(handle_for(dev, &h));
@@ -216,8 +261,8 @@ static ct_status cu_linalg(const ct_call *c) {
       ct_numel(b) > 0) {
     /* bf16 autocast: the operands rounded to contiguous bfloat16 copies (cuBLAS's FAST_16BF
      * compute type may pick TF32 kernels, so the rounding is made explicit) */
-    if (!(ac = contig_copy_as(a, CT_BFLOAT16))) return ct_last_status();
-    if (!(bc = contig_copy_as(b, CT_BFLOAT16))) {
+    if (!(ac = bf16_operand(a, dev))) return ct_last_status();
+    if (!(bc = bf16_operand(b, dev))) {
       ct_release(ac);
       return ct_last_status();
     }

@@ -689,30 +689,44 @@ static ct_status download_locked(wg_buf *src, uint64_t off, void *dst, uint64_t 
   if (!n) return CT_OK;
   if (off + n > src->size) return CT_ERR(CT_ERR_RUNTIME, "WebGPU: download past the end of a buffer");
   uint64_t a0 = off & ~(uint64_t)3, a1 = (off + n + 3) & ~(uint64_t)3, len = a1 - a0;
-  wg_buf *s = buf_create(len, WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst, false);
+  /* an armed index flag travels in the same staging buffer: one wait, not two */
+  bool with_flag = G.flag_armed && G.flag && src != G.flag;
+  wg_buf *s = buf_create(len + (with_flag ? 4 : 0), WGPUBufferUsage_MapRead | WGPUBufferUsage_CopyDst, false);
   if (!s) return CT_ERR(CT_ERR_OOM, "WebGPU out of memory (staging %llu bytes)", (unsigned long long)len);
   end_pass();
   ensure_encoder();
   p_wgpuCommandEncoderCopyBufferToBuffer(G.enc, src->b, a0, s->b, 0, len);
+  if (with_flag) p_wgpuCommandEncoderCopyBufferToBuffer(G.enc, G.flag->b, 0, s->b, len, 4);
   wg_flush();
   map_result r;
   memset(&r, 0, sizeof r);
   WGPUBufferMapCallbackInfo cb = {NULL, WGPUCallbackMode_AllowProcessEvents, on_map, &r, NULL};
-  p_wgpuBufferMapAsync(s->b, WGPUMapMode_Read, 0, (size_t)len, cb);
+  uint64_t mlen = len + (with_flag ? 4 : 0);
+  p_wgpuBufferMapAsync(s->b, WGPUMapMode_Read, 0, (size_t)mlen, cb);
   ct_status st = CT_OK;
+  uint32_t fv = 0;
   if (!wait_flag(&r.done, 600)) st = CT_ERR(CT_ERR_RUNTIME, "WebGPU: a read-back did not finish within 600 s");
   else if (r.status != WGPU_SUCCESS) st = CT_ERR(CT_ERR_RUNTIME, "WebGPU: mapping for read-back failed: %s", r.msg);
   if (st == CT_OK) {
-    const void *p = p_wgpuBufferGetConstMappedRange(s->b, 0, (size_t)len);
-    if (p) memcpy(dst, (const char *)p + (off - a0), (size_t)n);
-    else st = CT_ERR(CT_ERR_RUNTIME, "WebGPU: mapped range unavailable");
+    const void *p = p_wgpuBufferGetConstMappedRange(s->b, 0, (size_t)mlen);
+    if (p) {
+      memcpy(dst, (const char *)p + (off - a0), (size_t)n);
+      if (with_flag) memcpy(&fv, (const char *)p + len, 4);
+    } else st = CT_ERR(CT_ERR_RUNTIME, "WebGPU: mapped range unavailable");
     p_wgpuBufferUnmap(s->b);
   }
   buf_destroy(s);
   G.cnt.downloads++;
   ct_status e = take_error(); /* a kernel's validation error surfaces at the next read */
   if (st == CT_OK && e != CT_OK) st = e;
-  if (st == CT_OK) st = check_flag_locked();
+  if (st == CT_OK && with_flag) {
+    G.flag_armed = false;
+    if (fv) {
+      uint32_t z = 0;
+      upload_locked(G.flag, 0, &z, sizeof z);
+      st = CT_ERR(CT_ERR_INDEX, "index out of range in self (reported by the WebGPU device at synchronisation)");
+    }
+  } else if (st == CT_OK) st = check_flag_locked();
   return st;
 }
 

@@ -857,6 +857,20 @@ static ct_status k_masked_fill(const ct_call *c) {
   return st;
 }
 
+/* scaled_dot_product_attention's bool mask made additive: 0 where kept, -inf elsewhere */
+static ct_status k_attn_bool_mask(const ct_call *c) {
+  WG_BEGIN(c);
+  CT_TRY(need_f32(c, c->out[0]));
+  if (c->in[0]->dtype != CT_BOOL) return need_f32b(c, c->in[0]);
+  char e[96], a[40];
+  snprintf(e, sizeof e, "select(%s, 0.0, wnz(x1))", flit(-INFINITY, a));
+  ct_tensor *ts[2] = {c->out[0], c->in[0]};
+  wg_lock();
+  ct_status st = ew_run(2, ts, 0, e, 0, 0, NULL);
+  wg_unlock();
+  return st;
+}
+
 /* ---- reductions over a dim mask (k0 mask, k1 keepdim): sum, amax, amin, max, min,
  * norm_moments (mean and biased variance) ---- */
 typedef struct {
@@ -957,6 +971,49 @@ static ct_status red_run(const ct_call *c, const ct_tensor *x, int ny, ct_tensor
   return launch(&s, &bs, gx, gy, 1);
 }
 
+/* sum of a contiguous bool or int64 tensor over all its elements into int64 (a count of
+ * kept targets, which the dispatcher promotes to int64 first): one workgroup, exact
+ * 64-bit sums as (lo, hi) u32 pairs with the carry */
+static ct_status sum_int64(const ct_call *c) {
+  const ct_tensor *x = c->in[0];
+  ct_tensor *o = c->out[0];
+  int64_t n = ct_numel(x);
+  if (ct_numel(o) != 1 || !ct_is_contiguous(x) || n >= ((int64_t)1 << 31))
+    return unsupported(c, "An integer sum runs over all the elements of a contiguous tensor only.");
+  wg_lock();
+  ct_status st = check_extent(o);
+  if (st == CT_OK && n > 0) st = check_extent(x);
+  if (st != CT_OK) {
+    wg_unlock();
+    return st;
+  }
+  bindset bs = {{0}, 0, -1};
+  int bx = n > 0 ? bind_of(&bs, x) : -1, bo = bind_of(&bs, o);
+  sb s = {0};
+  emit_bindings(&s, &bs);
+  sbf(&s, "var<workgroup> plo: array<u32, 256>;\nvar<workgroup> phi: array<u32, 256>;\n"
+          "fn add64(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {\n  let lo = a.x + b.x;\n"
+          "  return vec2<u32>(lo, a.y + b.y + select(0u, 1u, lo < a.x));\n}\n"
+          "@compute @workgroup_size(256)\nfn main(@builtin(local_invocation_index) li: u32) {\n"
+          "  var k = vec2<u32>(0u, 0u);\n");
+  if (n > 0) {
+    sbf(&s, "  for (var e: u32 = li; e < %lldu; e = e + 256u) {\n    let o = %lldu + e;\n", (long long)n, (long long)x->offset);
+    if (x->dtype == CT_BOOL)
+      sbf(&s, "    k = add64(k, vec2<u32>(select(0u, 1u, ((b%d[o >> 2u] >> ((o & 3u) * 8u)) & 0xffu) != 0u), 0u));\n", bx);
+    else sbf(&s, "    k = add64(k, vec2<u32>(b%d[2u * o], b%d[2u * o + 1u]));\n", bx, bx);
+    sbf(&s, "  }\n");
+  }
+  sbf(&s, "  plo[li] = k.x; phi[li] = k.y;\n  workgroupBarrier();\n"
+          "  for (var h: u32 = 128u; h > 0u; h = h >> 1u) {\n"
+          "    if (li < h) {\n      let r = add64(vec2<u32>(plo[li], phi[li]), vec2<u32>(plo[li + h], phi[li + h]));\n"
+          "      plo[li] = r.x; phi[li] = r.y;\n    }\n    workgroupBarrier();\n  }\n"
+          "  if (li == 0u) { b%d[%lldu] = plo[0]; b%d[%lldu] = phi[0]; }\n}\n",
+      bo, (long long)o->offset * 2, bo, (long long)o->offset * 2 + 1);
+  st = launch(&s, &bs, 1, 1, 1);
+  wg_unlock();
+  return st;
+}
+
 static ct_status k_reduce(const ct_call *c) {
   WG_BEGIN(c);
   const ct_tensor *x = c->in[0];
@@ -971,6 +1028,7 @@ static ct_status k_reduce(const ct_call *c) {
     case CT_OP_min: kind = 2, mask = 0xffu, keep = false; break;
     default: return unsupported(c, "This reduction has no WGSL kernel yet.");
   }
+  if (kind == 0 && (x->dtype == CT_BOOL || x->dtype == CT_INT64) && c->out[0]->dtype == CT_INT64) return sum_int64(c);
   CT_TRY(need_f32(c, x));
   CT_TRY(need_f32(c, c->out[0]));
   if (x->ndim == 0) mask = 0;
@@ -1393,9 +1451,9 @@ static ct_status k_embedding(const ct_call *c) {
   sbf(&s, "  else { atomicMax(&b%d[0], 1u); }\n", bs.atomic_idx);
   sbf(&s, "  b%d[k1 + j * %lldu] = v;\n}\n", bo, (long long)o->stride[o->ndim - 1]);
   st = launch(&s, &bs, gx, gy, 1);
-  /* a bad index is an error of this call, as on the CPU: wait for the flag here (one
-   * read-back per embedding, as the CUDA backend does) rather than at a later sync */
-  if (st == CT_OK) st = wg_take_flag();
+  /* a bad index is reported at the next synchronisation or read-back (as PyTorch's CUDA
+   * device-side assert): waiting here cost a read-back per embedding, per step */
+  if (st == CT_OK) wg_arm_flag();
   wg_unlock();
   return st;
 }
@@ -1642,6 +1700,230 @@ static ct_status k_arange(const ct_call *c) {
   return st;
 }
 
+/* ---- fused layer_norm / rms_norm (the CPU's native_layer_norm / native_rms_norm /
+ * native_norm_backward contract, src/backend/cpu/kernels_norm.c): a workgroup per row,
+ * statistics in float32 with workgroup tree reductions (the CPU's are in double: float32
+ * sums in another order), dweight/dbias as column sums in one more dispatch. Replaces
+ * ~8 composed dispatches forward and ~20 backward per norm. ---- */
+static const char *norm_red_fn =
+    "var<workgroup> ra: array<f32, 256>;\nvar<workgroup> rb: array<f32, 256>;\n"
+    "fn red2(li: u32, a: f32, b: f32) -> vec2<f32> {\n  ra[li] = a; rb[li] = b;\n  workgroupBarrier();\n"
+    "  for (var h: u32 = 128u; h > 0u; h = h >> 1u) {\n"
+    "    if (li < h) { ra[li] = ra[li] + ra[li + h]; rb[li] = rb[li] + rb[li + h]; }\n    workgroupBarrier();\n  }\n"
+    "  let r = vec2<f32>(ra[0], rb[0]);\n  workgroupBarrier();\n  return r;\n}\n";
+static bool norm_layout_ok(const ct_tensor *t, int64_t n) {
+  return t && t->dtype == CT_FLOAT32 && ct_is_contiguous(t) && (n < 0 || ct_numel(t) == n);
+}
+static ct_status k_native_norm(const ct_call *c) {
+  WG_BEGIN(c);
+  bool rms = c->a.k[0], hw = c->a.k[1], hb = !rms && c->a.k[2];
+  const ct_tensor *x = c->in[0], *w = hw ? c->in[1] : NULL, *b = hb ? c->in[2] : NULL;
+  ct_tensor *y = c->out[0], *mean = rms ? NULL : c->out[1], *rstd = c->out[rms ? 1 : 2];
+  int64_t N = c->a.i[0], numel = ct_numel(x);
+  CT_TRY(need_f32(c, x));
+  if (N < 1 || numel % N || !norm_layout_ok(x, -1) || !norm_layout_ok(y, numel) || (hw && !norm_layout_ok(w, N)) ||
+      (hb && !norm_layout_ok(b, N)) || (mean && !norm_layout_ok(mean, numel / N)) || !norm_layout_ok(rstd, numel / N))
+    return unsupported(c, "Expected contiguous float32 tensors.");
+  int64_t rows = numel / N;
+  if (rows == 0) return CT_OK;
+  wg_lock();
+  const ct_tensor *all[6] = {x, y, w, b, mean, rstd};
+  ct_status st = CT_OK;
+  for (int i = 0; i < 6 && st == CT_OK; i++)
+    if (all[i]) st = check_extent(all[i]);
+  if (st != CT_OK) {
+    wg_unlock();
+    return st;
+  }
+  bindset bs = {{0}, 0, -1};
+  int bx = bind_of(&bs, x), by = bind_of(&bs, y), bw = hw ? bind_of(&bs, w) : -1, bb = hb ? bind_of(&bs, b) : -1;
+  int bm = mean ? bind_of(&bs, mean) : -1, br = bind_of(&bs, rstd);
+  uint32_t gx, gy;
+  grid(rows, &gx, &gy);
+  char eps[40];
+  sb s = {0};
+  emit_bindings(&s, &bs);
+  sbf(&s, "%s@compute @workgroup_size(256)\n"
+          "fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32) {\n"
+          "  let r = wid.y * %uu + wid.x;\n  if (r >= %lldu) { return; }\n  let xo = %lldu + r * %lldu;\n"
+          "  let yo = %lldu + r * %lldu;\n",
+      norm_red_fn, gx, (long long)rows, (long long)x->offset, (long long)N, (long long)y->offset, (long long)N);
+  sbf(&s, "  var a: f32 = 0.0;\n  for (var j: u32 = li; j < %lldu; j = j + 256u) { let v = bitcast<f32>(b%d[xo + j]); a = a + %s; }\n",
+      (long long)N, bx, rms ? "v * v" : "v");
+  sbf(&s, "  let mu = red2(li, a, 0.0).x / %lld.0;\n", (long long)N);
+  if (rms) sbf(&s, "  let m = 0.0;\n  let var_ = mu;\n");
+  else
+    sbf(&s, "  let m = mu;\n  var q: f32 = 0.0;\n"
+            "  for (var j: u32 = li; j < %lldu; j = j + 256u) { let d = bitcast<f32>(b%d[xo + j]) - m; q = q + d * d; }\n"
+            "  let var_ = red2(li, q, 0.0).x / %lld.0;\n",
+        (long long)N, bx, (long long)N);
+  sbf(&s, "  let rs = 1.0 / sqrt(var_ + %s);\n", flit(c->a.f[0], eps));
+  sbf(&s, "  for (var j: u32 = li; j < %lldu; j = j + 256u) {\n    var v = (bitcast<f32>(b%d[xo + j]) - m) * rs;\n",
+      (long long)N, bx);
+  if (hw) sbf(&s, "    v = v * bitcast<f32>(b%d[%lldu + j]);\n", bw, (long long)w->offset);
+  if (hb) sbf(&s, "    v = v + bitcast<f32>(b%d[%lldu + j]);\n", bb, (long long)b->offset);
+  sbf(&s, "    b%d[yo + j] = bitcast<u32>(v);\n  }\n  if (li == 0u) {\n", by);
+  if (mean) sbf(&s, "    b%d[%lldu + r] = bitcast<u32>(m);\n", bm, (long long)mean->offset);
+  sbf(&s, "    b%d[%lldu + r] = bitcast<u32>(rs);\n  }\n}\n", br, (long long)rstd->offset);
+  st = launch(&s, &bs, gx, gy, 1);
+  wg_unlock();
+  return st;
+}
+static ct_status k_native_norm_backward(const ct_call *c) {
+  WG_BEGIN(c);
+  bool rms = c->a.k[0];
+  const ct_tensor *g = c->in[0], *x = c->in[1], *w = c->in[2], *mean = rms ? NULL : c->in[3], *rstd = c->in[4];
+  ct_tensor *dx = c->out[0], *dw = c->out[1], *db = rms ? NULL : c->out[2];
+  int64_t N = c->a.i[0], numel = ct_numel(x);
+  CT_TRY(need_f32(c, x));
+  if (N < 1 || numel % N || !norm_layout_ok(x, -1) || !norm_layout_ok(g, numel) || (w && !norm_layout_ok(w, N)) ||
+      (mean && !norm_layout_ok(mean, numel / N)) || !norm_layout_ok(rstd, numel / N) || (dx && !norm_layout_ok(dx, numel)) ||
+      (dw && !norm_layout_ok(dw, N)) || (db && !norm_layout_ok(db, N)))
+    return unsupported(c, "Expected contiguous float32 tensors.");
+  int64_t rows = numel / N;
+  wg_lock();
+  const ct_tensor *all[8] = {g, x, w, mean, rstd, dx, dw, db};
+  ct_status st = CT_OK;
+  for (int i = 0; i < 8 && st == CT_OK; i++)
+    if (all[i] && ct_numel(all[i]) > 0) st = check_extent(all[i]);
+  bindset bs = {{0}, 0, -1};
+  int bg = bind_of(&bs, g), bx = bind_of(&bs, x), bw = w ? bind_of(&bs, w) : -1, bm = mean ? bind_of(&bs, mean) : -1;
+  int br = bind_of(&bs, rstd);
+  char mu[80], wj[80];
+  if (mean) snprintf(mu, sizeof mu, "bitcast<f32>(b%d[%lldu + r])", bm, (long long)mean->offset);
+  else snprintf(mu, sizeof mu, "0.0");
+  if (w) snprintf(wj, sizeof wj, "bitcast<f32>(b%d[%lldu + j])", bw, (long long)w->offset);
+  else snprintf(wj, sizeof wj, "1.0");
+  if (st == CT_OK && dx && rows > 0) {
+    bindset bs2 = bs;
+    int bd = bind_of(&bs2, dx);
+    uint32_t gx, gy;
+    grid(rows, &gx, &gy);
+    sb s = {0};
+    emit_bindings(&s, &bs2);
+    sbf(&s, "%s@compute @workgroup_size(256)\n"
+            "fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32) {\n"
+            "  let r = wid.y * %uu + wid.x;\n  if (r >= %lldu) { return; }\n"
+            "  let m = %s;\n  let rs = bitcast<f32>(b%d[%lldu + r]);\n  var a: f32 = 0.0;\n  var q: f32 = 0.0;\n"
+            "  for (var j: u32 = li; j < %lldu; j = j + 256u) {\n"
+            "    let gw = bitcast<f32>(b%d[%lldu + r * %lldu + j]) * %s;\n"
+            "    let xh = (bitcast<f32>(b%d[%lldu + r * %lldu + j]) - m) * rs;\n    a = a + gw; q = q + gw * xh;\n  }\n"
+            "  let t = red2(li, a, q) / %lld.0;\n"
+            "  for (var j: u32 = li; j < %lldu; j = j + 256u) {\n"
+            "    let gw = bitcast<f32>(b%d[%lldu + r * %lldu + j]) * %s;\n"
+            "    let xh = (bitcast<f32>(b%d[%lldu + r * %lldu + j]) - m) * rs;\n"
+            "    b%d[%lldu + r * %lldu + j] = bitcast<u32>(rs * (gw - %s - xh * t.y));\n  }\n}\n",
+        norm_red_fn, gx, (long long)rows, mu, br, (long long)rstd->offset, (long long)N, bg, (long long)g->offset,
+        (long long)N, wj, bx, (long long)x->offset, (long long)N, (long long)N, (long long)N, bg, (long long)g->offset,
+        (long long)N, wj, bx, (long long)x->offset, (long long)N, bd, (long long)dx->offset, (long long)N,
+        rms ? "0.0" : "t.x");
+    st = launch(&s, &bs2, gx, gy, 1);
+  }
+  if (st == CT_OK && (dw || db)) {
+    /* column sums over the rows: a workgroup per normalized element, its threads striding
+     * over the rows (a thread per column looping over every row serialised on memory latency);
+     * w is not bound: the pipeline's layout leaves out what the shader does not use */
+    bindset bs2 = {{0}, 0, -1};
+    bg = bind_of(&bs2, g), bx = bind_of(&bs2, x), br = bind_of(&bs2, rstd);
+    if (mean) snprintf(mu, sizeof mu, "bitcast<f32>(b%d[%lldu + r])", bind_of(&bs2, mean), (long long)mean->offset);
+    int bdw = dw ? bind_of(&bs2, dw) : -1, bdb = db ? bind_of(&bs2, db) : -1;
+    uint32_t gx, gy;
+    grid(N, &gx, &gy);
+    sb s = {0};
+    emit_bindings(&s, &bs2);
+    sbf(&s, "%s@compute @workgroup_size(256)\n"
+            "fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32) {\n"
+            "  let j = wid.y * %uu + wid.x;\n  if (j >= %lldu) { return; }\n"
+            "  var sw: f32 = 0.0;\n  var sb_: f32 = 0.0;\n"
+            "  for (var r: u32 = li; r < %lldu; r = r + 256u) {\n"
+            "    let gv = bitcast<f32>(b%d[%lldu + r * %lldu + j]);\n"
+            "    let xh = (bitcast<f32>(b%d[%lldu + r * %lldu + j]) - %s) * bitcast<f32>(b%d[%lldu + r]);\n"
+            "    sw = sw + gv * xh; sb_ = sb_ + gv;\n  }\n  let t = red2(li, sw, sb_);\n  if (li == 0u) {\n",
+        norm_red_fn, gx, (long long)N, (long long)rows, bg, (long long)g->offset, (long long)N, bx, (long long)x->offset,
+        (long long)N, mu, br, (long long)rstd->offset);
+    if (dw) sbf(&s, "    b%d[%lldu + j] = bitcast<u32>(t.x);\n", bdw, (long long)dw->offset);
+    if (db) sbf(&s, "    b%d[%lldu + j] = bitcast<u32>(t.y);\n", bdb, (long long)db->offset);
+    sbf(&s, "  }\n}\n");
+    st = launch(&s, &bs2, gx, gy, 1);
+  }
+  wg_unlock();
+  return st;
+}
+
+/* ---- fused Adam / AdamW: one dispatch per parameter where the per-op reference path
+ * records about nine (step_fused.c calls this for WebGPU parameters). The same float32
+ * operations in the same order as those ops (each op rounds to float32, as here); the
+ * sizes, offsets and the step-dependent constants travel in the parameter words, so one
+ * pipeline per layout serves every parameter and every step. ---- */
+#include "../../optim/optim_internal.h"
+static bool adam_usable(const ct_tensor *t, const ct_tensor *p) {
+  return t && t->dtype == CT_FLOAT32 && ct_is_contiguous(t) && ct_numel(t) == ct_numel(p) &&
+         t->storage->device.type == CT_DEVICE_WEBGPU && check_extent(t) == CT_OK;
+}
+bool ct_webgpu_optim_update_fused(ct_optim *opt, ct_pgroup *gr, int64_t i) {
+  ct_tensor *p = gr->params[i], *g = p->grad;
+  ct_pstate *s = &gr->st[i];
+  const ct_optim_options *o = &gr->o;
+  if (opt->kind != CT_OPTIM_ADAM && opt->kind != CT_OPTIM_ADAMW) return false;
+  if (o->amsgrad || !s->t[0] || !s->t[1] || !s->t[2] || s->t[0]->storage->device.type != CT_DEVICE_CPU) return false;
+  if (wg_ready() != CT_OK) return false;
+  int64_t n = ct_numel(p);
+  wg_lock();
+  bool ok = n < ((int64_t)1 << 31) && adam_usable(p, p) && adam_usable(g, p) && adam_usable(s->t[1], p) &&
+            adam_usable(s->t[2], p);
+  ct_tensor *ts[4] = {p, g, s->t[1], s->t[2]};
+  for (int a = 0; a < 4 && ok; a++)
+    for (int b = a + 1; b < 4 && ok; b++) ok = !ct_shares_storage(ts[a], ts[b]);
+  if (!ok) {
+    wg_unlock();
+    return false;
+  }
+  double step = ct_optim_bump_step(s->t[0]);
+  double bc1 = 1 - pow(o->beta1, step), bc2 = 1 - pow(o->beta2, step);
+  bool W = opt->kind == CT_OPTIM_ADAMW, WD = o->weight_decay != 0;
+  uint32_t gx, gy;
+  grid((n + 255) / 256, &gx, &gy);
+  /* words: n, gx, four offsets, then the float constants (bit patterns) */
+  float fc[9] = {(float)(1 - o->lr * o->weight_decay), (float)o->beta1, (float)(1 - o->beta1), (float)o->beta2,
+                 (float)(1 - o->beta2), (float)sqrt(bc2), (float)o->eps, (float)(-(o->lr / bc1)), (float)o->weight_decay};
+  uint32_t pw[15] = {(uint32_t)n, gx, (uint32_t)p->offset, (uint32_t)g->offset, (uint32_t)s->t[1]->offset,
+                     (uint32_t)s->t[2]->offset};
+  memcpy(pw + 6, fc, sizeof fc);
+  bindset bs = {{0}, 0, -1};
+  for (int a = 0; a < 4; a++) bind_of(&bs, ts[a]);
+  sb t = {0};
+  emit_bindings(&t, &bs);
+  emit_params(&t, &bs);
+  sbf(&t, "fn f(k: u32) -> f32 { return bitcast<f32>(pr[6u + k]); }\n"
+          "@compute @workgroup_size(256)\nfn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32) {\n"
+          "  let e = (wid.y * pr[1] + wid.x) * 256u + li;\n  if (e >= pr[0]) { return; }\n"
+          "  let ip = pr[2] + e; let ig = pr[3] + e; let im = pr[4] + e; let iv = pr[5] + e;\n"
+          "  var pv = bitcast<f32>(b0[ip]);\n  var gv = %sbitcast<f32>(b1[ig]);\n", o->maximize ? "-" : "");
+  if (W) sbf(&t, "  pv = pv * f(0u);\n");
+  else if (WD) sbf(&t, "  gv = gv + f(8u) * pv;\n");
+  sbf(&t, "  var m = bitcast<f32>(b2[im]) * f(1u);\n  m = m + f(2u) * gv;\n"
+          "  var v = bitcast<f32>(b3[iv]) * f(3u);\n  v = v + f(4u) * gv * gv;\n"
+          "  let den = sqrt(v) / f(5u) + f(6u);\n  pv = pv + f(7u) * m / den;\n"
+          "  b0[ip] = bitcast<u32>(pv); b2[im] = bitcast<u32>(m); b3[iv] = bitcast<u32>(v);\n}\n");
+  ct_status st = CT_OK;
+  if (t.oom) free(t.p), st = CT_ERR(CT_ERR_OOM, "out of memory generating WGSL");
+  wg_pipe *pp = st == CT_OK ? wg_pipeline(t.p) : NULL;
+  if (st == CT_OK) free(t.p);
+  if (st == CT_OK && !pp) st = ct_last_status();
+  if (st == CT_OK && n > 0) st = wg_dispatch_p(pp, bs.n, bs.b, pw, 15, gx, gy, 1);
+  wg_unlock();
+  if (st != CT_OK) {
+    /* the step count moved: put it back so the reference path counts this step once */
+    float *sv = (float *)ct_data_ptr(s->t[0]);
+    *sv = *sv - 1.0f;
+    return false;
+  }
+  ct_bump_version(p);
+  ct_bump_version(s->t[1]);
+  ct_bump_version(s->t[2]);
+  return true;
+}
+
 /* ---- the table ---- */
 static ct_kernel_fn table[CT_OP_COUNT];
 static pthread_once_t table_once = PTHREAD_ONCE_INIT;
@@ -1668,12 +1950,15 @@ static void table_init(void) {
   for (size_t i = 0; i < sizeof tern_ops / sizeof tern_ops[0]; i++) table[tern_ops[i]] = k_ternary;
   table[CT_OP_cat] = k_cat;
   table[CT_OP_masked_fill] = k_masked_fill;
+  table[CT_OP_attn_bool_mask] = k_attn_bool_mask;
   table[CT_OP_gather] = k_gather;
   table[CT_OP_index_select] = k_index_select;
   table[CT_OP_arange] = k_arange;
   table[CT_OP_scatter_add] = k_scatter_add;
   table[CT_OP_sum] = table[CT_OP_amax] = table[CT_OP_amin] = table[CT_OP_max] = table[CT_OP_min] = k_reduce;
   table[CT_OP_norm_moments] = k_norm_moments;
+  table[CT_OP_native_layer_norm] = table[CT_OP_native_rms_norm] = k_native_norm;
+  table[CT_OP_native_norm_backward] = k_native_norm_backward;
   table[CT_OP_softmax] = table[CT_OP_log_softmax] = k_softmax;
   table[CT_OP_mm] = table[CT_OP_bmm] = table[CT_OP_mv] = table[CT_OP_dot] = k_linalg;
   table[CT_OP_addmm] = table[CT_OP_baddbmm] = table[CT_OP_addmv] = k_linalg;

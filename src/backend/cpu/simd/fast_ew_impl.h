@@ -171,6 +171,52 @@ INL vd F(phid)(vd x) {
  * float). a^2 = x^2/2 is split exactly (x^2 = hi + lo, below) so the exponential does
  * not inherit the rounding of a: e^(-a^2) = e^(-hi/2) (1 - lo/2). Beyond |x| = 14 Phi is
  * 0 or 1 in float (E = 0: -inf gives NaN like the reference). */
+#ifdef VSCALEF_F
+/* e^(xc + corr) for xc in [-110, 0] as exp_core_x, one degree lower: e^r = 1 + r + r^2 q(r), q of
+ * degree 3 (a minimax fit made for this file: relative error 1.05e-7 on |r| <= ln2/2, ~1.5 ulp
+ * evaluated in float), for gelu's erf form whose own error leaves room for it */
+INL vf F(exp_core_d5)(vf xc, vf corr) {
+  const float magic = 12582912.0f;
+  vf n = VFMA_F(xc, F(spf)(1.44269504088896341f), F(spf)(magic)) - magic;
+  vf r = VFMA_F(n, F(spf)(-0.693145751953125f), xc);
+  r = VFMA_F(n, F(spf)(-1.4286068202862268e-06f), r) + corr;
+  vf q = F(spf)(0.00831250381f);
+  q = VFMA_F(q, r, F(spf)(0.0418903343f));
+  q = VFMA_F(q, r, F(spf)(0.166671157f));
+  q = VFMA_F(q, r, F(spf)(0.499992311f));
+  vf p = VFMA_F(q, r, F(spf)(1.0f));
+  p = VFMA_F(p, r, F(spf)(1.0f));
+  return VSCALEF_F(p, n);
+}
+/* AVX-512: the same x Phi(x) with Phi(-y) = e^(-y^2/2) R(y), y = |x| clamped to 14.5, R from a
+ * table of 32 degree-5 pieces (gelu_t in fast_ew.c, relative error 1.5e-7): the piece is picked by
+ * vpermt2ps from the low bits of round(2y) + 1.5 * 2^23, so no reciprocal and no degree-12
+ * polynomial, and a degree-5 exponential (33 vector operations instead of 44; 0.49 -> 0.32 ns per
+ * float in cache, 1 thread). -y^2/2 = hi + lo exactly (m = -y/2 is exact), lo enters the
+ * exponential's reduced argument. Max error ~4 ulp over [-13, 20] (bound 6: the exponential's
+ * ~1.5 ulp, R's ~2.5, three roundings). */
+INL vf F(gelu_erf_vec)(vf x) {
+  /* |x| clamped to 14.5 by one vrangeps (the argument of smaller magnitude, sign cleared); a NaN
+   * x gives a NaN y */
+  vf y = (vf)_mm512_range_ps((__m512)x, _mm512_set1_ps(14.5f), 0x0A);
+  const float magic = 12582912.0f;
+  vf t = VFMA_F(y, F(spf)(2.0f), F(spf)(magic)); /* its low 5 bits: k = round(2y) <= 29 */
+  vf s = VFMA_F(t - magic, F(spf)(-0.5f), y);    /* y - k/2, exact */
+  __m512i ix = (__m512i)t;
+#define GT_(j) ((vf)_mm512_permutex2var_ps(_mm512_load_ps(gelu_t[j]), ix, _mm512_load_ps(gelu_t[j] + 16)))
+  vf r = VFMA_F(GT_(5), s, GT_(4));
+  r = VFMA_F(r, s, GT_(3));
+  r = VFMA_F(r, s, GT_(2));
+  r = VFMA_F(r, s, GT_(1));
+  r = VFMA_F(r, s, GT_(0));
+#undef GT_
+  vf m = y * -0.5f;
+  vf hi = m * y;
+  vf lo = VFMA_F(m, y, -hi);
+  vf q = F(exp_core_d5)(hi, lo) * r; /* Phi(-y); hi >= -105.2, inside the exponential's range */
+  return x * VBLENDS_F(x, 1.0f - q, q);  /* +inf: 1 - 0 = 1; -inf: 0 * -inf = NaN (as the reference) */
+}
+#else
 INL vf F(gelu_erf_vec)(vf x) {
   vf ax = (vf)((vi)x & 0x7fffffff);
   vf xc = VMIN_F(F(spf)(14.5f), ax); /* NaN stays NaN */
@@ -209,12 +255,41 @@ INL vf F(gelu_erf_vec)(vf x) {
   vf phi = VBLENDS_F(x, 1.0f - 0.5f * E, 0.5f * E);
   return x * phi;
 }
+#endif
 
 /* gelu (tanh form): 0.5 x (1 + tanh(u)) = x sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3) */
+#ifdef VSCALEF_F
+/* AVX-512: x / (1 + e^w), w = -2u clamped to [-30, 200], e^w = 2^n p as in exp_core_x, so
+ * x / (1 + e^w) = x (2^-n / (2^-n + p)) with both scalings exact by vscalefps (a subnormal result
+ * rounded twice at most): no |x|, no select, no overflow (22 vector operations instead of 27).
+ * 1 + e^-30 is 1 in float and x e^-200 is 0, so the clamp changes nothing. The reciprocal is
+ * refined before the product so -0 keeps its sign. Same error bound as the sigmoid form (4 ulp
+ * + u's rounding). */
+INL vf F(gelu_tanh_vec)(vf x) {
+  vf w = x * VFMA_F(x * x, F(spf)(-2 * 0.0356774081363001f), F(spf)(-2 * 0.7978845608028654f));
+  w = VMAX_F(F(spf)(-30.0f), VMIN_F(F(spf)(200.0f), w)); /* NaN stays NaN */
+  const float magic = 12582912.0f;
+  vf nn = VFMA_F(w, F(spf)(-1.44269504088896341f), F(spf)(magic)) - magic; /* -n */
+  vf r = VFMA_F(nn, F(spf)(0.693145751953125f), w); /* w - n ln2, ln2 in two parts */
+  r = VFMA_F(nn, F(spf)(1.4286068202862268e-06f), r);
+  vf q = F(spf)(0.0013814539876911593f); /* e^r: exp_core_x's polynomial */
+  q = VFMA_F(q, r, F(spf)(0.008368745127183462f));
+  q = VFMA_F(q, r, F(spf)(0.04166839078971328f));
+  q = VFMA_F(q, r, F(spf)(0.16666520398845902f));
+  q = VFMA_F(q, r, F(spf)(0.49999993432098905f));
+  vf p = VFMA_F(q, r, F(spf)(1.0f));
+  p = VFMA_F(p, r, F(spf)(1.0f));
+  vf den = p + VSCALEF_F(F(spf)(1.0f), nn);
+  vf d = VRCP_F(den); /* estimate + one Newton step */
+  d = VFMA_F(d, VFMA_F(-den, d, F(spf)(1.0f)), d);
+  return x * VSCALEF_F(d, nn); /* -inf: -inf * 0 = NaN, as the reference's -inf * (1 + tanh) */
+}
+#else
 INL vf F(gelu_tanh_vec)(vf x) {
   vf u = x * VFMA_F(x * x, F(spf)(0.0356774081363001f), F(spf)(0.7978845608028654f));
   return x * F(sigmoidf)(u + u); /* NaN: the sigmoid is NaN */
 }
+#endif
 
 /* Stores of a streamed output: NT (non-temporal) stores bypass the caches, so a large output
  * that is not read back soon costs one memory write instead of a read-for-ownership plus a
@@ -252,13 +327,29 @@ INL int64_t F(nt_head)(const float *y, int64_t n) {
       for (; i_ + NF <= h_; i_ += NF) { vf v = F(ldf)((x) + i_); F(stf)((y) + i_, (EXPR)); } \
       MAP1(x, y, i_, h_, PAD, EXPR);                                        \
       i_ = h_;                                                              \
-      for (; i_ + NF <= (n); i_ += NF) {                                    \
+      /* two vectors per step: long dependency chains (gelu) overlap better */ \
+      for (; i_ + 2 * NF <= (n); i_ += 2 * NF) {                            \
         __builtin_prefetch((x) + i_ + PF_AHEAD, 0, 0);                      \
+        __builtin_prefetch((x) + i_ + NF + PF_AHEAD, 0, 0);                 \
+        vf r0_, r1_;                                                        \
+        { vf v = F(ldf)((x) + i_); r0_ = (EXPR); }                          \
+        { vf v = F(ldf)((x) + i_ + NF); r1_ = (EXPR); }                     \
+        VSTNT((y) + i_, r0_);                                               \
+        VSTNT((y) + i_ + NF, r1_);                                          \
+      }                                                                     \
+      for (; i_ + NF <= (n); i_ += NF) {                                    \
         vf v = F(ldf)((x) + i_);                                            \
         vf r_ = (EXPR);                                                     \
         VSTNT((y) + i_, r_);                                                \
       }                                                                     \
     } else {                                                                \
+      for (; i_ + 2 * NF <= (n); i_ += 2 * NF) {                            \
+        vf r0_, r1_;                                                        \
+        { vf v = F(ldf)((x) + i_); r0_ = (EXPR); }                          \
+        { vf v = F(ldf)((x) + i_ + NF); r1_ = (EXPR); }                     \
+        F(stf)((y) + i_, r0_);                                              \
+        F(stf)((y) + i_ + NF, r1_);                                         \
+      }                                                                     \
       for (; i_ + NF <= (n); i_ += NF) { vf v = F(ldf)((x) + i_); F(stf)((y) + i_, (EXPR)); } \
     }                                                                       \
     MAP1(x, y, i_, (n), PAD, EXPR);                                         \
@@ -324,6 +415,26 @@ TGT static void F(binary)(int op, const float *a, int sa, const float *b, int sb
 #undef OP_MUL
 #undef OP_DIV
 #undef BIN_ROW
+
+/* y = a + al * b, both operands full rows, with the reference's rounding (kernels_binary.c computes
+ * x + alpha y in double and rounds once to float): the same double operations, lane by lane (no
+ * contraction into a fused multiply-add under -std=c11), so the bits equal the reference's. */
+TGT static void F(add_alpha)(const float *a, const float *b, double al, float *y, int64_t n) {
+  vd va = F(spd)(al);
+  int64_t i = 0;
+  for (; i + ND <= n; i += ND) {
+    vfh ha, hb;
+    memcpy(&ha, a + i, sizeof ha);
+    memcpy(&hb, b + i, sizeof hb);
+    vd prod = __builtin_convertvector(hb, vd) * va;
+    vfh o = __builtin_convertvector(__builtin_convertvector(ha, vd) + prod, vfh);
+    memcpy(y + i, &o, sizeof o);
+  }
+  for (; i < n; i++) {
+    double prod = al * (double)b[i];
+    y[i] = (float)((double)a[i] + prod);
+  }
+}
 
 /* ---- row reductions ---- */
 /* sum in double lanes (exact for any realistic count of float32 integers; ~1e-16 relative) */

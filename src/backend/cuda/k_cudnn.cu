@@ -1,0 +1,390 @@
+/* Convolutions through cuDNN (forward, input gradient, weight gradient) for contiguous
+ * float tensors, loaded with dlopen at run time like cuBLAS: the binary has no link-time
+ * dependency, and where no libcudnn.so.9 is found (CT_CUDNN_PATH names the file or its
+ * folder; else PyTorch's pip wheel folders and the CUDA folders are searched) the direct
+ * kernels of k_conv.cu run and one line on stderr says so. CT_CUDNN=0 turns the path off.
+ *
+ * Algorithms come from cuDNN's heuristics (cudnnGet*_v7: no trial launches, so a CUDA graph
+ * capture can go through here), cached per geometry with their descriptors; the weight and
+ * input gradients take deterministic algorithms only (replays and reruns give the same
+ * bits). float32 runs without TF32 (CUDNN_FMA_MATH) unless ct_cuda_set_allow_tf32 is on,
+ * like torch.backends.cudnn.allow_tf32 = False in the benchmarks' peer. */
+#include "cu_common.cuh"
+#include <dlfcn.h>
+#include <glob.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if __has_include(<cudnn.h>)
+#include <cudnn.h>
+#define CT_HAVE_CUDNN_H 1
+#endif
+
+static int64_t cudnn_calls;
+extern "C" int64_t ct_cuda_cudnn_calls(void) { return __atomic_load_n(&cudnn_calls, __ATOMIC_RELAXED); }
+
+#ifndef CT_HAVE_CUDNN_H
+extern "C" bool ct_cuda_cudnn_conv(const ct_call *c, ct_status *st) { return false; }
+extern "C" const char *ct_cuda_cudnn_info(void) { return "built without cudnn.h"; }
+#else
+
+#define FN(name) static decltype(&name) p_##name
+FN(cudnnGetVersion);
+FN(cudnnGetErrorString);
+FN(cudnnCreate);
+FN(cudnnSetStream);
+FN(cudnnCreateTensorDescriptor);
+FN(cudnnSetTensorNdDescriptor);
+FN(cudnnCreateFilterDescriptor);
+FN(cudnnSetFilterNdDescriptor);
+FN(cudnnCreateConvolutionDescriptor);
+FN(cudnnSetConvolutionNdDescriptor);
+FN(cudnnSetConvolutionGroupCount);
+FN(cudnnSetConvolutionMathType);
+FN(cudnnGetConvolutionForwardAlgorithm_v7);
+FN(cudnnGetConvolutionBackwardDataAlgorithm_v7);
+FN(cudnnGetConvolutionBackwardFilterAlgorithm_v7);
+FN(cudnnGetConvolutionForwardWorkspaceSize);
+FN(cudnnGetConvolutionBackwardDataWorkspaceSize);
+FN(cudnnGetConvolutionBackwardFilterWorkspaceSize);
+FN(cudnnConvolutionForward);
+FN(cudnnConvolutionBackwardData);
+FN(cudnnConvolutionBackwardFilter);
+FN(cudnnAddTensor);
+#undef FN
+
+static struct {
+  pthread_once_t once;
+  bool ok;
+  char info[700]; /* "cuDNN 9.x.y (path)" or why it is not used */
+  cudnnHandle_t h[16];
+  pthread_mutex_t mu;
+} D = {PTHREAD_ONCE_INIT, false, "", {0}, PTHREAD_MUTEX_INITIALIZER};
+
+/* cuDNN 9's libcudnn.so.9 loads its sub-libraries (graph, ops, cnn, engines) by soname;
+ * loading them first from the same folder makes that work without LD_LIBRARY_PATH. */
+static void *open_in(const char *dir) {
+  static const char *subs[] = {"libcudnn_graph.so.9", "libcudnn_engines_precompiled.so.9",
+                               "libcudnn_engines_runtime_compiled.so.9", "libcudnn_heuristic.so.9",
+                               "libcudnn_ops.so.9", "libcudnn_cnn.so.9"};
+  char p[PATH_MAX];
+  snprintf(p, sizeof p, "%s/libcudnn.so.9", dir);
+  FILE *f = fopen(p, "rb");
+  if (!f) return NULL;
+  fclose(f);
+  for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++) {
+    char q[PATH_MAX];
+    snprintf(q, sizeof q, "%s/%s", dir, subs[i]);
+    dlopen(q, RTLD_LAZY | RTLD_GLOBAL); /* a missing optional engine library is not fatal */
+  }
+  return dlopen(p, RTLD_NOW | RTLD_GLOBAL);
+}
+
+static void load_cudnn(void) {
+  const char *off = getenv("CT_CUDNN");
+  if (off && !strcmp(off, "0")) {
+    snprintf(D.info, sizeof D.info, "cuDNN off (CT_CUDNN=0)");
+    return;
+  }
+  void *lib = NULL;
+  char where[PATH_MAX] = "";
+  const char *env = getenv("CT_CUDNN_PATH");
+  if (env && *env) {
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", env);
+    size_t n = strlen(dir);
+    if (n > 13 && strstr(dir + n - 14, "libcudnn.so")) { /* a file: its folder */
+      char *sl = strrchr(dir, '/');
+      if (sl) *sl = 0;
+      else snprintf(dir, sizeof dir, ".");
+    }
+    if ((lib = open_in(dir))) snprintf(where, sizeof where, "%s", dir);
+  }
+  static const char *pats[] = {"/opt/torch/.venv/lib/python3*/site-packages/nvidia/cudnn/lib",
+                               "/opt/*/lib/python3*/site-packages/nvidia/cudnn/lib",
+                               "/usr/local/lib/python3*/dist-packages/nvidia/cudnn/lib",
+                               "/usr/local/lib/python3*/site-packages/nvidia/cudnn/lib",
+                               "/usr/lib/python3*/dist-packages/nvidia/cudnn/lib",
+                               "/usr/local/cuda/lib64", "/usr/local/cuda/lib", "/usr/local/cuda-1*/lib*",
+                               "/usr/lib/x86_64-linux-gnu"};
+  for (size_t i = 0; i < sizeof pats / sizeof pats[0] && !lib; i++) {
+    glob_t g;
+    if (glob(pats[i], 0, NULL, &g) == 0) {
+      for (size_t k = 0; k < g.gl_pathc && !lib; k++)
+        if ((lib = open_in(g.gl_pathv[k]))) snprintf(where, sizeof where, "%s", g.gl_pathv[k]);
+    }
+    globfree(&g);
+  }
+  if (!lib && (lib = dlopen("libcudnn.so.9", RTLD_NOW | RTLD_GLOBAL))) snprintf(where, sizeof where, "loader path");
+  if (!lib) {
+    snprintf(D.info, sizeof D.info, "cuDNN not found (set CT_CUDNN_PATH to the folder of libcudnn.so.9)");
+    return;
+  }
+#define SYM(name)                                                                            \
+  if (!(p_##name = (decltype(p_##name))dlsym(lib, #name))) {                                 \
+    snprintf(D.info, sizeof D.info, "cuDNN in %s lacks %s", where, #name);                   \
+    return;                                                                                  \
+  }
+  SYM(cudnnGetVersion);
+  SYM(cudnnGetErrorString);
+  SYM(cudnnCreate);
+  SYM(cudnnSetStream);
+  SYM(cudnnCreateTensorDescriptor);
+  SYM(cudnnSetTensorNdDescriptor);
+  SYM(cudnnCreateFilterDescriptor);
+  SYM(cudnnSetFilterNdDescriptor);
+  SYM(cudnnCreateConvolutionDescriptor);
+  SYM(cudnnSetConvolutionNdDescriptor);
+  SYM(cudnnSetConvolutionGroupCount);
+  SYM(cudnnSetConvolutionMathType);
+  SYM(cudnnGetConvolutionForwardAlgorithm_v7);
+  SYM(cudnnGetConvolutionBackwardDataAlgorithm_v7);
+  SYM(cudnnGetConvolutionBackwardFilterAlgorithm_v7);
+  SYM(cudnnGetConvolutionForwardWorkspaceSize);
+  SYM(cudnnGetConvolutionBackwardDataWorkspaceSize);
+  SYM(cudnnGetConvolutionBackwardFilterWorkspaceSize);
+  SYM(cudnnConvolutionForward);
+  SYM(cudnnConvolutionBackwardData);
+  SYM(cudnnConvolutionBackwardFilter);
+  SYM(cudnnAddTensor);
+#undef SYM
+  size_t v = p_cudnnGetVersion();
+  if (v < 90000) {
+    snprintf(D.info, sizeof D.info, "cuDNN %zu in %s is older than 9", v, where);
+    return;
+  }
+  snprintf(D.info, sizeof D.info, "cuDNN %zu.%zu.%zu (%s)", v / 10000, v / 100 % 100, v % 100, where);
+  D.ok = true;
+}
+
+extern "C" const char *ct_cuda_cudnn_info(void) {
+  pthread_once(&D.once, load_cudnn);
+  return D.info;
+}
+
+static bool handle_for(int dev, cudnnHandle_t *h) {
+  if (dev < 0 || dev >= 16) return false;
+  pthread_mutex_lock(&D.mu);
+  if (!D.h[dev]) {
+    cudnnHandle_t n = NULL;
+    if (p_cudnnCreate(&n) == CUDNN_STATUS_SUCCESS && p_cudnnSetStream(n, CU_STREAM(dev)) == CUDNN_STATUS_SUCCESS)
+      D.h[dev] = n;
+  }
+  *h = D.h[dev];
+  pthread_mutex_unlock(&D.mu);
+  return *h != NULL;
+}
+
+/* One cached geometry: descriptors and the chosen algorithm. */
+typedef struct {
+  int op, dt, nb, groups, math;
+  int x[5], w[5], y[5], pad[3], str[3], dil[3];
+} ckey;
+typedef struct {
+  ckey k;
+  cudnnTensorDescriptor_t xd, yd, bd;
+  cudnnFilterDescriptor_t wd;
+  cudnnConvolutionDescriptor_t cd;
+  int algo;
+  size_t ws;
+  bool usable;
+} centry;
+#define CACHE_N 256
+static centry cache[CACHE_N];
+static int cache_n;
+
+static bool contiguous(const ct_tensor *t) {
+  int64_t e = 1;
+  for (int d = t->ndim - 1; d >= 0; d--) {
+    if (t->shape[d] != 1 && t->stride[d] != e) return false;
+    e *= t->shape[d];
+  }
+  return true;
+}
+
+static cudnnDataType_t cdt(int dt) {
+  return dt == CT_FLOAT64 ? CUDNN_DATA_DOUBLE : dt == CT_FLOAT16 ? CUDNN_DATA_HALF
+         : dt == CT_BFLOAT16 ? CUDNN_DATA_BFLOAT16 : CUDNN_DATA_FLOAT;
+}
+
+static void packed_strides(int nb, const int *dims, int *st) {
+  st[nb - 1] = 1;
+  for (int i = nb - 2; i >= 0; i--) st[i] = st[i + 1] * dims[i + 1];
+}
+
+/* Descriptors and an algorithm for the key; false (entry unusable) where cuDNN declines. */
+static bool build(centry *e, cudnnHandle_t h) {
+  const ckey *k = &e->k;
+  int sx[5], sy[5];
+  packed_strides(k->nb, k->x, sx);
+  packed_strides(k->nb, k->y, sy);
+  cudnnDataType_t dt = cdt(k->dt);
+  cudnnDataType_t comp = k->dt == CT_FLOAT64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
+  if (p_cudnnCreateTensorDescriptor(&e->xd) || p_cudnnCreateTensorDescriptor(&e->yd) ||
+      p_cudnnCreateTensorDescriptor(&e->bd) || p_cudnnCreateFilterDescriptor(&e->wd) ||
+      p_cudnnCreateConvolutionDescriptor(&e->cd))
+    return false;
+  if (p_cudnnSetTensorNdDescriptor(e->xd, dt, k->nb, k->x, sx) || p_cudnnSetTensorNdDescriptor(e->yd, dt, k->nb, k->y, sy) ||
+      p_cudnnSetFilterNdDescriptor(e->wd, dt, CUDNN_TENSOR_NCHW, k->nb, k->w) ||
+      p_cudnnSetConvolutionNdDescriptor(e->cd, k->nb - 2, k->pad, k->str, k->dil, CUDNN_CROSS_CORRELATION, comp) ||
+      p_cudnnSetConvolutionGroupCount(e->cd, k->groups) ||
+      p_cudnnSetConvolutionMathType(e->cd, (cudnnMathType_t)k->math))
+    return false;
+  /* the bias as [1, C, 1, ...] over the op's output channels (y for the forward, x for the
+   * transposed convolution's backward-data form) */
+  int bdim[5] = {1, 1, 1, 1, 1}, bst[5];
+  bdim[1] = k->op == CT_OP_convolution ? k->y[1] : k->x[1];
+  packed_strides(k->nb, bdim, bst);
+  if (p_cudnnSetTensorNdDescriptor(e->bd, dt, k->nb, bdim, bst)) return false;
+  const size_t ws_max = (size_t)1 << 30;
+  bool fp32_strict = k->dt == CT_FLOAT32 && k->math == CUDNN_FMA_MATH;
+  int n = 0;
+#define PICK(PerfT, getter, sizer, ...)                                                               \
+  {                                                                                                   \
+    PerfT perf[16];                                                                                   \
+    if (getter(h, __VA_ARGS__, 16, &n, perf)) return false;                                           \
+    for (int i = 0; i < n; i++) {                                                                     \
+      if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > ws_max) continue;                \
+      if (need_det && perf[i].determinism != CUDNN_DETERMINISTIC) continue;                           \
+      if (fp32_strict && (perf[i].mathType == CUDNN_TENSOR_OP_MATH ||                                 \
+                          perf[i].mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION))                 \
+        continue;                                                                                     \
+      size_t ws = 0;                                                                                  \
+      if (sizer(h, __VA_ARGS__, perf[i].algo, &ws)) continue;                                         \
+      e->algo = (int)perf[i].algo;                                                                    \
+      e->ws = ws;                                                                                     \
+      return true;                                                                                    \
+    }                                                                                                 \
+    return false;                                                                                     \
+  }
+  bool need_det = k->op != CT_OP_convolution;
+  if (k->op == CT_OP_convolution)
+    PICK(cudnnConvolutionFwdAlgoPerf_t, p_cudnnGetConvolutionForwardAlgorithm_v7,
+         p_cudnnGetConvolutionForwardWorkspaceSize, e->xd, e->wd, e->cd, e->yd)
+  else if (k->op == CT_OP_convolution_backward_input)
+    PICK(cudnnConvolutionBwdDataAlgoPerf_t, p_cudnnGetConvolutionBackwardDataAlgorithm_v7,
+         p_cudnnGetConvolutionBackwardDataWorkspaceSize, e->wd, e->yd, e->cd, e->xd)
+  else
+    PICK(cudnnConvolutionBwdFilterAlgoPerf_t, p_cudnnGetConvolutionBackwardFilterAlgorithm_v7,
+         p_cudnnGetConvolutionBackwardFilterWorkspaceSize, e->xd, e->yd, e->cd, e->wd)
+#undef PICK
+}
+
+static const centry *lookup(const ckey *k, cudnnHandle_t h) {
+  pthread_mutex_lock(&D.mu);
+  const centry *r = NULL;
+  for (int i = 0; i < cache_n && !r; i++)
+    if (!memcmp(&cache[i].k, k, sizeof *k)) r = &cache[i];
+  if (!r && cache_n < CACHE_N) { /* full: no new entries (the direct kernels take them) */
+    centry *e = &cache[cache_n];
+    memset(e, 0, sizeof *e);
+    e->k = *k;
+    e->usable = build(e, h);
+    cache_n++;
+    r = e;
+  }
+  pthread_mutex_unlock(&D.mu);
+  return r && r->usable ? r : NULL;
+}
+
+static bool dims_of(const ct_tensor *t, int nd, int *out) {
+  out[0] = (int)t->shape[0];
+  out[1] = (int)t->shape[1];
+  int sp = nd < 2 ? 2 : nd; /* 1-d convolutions as 2-d with height 1 */
+  for (int i = 0; i < sp; i++) {
+    int j = i - (sp - nd);
+    out[2 + i] = j >= 0 ? (int)t->shape[2 + j] : 1;
+  }
+  return ct_numel(t) > 0 && ct_numel(t) < INT_MAX;
+}
+
+/* Runs the call through cuDNN where it applies: true with *st set; false, having done
+ * nothing, where the direct kernels should take it. */
+extern "C" bool ct_cuda_cudnn_conv(const ct_call *c, ct_status *st) {
+  pthread_once(&D.once, load_cudnn);
+  if (!D.ok) {
+    static int said;
+    if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+      fprintf(stderr, "ctorch: %s; convolutions use the direct CUDA kernels\n", D.info);
+    return false;
+  }
+  int nd = (int)c->a.k[0];
+  if (nd < 1 || nd > 3 || c->a.k[1] < 1) return false;
+  const ct_tensor *x, *w, *y, *bias = NULL;
+  if (c->op == CT_OP_convolution) x = c->in[0], w = c->in[1], y = c->out[0];
+  else if (c->op == CT_OP_convolution_backward_input) x = c->out[0], w = c->in[1], y = c->in[0];
+  else x = c->in[0], w = c->out[0], y = c->in[1];
+  if (c->op != CT_OP_convolution_backward_weight && c->n_in > 2) bias = c->in[2];
+  int dt = x->dtype;
+  if (!(dt == CT_FLOAT32 || dt == CT_FLOAT64 || dt == CT_FLOAT16 || dt == CT_BFLOAT16)) return false;
+  if (w->dtype != dt || y->dtype != dt || (bias && bias->dtype != dt)) return false;
+  if (!contiguous(x) || !contiguous(w) || !contiguous(y)) return false;
+  if (bias && (bias->ndim != 1 || (bias->shape[0] != 1 && bias->stride[0] != 1))) return false;
+  ckey k;
+  memset(&k, 0, sizeof k);
+  k.op = c->op;
+  k.dt = dt;
+  k.nb = 2 + (nd < 2 ? 2 : nd);
+  k.groups = (int)c->a.k[1];
+  k.math = dt == CT_FLOAT32 ? (ct_cuda_tf32() ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH)
+           : dt == CT_FLOAT64 ? CUDNN_DEFAULT_MATH : CUDNN_TENSOR_OP_MATH;
+  if (!dims_of(x, nd, k.x) || !dims_of(w, nd, k.w) || !dims_of(y, nd, k.y)) return false;
+  int sp = k.nb - 2;
+  for (int i = 0; i < sp; i++) {
+    int j = i - (sp - nd);
+    k.str[i] = j >= 0 ? (int)c->a.i[j] : 1;
+    k.pad[i] = j >= 0 ? (int)c->a.i[3 + j] : 0;
+    k.dil[i] = j >= 0 ? (int)c->a.i[6 + j] : 1;
+    if (k.str[i] < 1 || k.pad[i] < 0 || k.dil[i] < 1) return false;
+    /* cuDNN pads both sides alike: the output size must be the symmetric formula's (an
+     * asymmetric 'same' padding gives another size and stays on the direct kernels) */
+    int64_t span = (int64_t)k.dil[i] * (k.w[2 + i] - 1) + 1, o = ((int64_t)k.x[2 + i] + 2 * k.pad[i] - span) / k.str[i] + 1;
+    if (o != k.y[2 + i]) return false;
+  }
+  if (k.x[1] != k.w[1] * k.groups || k.y[1] != k.w[0] || k.y[0] != k.x[0]) return false;
+  int dev = ct_cuda_call_dev(c);
+  if (ct_cuda_use(dev) != CT_OK) return false;
+  cudnnHandle_t h;
+  if (!handle_for(dev, &h)) return false;
+  const centry *e = lookup(&k, h);
+  if (!e) return false;
+  void *ws = NULL;
+  if (e->ws && !(ws = ct_cuda_tmp_alloc(dev, e->ws))) {
+    *st = ct_last_status();
+    return true;
+  }
+  double one64 = 1, zero64 = 0;
+  float one32 = 1, zero32 = 0;
+  const void *one = dt == CT_FLOAT64 ? (const void *)&one64 : (const void *)&one32;
+  const void *zero = dt == CT_FLOAT64 ? (const void *)&zero64 : (const void *)&zero32;
+  const char *xp = (const char *)x->storage->data + x->offset * (int64_t)ct_dtype_size((ct_dtype)dt);
+  const char *wp = (const char *)w->storage->data + w->offset * (int64_t)ct_dtype_size((ct_dtype)dt);
+  const char *yp = (const char *)y->storage->data + y->offset * (int64_t)ct_dtype_size((ct_dtype)dt);
+  cudnnStatus_t s;
+  if (c->op == CT_OP_convolution)
+    s = p_cudnnConvolutionForward(h, one, e->xd, xp, e->wd, wp, e->cd, (cudnnConvolutionFwdAlgo_t)e->algo, ws, e->ws, zero,
+                                  e->yd, (void *)yp);
+  else if (c->op == CT_OP_convolution_backward_input)
+    s = p_cudnnConvolutionBackwardData(h, one, e->wd, wp, e->yd, yp, e->cd, (cudnnConvolutionBwdDataAlgo_t)e->algo, ws,
+                                       e->ws, zero, e->xd, (void *)xp);
+  else
+    s = p_cudnnConvolutionBackwardFilter(h, one, e->xd, xp, e->yd, yp, e->cd, (cudnnConvolutionBwdFilterAlgo_t)e->algo,
+                                         ws, e->ws, zero, e->wd, (void *)wp);
+  if (s == CUDNN_STATUS_SUCCESS && bias) {
+    const char *bp = (const char *)bias->storage->data + bias->offset * (int64_t)ct_dtype_size((ct_dtype)dt);
+    s = p_cudnnAddTensor(h, one, e->bd, bp, one, c->op == CT_OP_convolution ? e->yd : e->xd,
+                         (void *)(c->op == CT_OP_convolution ? yp : xp));
+  }
+  if (ws) ct_cuda_tmp_free(dev, ws, e->ws);
+  if (s != CUDNN_STATUS_SUCCESS) {
+    *st = CT_ERR(CT_ERR_RUNTIME, "cuDNN %s failed: %s", ct_op_info_of(c->op)->id, p_cudnnGetErrorString(s));
+    return true;
+  }
+  __atomic_add_fetch(&cudnn_calls, 1, __ATOMIC_RELAXED);
+  *st = ct_cuda_check_launch(ct_op_info_of(c->op)->id);
+  return true;
+}
+#endif
