@@ -42,4 +42,9 @@ static inline int64_t ct_elem_offset(const ct_tensor *t, int64_t idx) {
   return off * isz;
 }
 
+/* native_batch_norm's layout guard, shared by the CPU and CUDA fused kernels (kernels_bn.c): a
+ * contiguous float32/float64 input of >= 2 dims and contiguous per-channel tensors c->in[first_c ..
+ * last_c] of its dtype (absent ones skipped); the entry point in src/ops/nn.c makes it so. */
+ct_status ct_bn_layout_check(const ct_call *c, const ct_tensor *x, int first_c, int last_c);
+
 #endif

@@ -191,8 +191,7 @@ static bool bn_use_avx2(void) {
 #endif
 }
 
-/* The layout the kernels need; the entry point (nn.c) makes it so, this only guards. */
-static ct_status bn_check(const ct_call *c, const ct_tensor *x, int first_c, int last_c) {
+ct_status ct_bn_layout_check(const ct_call *c, const ct_tensor *x, int first_c, int last_c) {
   ct_dtype dt = x->dtype;
   if ((dt != CT_FLOAT32 && dt != CT_FLOAT64) || x->ndim < 2 || !ct_is_contiguous(x))
     return CT_ERR(CT_ERR_RUNTIME, "native_batch_norm: expected a contiguous float32/float64 input of 2 or more dims");
@@ -218,7 +217,7 @@ static const char *opt_ptr(const ct_tensor *t) { return t ? ct_cpu_ptr(t) : NULL
  * k0 training, f0 eps */
 ct_status ct_cpu_native_batch_norm(const ct_call *c) {
   const ct_tensor *x = c->in[0];
-  CT_TRY(bn_check(c, x, 1, 4));
+  CT_TRY(ct_bn_layout_check(c, x, 1, 4));
   bn_ctx q;
   memset(&q, 0, sizeof q);
   bn_geom(&q, x);
@@ -244,7 +243,7 @@ ct_status ct_cpu_native_batch_norm(const ct_call *c) {
 /* in g, x, weight?, mean, rstd -> dx?, dweight?, dbias? (each output optional); k0 training */
 ct_status ct_cpu_native_batch_norm_backward(const ct_call *c) {
   const ct_tensor *x = c->in[1];
-  CT_TRY(bn_check(c, x, 2, 4));
+  CT_TRY(ct_bn_layout_check(c, x, 2, 4));
   if (!c->in[3] || !c->in[4] || !ct_is_contiguous(c->in[0]) || c->in[0]->dtype != x->dtype ||
       ct_numel(c->in[0]) != ct_numel(x))
     return CT_ERR(CT_ERR_RUNTIME, "native_batch_norm_backward: expected a contiguous gradient and the saved statistics");

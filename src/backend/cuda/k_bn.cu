@@ -113,19 +113,6 @@ static const void *bn_ptr(const ct_tensor *t) {
   return t ? (const char *)t->storage->data + t->offset * (int64_t)ct_dtype_size(t->dtype) : NULL;
 }
 
-/* the CPU kernels' layout checks (the entry point in src/ops/nn.c makes it so) */
-static ct_status bn_check(const ct_call *c, const ct_tensor *x, int first_c, int last_c) {
-  ct_dtype dt = x->dtype;
-  if ((dt != CT_FLOAT32 && dt != CT_FLOAT64) || x->ndim < 2 || !ct_is_contiguous(x))
-    return CT_ERR(CT_ERR_RUNTIME, "native_batch_norm: expected a contiguous float32/float64 input of 2 or more dims");
-  for (int k = first_c; k <= last_c; k++) {
-    const ct_tensor *t = c->in[k];
-    if (t && (t->dtype != dt || !ct_is_contiguous(t) || ct_numel(t) != x->shape[1]))
-      return CT_ERR(CT_ERR_RUNTIME, "native_batch_norm: expected contiguous per-channel tensors of the input's dtype");
-  }
-  return CT_OK;
-}
-
 static void bn_geom(BnArgs *a, const ct_tensor *x) {
   a->N = x->shape[0];
   a->C = x->shape[1];
@@ -135,7 +122,7 @@ static void bn_geom(BnArgs *a, const ct_tensor *x) {
 /* in x, weight?, bias?, running_mean?, running_var? (eval) -> y, mean, rstd, var; k0 training, f0 eps */
 static ct_status cu_native_batch_norm(const ct_call *c) {
   const ct_tensor *x = c->in[0];
-  CT_TRY(bn_check(c, x, 1, 4));
+  CT_TRY(ct_bn_layout_check(c, x, 1, 4));
   BnArgs a;
   memset(&a, 0, sizeof a);
   bn_geom(&a, x);
@@ -165,7 +152,7 @@ static ct_status cu_native_batch_norm(const ct_call *c) {
 /* in g, x, weight?, mean, rstd -> dx?, dweight?, dbias?; k0 training */
 static ct_status cu_native_batch_norm_backward(const ct_call *c) {
   const ct_tensor *x = c->in[1];
-  CT_TRY(bn_check(c, x, 2, 4));
+  CT_TRY(ct_bn_layout_check(c, x, 2, 4));
   if (!c->in[3] || !c->in[4] || !ct_is_contiguous(c->in[0]) || c->in[0]->dtype != x->dtype ||
       ct_numel(c->in[0]) != ct_numel(x))
     return CT_ERR(CT_ERR_RUNTIME, "native_batch_norm_backward: expected a contiguous gradient and the saved statistics");
