@@ -147,6 +147,12 @@ test-python: python
 	CTORCH_CONFORMANCE=$(BUILD)/conformance.json PYTHONPATH=$(PYEXT_DIR) /usr/bin/python3 -m pytest -q tests/python
 	/usr/bin/python3 tools/readme_conformance.py $(BUILD) --check
 
+# `pip install .` offline into a temporary target with Debian's python3, then a small training program run
+# with the installed copy must print what PyTorch prints (issue 4; a few minutes: the whole library compiles)
+.PHONY: test-pip
+test-pip: deps
+	tests/pip/pip_install_check.sh
+
 -include $(DEPS)
 
 # WebAssembly build, JS API and pages: make wasm / make test-wasm (web/wasm.mk)

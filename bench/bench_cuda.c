@@ -28,6 +28,7 @@ typedef struct {
 
 static ct_tensor *f_copy(void *c) { return ct_clone(((bctx *)c)->a); }
 static ct_tensor *f_add(void *c) { return ct_add(((bctx *)c)->a, ((bctx *)c)->b); }
+static ct_tensor *f_mul(void *c) { return ct_mul(((bctx *)c)->a, ((bctx *)c)->b); }
 static ct_tensor *f_gelu(void *c) { return ct_gelu(((bctx *)c)->a, "none"); }
 static ct_tensor *f_sum(void *c) { return ct_sum(((bctx *)c)->a); }
 static ct_tensor *f_softmax(void *c) { return ct_softmax(((bctx *)c)->rows, -1, -1); }
@@ -149,6 +150,7 @@ int main(int argc, char **argv) {
   bench bs[] = {
       {"copy_64M_f32", f_copy, 20, 2 * f4 * n, 0, false},
       {"add_64M_f32", f_add, 20, 3 * f4 * n, 0, false},
+      {"mul_64M_f32", f_mul, 20, 3 * f4 * n, 0, false},
       {"gelu_64M_f32", f_gelu, 20, 2 * f4 * n, 0, false},
       {"sum_64M_f32", f_sum, 20, f4 * n, 0, false},
       {"softmax_8192x8192_f32", f_softmax, 20, 2 * f4 * 8192 * 8192, 0, false},

@@ -5,9 +5,13 @@
  *   bench_cuda_gpt [layers heads width context batch vocab steps precision...]
  * precision: fp32 | tf32 | bf16 (ct_cuda_set_autocast_bf16), each optionally +graph (forward, backward and
  * clipping replayed as a CUDA graph, the AdamW step eager); default: tf32 bf16 tf32+graph bf16+graph.
- *   bench_cuda_gpt mm: the step's matrix-product shapes alone (TF32, bf16 autocast; not run on a GPU yet).
- *   bench_cuda_gpt resnet [batch steps [graph]]: the ResNet-18 CIFAR training step (SGD momentum, issue 7's
- * second anchor), float32, eager or replayed as one CUDA graph.
+ *   bench_cuda_gpt mm: the step's matrix-product shapes alone (TF32, bf16 autocast, bfloat16 tensors).
+ *   bench_cuda_gpt resnet224 [batch steps]: ResNet-18 224x224 inference (eval), eager and CUDA graph, fp32/tf32,
+ * the module's forward and the folded plan (ct_cuda_resnet_infer: batch norm folded, bias+ReLU+residual fused).
+ *   bench_cuda_gpt resnet [batch steps [graph] [tf32] [inplace]]: the ResNet-18 CIFAR training step (SGD momentum,
+ * issue 7's second anchor), float32 (tf32: TF32 convolutions and products), eager or replayed as one CUDA graph;
+ * zero_grad sets the gradients to none like PyTorch 2.x's default and the peer (inplace: zeroes them in place;
+ * "none" is still accepted).
  * Build (CUDA build of the library):
  *   cc -O2 -std=c11 -D_GNU_SOURCE -Iinclude -o BUILD/bench_cuda_gpt bench/bench_cuda_gpt.c BUILD/libctorch.a \
  *      -lm -lpthread -L/usr/local/cuda/lib64 -lcudart_static -ldl -lrt -lstdc++
@@ -70,6 +74,7 @@ typedef struct {
   ct_module *m;
   ct_optim *opt;
   ct_tensor *x, *y, *loss;
+  bool to_none; /* zero_grad(set_to_none=True): backward makes fresh gradients (in a graph: from its pool) */
 } rstep;
 static ct_status resnet_step(void *u) {
   rstep *r = u;
@@ -77,7 +82,7 @@ static ct_status resnet_step(void *u) {
   ct_tensor *out = ct_module_forward(r->m, r->x);
   ct_tensor *loss = out ? ce_device(out, r->y) : NULL;
   ct_status st = loss ? CT_OK : ct_last_status();
-  if (st == CT_OK) st = ct_optim_zero_grad(r->opt, false); /* in place: the graph keeps the buffers */
+  if (st == CT_OK) st = ct_optim_zero_grad(r->opt, r->to_none); /* default in place: the graph keeps the buffers */
   if (st == CT_OK) st = ct_backward(loss, NULL, false, false);
   if (st == CT_OK) st = ct_optim_step(r->opt);
   if (st == CT_OK) {
@@ -88,7 +93,7 @@ static ct_status resnet_step(void *u) {
   return st;
 }
 
-static int bench_resnet(int64_t B, int64_t steps, bool graph) {
+static int bench_resnet(int64_t B, int64_t steps, bool graph, bool to_none) {
   ct_device dev = ct_cuda(0);
   ct_manual_seed(0);
   ct_module *m = ct_resnet18_cifar_new(10);
@@ -108,7 +113,7 @@ static int bench_resnet(int64_t B, int64_t steps, bool graph) {
   io.device = dev;
   ct_tensor *x = ct_randn(4, xs, fo, NULL), *y = ct_randint(0, 10, 1, &B, &io, NULL);
   if (!x || !y) DIE("batch");
-  rstep r = {m, opt, x, y, NULL};
+  rstep r = {m, opt, x, y, NULL, to_none};
   ct_cuda_graph *gr = NULL;
   for (int s = 0; s < 2; s++)
     if (resnet_step(&r)) DIE("resnet step");
@@ -128,8 +133,9 @@ static int bench_resnet(int64_t B, int64_t steps, bool graph) {
   ct_cuda_synchronize(0);
   double ms = (now() - t0) * 1e3 / (double)steps;
   ct_item_double(r.loss, &last);
-  printf("ctorch  resnet18-cifar b%lld train step %9.2f ms  (%s; last loss %.4f; convolutions: %s)\n", (long long)B, ms,
-         gr ? "CUDA graph" : "eager", last, ct_cuda_cudnn_info());
+  printf("ctorch  resnet18-cifar b%lld train step %9.2f ms  (%s, %s%s; last loss %.4f; convolutions: %s)\n", (long long)B, ms,
+         gr ? "CUDA graph" : "eager", ct_cuda_allow_tf32() ? "tf32" : "fp32", to_none ? ", grads set to none" : "", last,
+         ct_cuda_cudnn_info());
   ct_cuda_graph_free(gr);
   ct_release(r.loss);
   ct_optim_free(opt);
@@ -141,30 +147,123 @@ static int bench_resnet(int64_t B, int64_t steps, bool graph) {
   return 0;
 }
 
-/* bench_cuda_gpt mm: the GPT-2 124M step's matrix-product shapes one at a time (ctorch's mm on
- * CUDA, TF32 and bf16 autocast), device-synchronised: where the step's "mm" time goes. */
-static int bench_mm(void) {
+/* ResNet-18 (torchvision's, 1000 classes) inference, batch 1, 3x224x224, eval mode, no autograd:
+ * eager and replayed as one CUDA graph; float32 convolutions with FMA math, or TF32 (PyTorch's
+ * default for cuDNN convolutions, torch.backends.cudnn.allow_tf32). Median of 5 repeats of
+ * `steps` calls. */
+typedef struct {
+  ct_module *m;
+  ct_cuda_resnet_infer *f; /* the folded/fused plan, else the module's forward */
+  ct_tensor *x, *out;
+} istep;
+static ct_status infer_step(void *u) {
+  istep *r = u;
+  ct_tensor *o = r->f ? ct_cuda_resnet_infer_forward(r->f, r->x) : ct_module_forward(r->m, r->x);
+  if (!o) return ct_last_status();
+  ct_release(r->out);
+  r->out = o;
+  return CT_OK;
+}
+static double med5(double *t) {
+  for (int i = 0; i < 5; i++)
+    for (int j = i + 1; j < 5; j++)
+      if (t[j] < t[i]) {
+        double x = t[i];
+        t[i] = t[j];
+        t[j] = x;
+      }
+  return t[2];
+}
+static int bench_resnet224(int64_t B, int64_t steps) {
   ct_device dev = ct_cuda(0);
+  ct_manual_seed(0);
+  ct_module *m = ct_resnet18_new(1000);
+  if (!m || ct_module_to_device(m, dev) != CT_OK || ct_module_eval(m) != CT_OK) DIE("resnet18");
+  bool prev = ct_set_grad_enabled(false);
+  int64_t xs[4] = {B, 3, 224, 224};
   ct_options fo = ct_opts();
   fo.device = dev;
+  ct_tensor *x = ct_randn(4, xs, fo, NULL);
+  if (!x) DIE("input");
+  for (int v = 0; v < 4; v++) {
+    int tf = v & 1;
+    bool folded = v >= 2;
+    ct_cuda_set_allow_tf32(tf == 1);
+    istep r = {m, folded ? ct_cuda_resnet_infer_new(m) : NULL, x, NULL};
+    if (folded && !r.f) DIE("ct_cuda_resnet_infer_new");
+    for (int s = 0; s < 3; s++)
+      if (infer_step(&r)) DIE("resnet224 forward");
+    ct_cuda_graph *gr = ct_cuda_graph_capture(0, infer_step, &r);
+    if (!gr) DIE("resnet224 graph capture");
+    double te[5], tg[5];
+    for (int rep = 0; rep < 5; rep++) {
+      ct_cuda_synchronize(0);
+      double t0 = now();
+      for (int64_t s = 0; s < steps; s++)
+        if (infer_step(&r)) DIE("resnet224 forward");
+      ct_cuda_synchronize(0);
+      te[rep] = (now() - t0) * 1e3 / (double)steps;
+      t0 = now();
+      for (int64_t s = 0; s < steps; s++)
+        if (ct_cuda_graph_replay(gr)) DIE("resnet224 replay");
+      ct_cuda_synchronize(0);
+      tg[rep] = (now() - t0) * 1e3 / (double)steps;
+    }
+    printf("ctorch  resnet18-224 b%lld inference %-4s %-6s eager %8.3f ms  CUDA graph %8.3f ms (%lld nodes; convolutions: %s)\n",
+           (long long)B, tf ? "tf32" : "fp32", folded ? "folded" : "module", med5(te), med5(tg),
+           (long long)ct_cuda_graph_num_nodes(gr), ct_cuda_cudnn_info());
+    fflush(stdout);
+    ct_cuda_graph_free(gr);
+    ct_release(r.out);
+    ct_cuda_resnet_infer_free(r.f);
+  }
+  ct_cuda_set_allow_tf32(false);
+  ct_set_grad_enabled(prev);
+  ct_release(x);
+  ct_module_free(m);
+  return 0;
+}
+
+/* bench_cuda_gpt mm: the GPT-2 124M step's matrix-product shapes one at a time (ctorch's mm on
+ * CUDA: TF32; bf16 autocast, float32 operands rounded per call and a float32 result; bfloat16
+ * tensors in and out, as PyTorch's autocast runs them), device-synchronised, each also with the
+ * vocabulary padded to 50304: where the step's "mm" time goes. The PyTorch peer
+ * (bench_cuda_gpt_torch.py mm) times torch.mm on the same shapes and layouts. Operands are
+ * sin(0.37 i) (made on the device: no constant data, no host generator). */
+static ct_tensor *dev_data(int64_t r, int64_t c, ct_dtype dt) {
+  ct_options o = ct_opts();
+  o.device = ct_cuda(0);
+  int64_t s[2] = {r, c};
+  ct_tensor *i = ct_arange(ct_sf(0), ct_sf((double)(r * c)), ct_sf(1), &o);
+  ct_tensor *a = i ? ct_mul_scalar(i, ct_sf(0.37)) : NULL, *b = a ? ct_sin(a) : NULL;
+  ct_tensor *v = b ? ct_view(b, 2, s) : NULL, *d = v && dt != CT_FLOAT32 ? ct_to_dtype(v, dt) : ct_retain(v);
+  ct_release(i);
+  ct_release(a);
+  ct_release(b);
+  ct_release(v);
+  return d;
+}
+static int bench_mm(void) {
   struct {
     const char *name;
     int64_t M, N, K;
     int ta, tb; /* operand given transposed (a view of a contiguous [K, M] / [N, K]) */
-  } sh[] = {{"qkv fwd   x W^T", 16384, 2304, 768, 0, 1},   {"qkv dX    dY W", 16384, 768, 2304, 0, 0},
-            {"qkv dW    dY^T X", 2304, 768, 16384, 1, 0}, {"fc2 fwd   h W^T", 16384, 768, 3072, 0, 1},
-            {"lm fwd    x E^T", 16384, 50257, 768, 0, 1},  {"lm dX     dL E", 16384, 768, 50257, 0, 0},
-            {"lm dE     dL^T x", 50257, 768, 16384, 1, 0}};
+  } sh[] = {{"qkv_fwd", 16384, 2304, 768, 0, 1},     {"qkv_dX", 16384, 768, 2304, 0, 0},
+            {"qkv_dW", 2304, 768, 16384, 1, 0},      {"fc2_fwd", 16384, 768, 3072, 0, 1},
+            {"fc1_fwd", 16384, 3072, 768, 0, 1},     {"fc1_dW", 3072, 768, 16384, 1, 0},
+            {"lm_fwd", 16384, 50257, 768, 0, 1},     {"lm_dX", 16384, 768, 50257, 0, 0},
+            {"lm_dE", 50257, 768, 16384, 1, 0},      {"lm_fwd_pad", 16384, 50304, 768, 0, 1},
+            {"lm_dX_pad", 16384, 768, 50304, 0, 0},  {"lm_dE_pad", 50304, 768, 16384, 1, 0}};
   bool prev = ct_set_grad_enabled(false);
-  for (int prec = 0; prec < 2; prec++) {
+  const char *pn[3] = {"tf32", "bf16ac", "bf16"};
+  for (int prec = 0; prec < 3; prec++) {
     ct_cuda_set_allow_tf32(prec == 0);
     if (ct_cuda_set_autocast_bf16(prec == 1)) DIE("autocast");
     for (size_t i = 0; i < sizeof sh / sizeof sh[0]; i++) {
       ct_scope *sc = ct_scope_begin();
-      int64_t as[2] = {sh[i].ta ? sh[i].K : sh[i].M, sh[i].ta ? sh[i].M : sh[i].K};
-      int64_t bs[2] = {sh[i].tb ? sh[i].N : sh[i].K, sh[i].tb ? sh[i].K : sh[i].N};
-      /* filled on the device (random draws come from the host generator: minutes for the logits) */
-      ct_tensor *a = ct_full(2, as, ct_sf(0.5), fo), *b = ct_full(2, bs, ct_sf(0.25), fo);
+      ct_dtype dt = prec == 2 ? CT_BFLOAT16 : CT_FLOAT32;
+      ct_tensor *a = sh[i].ta ? dev_data(sh[i].K, sh[i].M, dt) : dev_data(sh[i].M, sh[i].K, dt);
+      ct_tensor *b = sh[i].tb ? dev_data(sh[i].N, sh[i].K, dt) : dev_data(sh[i].K, sh[i].N, dt);
       if (!a || !b) DIE("mm inputs");
       ct_tensor *A = sh[i].ta ? ct_transpose(a, 0, 1) : a, *Bm = sh[i].tb ? ct_transpose(b, 0, 1) : b;
       double t0 = 0;
@@ -179,8 +278,8 @@ static int bench_mm(void) {
       }
       ct_cuda_synchronize(0);
       double ms = (now() - t0) * 1e3 / 10;
-      printf("ctorch mm %-5s %-18s %6lld x %6lld x %6lld  %8.3f ms  %6.1f TFLOP/s\n", prec ? "bf16" : "tf32", sh[i].name,
-             (long long)sh[i].M, (long long)sh[i].N, (long long)sh[i].K, ms,
+      printf("mm ctorch %-6s %-11s %6lld x %6lld x %6lld %c%c %8.3f ms %6.1f TFLOP/s\n", pn[prec], sh[i].name,
+             (long long)sh[i].M, (long long)sh[i].N, (long long)sh[i].K, sh[i].ta ? 'T' : 'N', sh[i].tb ? 'T' : 'N', ms,
              2.0 * (double)sh[i].M * (double)sh[i].N * (double)sh[i].K / (ms * 1e-3) / 1e12);
       fflush(stdout);
       ct_scope_end(sc);
@@ -194,13 +293,26 @@ static int bench_mm(void) {
 
 int main(int argc, char **argv) {
   if (argc >= 2 && !strcmp(argv[1], "mm")) return ct_cuda_is_available() ? bench_mm() : 0;
+  if (argc >= 2 && !strcmp(argv[1], "resnet224")) {
+    if (!ct_cuda_is_available()) {
+      printf("bench_cuda_gpt: skipped: %s\n", ct_cuda_unavailable_reason());
+      return 0;
+    }
+    return bench_resnet224(argc > 2 ? atoll(argv[2]) : 1, argc > 3 ? atoll(argv[3]) : 50);
+  }
   if (argc >= 2 && !strcmp(argv[1], "resnet")) {
     if (!ct_cuda_is_available()) {
       printf("bench_cuda_gpt: skipped: %s\n", ct_cuda_unavailable_reason());
       return 0;
     }
-    return bench_resnet(argc > 2 ? atoll(argv[2]) : 16, argc > 3 ? atoll(argv[3]) : 20,
-                        argc > 4 && !strcmp(argv[4], "graph"));
+    bool tf32 = false, graph = false, none = true;
+    for (int i = 4; i < argc; i++) {
+      graph |= !strcmp(argv[i], "graph");
+      tf32 |= !strcmp(argv[i], "tf32");
+      if (!strcmp(argv[i], "inplace")) none = false;
+    }
+    ct_cuda_set_allow_tf32(tf32); /* TF32 convolutions: PyTorch's default (cudnn.allow_tf32) */
+    return bench_resnet(argc > 2 ? atoll(argv[2]) : 16, argc > 3 ? atoll(argv[3]) : 20, graph, none);
   }
   int64_t L = 12, H = 12, C = 768, T = 1024, B = 16, V = 50257, steps = 10;
   if (argc >= 8) {

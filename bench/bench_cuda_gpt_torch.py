@@ -3,8 +3,12 @@ attention), the same step (forward + loss, backward, clip_grad_norm_ 1.0, AdamW 
 tf32 (allow_tf32 switches) and bf16 (torch.autocast bf16, float32 master weights), timed after two
 warm-up steps with the device synchronised.
   python3 bench_cuda_gpt_torch.py [layers heads width context batch vocab steps precision...]
-  python3 bench_cuda_gpt_torch.py resnet [batch steps]: ResNet-18 CIFAR training step (SGD momentum),
-  float32 eager, the model of tests/models_ref.py (as bench/bench_models_torch.py)."""
+  python3 bench_cuda_gpt_torch.py resnet [batch steps [tf32]]: ResNet-18 CIFAR training step (SGD momentum),
+  float32 (tf32: PyTorch's default TF32 cuDNN convolutions) eager, the model of tests/models_ref.py (as bench/bench_models_torch.py).
+  python3 bench_cuda_gpt_torch.py resnet224 [batch steps]: torchvision ResNet-18 inference (eval,
+  inference_mode), eager and CUDA graph, fp32 and tf32 cuDNN convolutions (median of 5 repeats).
+  python3 bench_cuda_gpt_torch.py mm: torch.mm on bench_cuda_gpt mm's shapes and layouts (tf32; bf16
+  tensors in and out, as autocast runs them)."""
 import os
 import sys
 import time
@@ -51,12 +55,12 @@ class GPT(nn.Module):
         return F.cross_entropy(logits.view(-1, logits.shape[-1]).float(), tgt.view(-1))
 
 
-def resnet(B, steps):
+def resnet(B, steps, tf32=False):
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
     from models_ref import ResNet
     torch.manual_seed(0)
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
+    torch.backends.cuda.matmul.allow_tf32 = tf32
+    torch.backends.cudnn.allow_tf32 = tf32
     m = ResNet(num_classes=10, cifar=True).cuda().train()
     x, y = torch.randn(B, 3, 32, 32, device="cuda"), torch.randint(0, 10, (B,), device="cuda")
     opt = torch.optim.SGD(m.parameters(), lr=0.01, momentum=0.9)
@@ -70,13 +74,88 @@ def resnet(B, steps):
         opt.step()
     torch.cuda.synchronize()
     ms = (time.perf_counter() - t0) * 1e3 / steps
-    print(f"pytorch resnet18-cifar b{B} train step {ms:9.2f} ms  (last loss {loss.item():.4f}; cudnn fp32)")
+    print(f"pytorch resnet18-cifar b{B} train step {ms:9.2f} ms  (last loss {loss.item():.4f}; cudnn {'tf32' if tf32 else 'fp32'})")
+
+
+def resnet224(B, steps):
+    import statistics
+    import torchvision
+    torch.manual_seed(0)
+    m = torchvision.models.resnet18(num_classes=1000).cuda().eval()
+    x = torch.randn(B, 3, 224, 224, device="cuda")
+    for tf in (False, True):
+        torch.backends.cudnn.allow_tf32 = tf
+        torch.backends.cuda.matmul.allow_tf32 = tf
+        with torch.inference_mode():
+            for _ in range(3):
+                m(x)
+            torch.cuda.synchronize()
+            g = torch.cuda.CUDAGraph()
+            s = torch.cuda.Stream()
+            s.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(s):
+                for _ in range(2):
+                    m(x)
+            torch.cuda.current_stream().wait_stream(s)
+            with torch.cuda.graph(g):
+                m(x)
+            te, tg = [], []
+            for _ in range(5):
+                torch.cuda.synchronize()
+                t0 = time.perf_counter()
+                for _ in range(steps):
+                    m(x)
+                torch.cuda.synchronize()
+                te.append((time.perf_counter() - t0) * 1e3 / steps)
+                t0 = time.perf_counter()
+                for _ in range(steps):
+                    g.replay()
+                torch.cuda.synchronize()
+                tg.append((time.perf_counter() - t0) * 1e3 / steps)
+        print(f"pytorch resnet18-224 b{B} inference {'tf32' if tf else 'fp32'} eager {statistics.median(te):8.3f} ms"
+              f"  CUDA graph {statistics.median(tg):8.3f} ms", flush=True)
+
+
+def mm():
+    shapes = [("qkv_fwd", 16384, 2304, 768, 0, 1), ("qkv_dX", 16384, 768, 2304, 0, 0),
+              ("qkv_dW", 2304, 768, 16384, 1, 0), ("fc2_fwd", 16384, 768, 3072, 0, 1),
+              ("fc1_fwd", 16384, 3072, 768, 0, 1), ("fc1_dW", 3072, 768, 16384, 1, 0),
+              ("lm_fwd", 16384, 50257, 768, 0, 1), ("lm_dX", 16384, 768, 50257, 0, 0),
+              ("lm_dE", 50257, 768, 16384, 1, 0), ("lm_fwd_pad", 16384, 50304, 768, 0, 1),
+              ("lm_dX_pad", 16384, 768, 50304, 0, 0), ("lm_dE_pad", 50304, 768, 16384, 1, 0)]
+    for prec in ("tf32", "bf16"):
+        torch.backends.cuda.matmul.allow_tf32 = prec == "tf32"
+        dt = torch.bfloat16 if prec == "bf16" else torch.float32
+        for name, M, N, K, ta, tb in shapes:
+            def data(r, c):
+                return torch.sin(torch.arange(r * c, device="cuda", dtype=torch.float32) * 0.37).view(r, c).to(dt)
+            a = data(K, M).t() if ta else data(M, K)
+            b = data(N, K).t() if tb else data(K, N)
+            for _ in range(2):
+                a @ b
+            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            s.record()
+            for _ in range(10):
+                a @ b
+            e.record()
+            e.synchronize()
+            ms = s.elapsed_time(e) / 10
+            print(f"mm torch  {prec:<6} {name:<11} {M:6d} x {N:6d} x {K:6d} {'T' if ta else 'N'}{'T' if tb else 'N'} "
+                  f"{ms:8.3f} ms {2.0 * M * N * K / (ms * 1e-3) / 1e12:6.1f} TFLOP/s", flush=True)
+            del a, b
+    torch.backends.cuda.matmul.allow_tf32 = False
 
 
 def main():
     a = sys.argv[1:]
+    if a and a[0] == "resnet224":
+        resnet224(int(a[1]) if len(a) > 1 else 1, int(a[2]) if len(a) > 2 else 50)
+        return
+    if a and a[0] == "mm":
+        mm()
+        return
     if a and a[0] == "resnet":
-        resnet(int(a[1]) if len(a) > 1 else 16, int(a[2]) if len(a) > 2 else 20)
+        resnet(int(a[1]) if len(a) > 1 else 16, int(a[2]) if len(a) > 2 else 20, "tf32" in a[3:])
         return
     L, H, C, T, B, V, steps = (int(v) for v in a[:7]) if len(a) >= 7 else (12, 12, 768, 1024, 16, 50257, 10)
     precs = a[7:] if len(a) > 7 else ["tf32", "bf16"]

@@ -39,6 +39,7 @@ def main():
     res = [
         ("copy_64M_f32", lambda: a.clone(), 20),
         ("add_64M_f32", lambda: a + b, 20),
+        ("mul_64M_f32", lambda: a * b, 20),
         ("gelu_64M_f32", lambda: torch.nn.functional.gelu(a), 20),
         ("sum_64M_f32", lambda: a.sum(), 20),
         ("softmax_8192x8192_f32", lambda: torch.softmax(rows, -1), 20),

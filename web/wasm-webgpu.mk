@@ -26,7 +26,7 @@ WGB_LINK_OPT ?= -O2
 WGB_LDFLAGS := $(WGB_LINK_OPT) -msimd128 -sMODULARIZE=1 -sEXPORT_ES6=1 -sEXPORT_NAME=createCtorchWebGPUTest \
   -sALLOW_MEMORY_GROWTH=1 -sMAXIMUM_MEMORY=4GB -sINITIAL_MEMORY=64MB -sABORTING_MALLOC=0 -sTOTAL_STACK=8MB \
   -sENVIRONMENT=web -sASYNCIFY=1 '-sASYNCIFY_IMPORTS=["wgpuInstanceProcessEvents"]' -sASYNCIFY_STACK_SIZE=1048576 \
-  --js-library $(WGB_SHIM) -sEXPORTED_FUNCTIONS=_ctwg_run,_ctwg_available,_ctwg_reason,_ctwg_adapter,_ctwg_demo_begin,_ctwg_demo_step,_ctwg_demo_end,_ctwg_last_error,_ctwg_counter,_ctwg_gpt_begin,_ctwg_gpt_step,_ctwg_gpt_end,_ctwg_gpt_num_params,_ctwg_gpt_param_name,_ctwg_gpt_param_numel,_ctwg_gpt_param_copy,_malloc,_free \
+  --js-library $(WGB_SHIM) -sEXPORTED_FUNCTIONS=_ctwg_run,_ctwg_available,_ctwg_reason,_ctwg_adapter,_ctwg_demo_begin,_ctwg_demo_step,_ctwg_demo_end,_ctwg_last_error,_ctwg_counter,_ctwg_gpt_begin,_ctwg_gpt_step,_ctwg_gpt_end,_ctwg_gpt_num_params,_ctwg_gpt_param_name,_ctwg_gpt_param_numel,_ctwg_gpt_param_copy,_ctwg_cnn_begin,_ctwg_cnn_end,_ctwg_cnn_num_params,_ctwg_cnn_param_numel,_ctwg_cnn_param_io,_ctwg_cnn_step,_malloc,_free \
   -sEXPORTED_RUNTIME_METHODS=ccall,UTF8ToString
 
 $(WGB_DIR)/src/%.o: src/%.c

@@ -157,7 +157,7 @@ wasm-deps-test:
 
 # The benchmark of issue 8 against the peers, in one headless Chromium page (web/bench_peers.html):
 # ONNX Runtime Web on ResNet-18 / ViT-Tiny/16 exported from PyTorch 1.13, TF.js's wasm backend on
-# the MNIST CNN step. The npm packages and the .onnx files go under build/wasm-bench (not committed).
+# the same two models (built from TF.js ops, web/pages/bench_tfjs_models.mjs) and the MNIST CNN step. The npm packages and the .onnx files go under build/wasm-bench (not committed).
 WASM_BENCH_DIR := build/wasm-bench
 .PHONY: wasm-bench-deps wasm-bench-peers test-wasm-peers-shim
 $(WASM_BENCH_DIR)/node_modules/onnxruntime-web/package.json:
@@ -172,6 +172,11 @@ wasm-bench-peers: wasm wasm-bench-deps $(WASM_DIR)/tools/node_modules/playwright
 # The TF.js Conv2DBackpropFilter shim against TF.js's own CPU kernel (Node).
 test-wasm-peers-shim: $(WASM_BENCH_DIR)/node_modules/onnxruntime-web/package.json
 	node web/test/peers_shim_test.mjs
+# The page's TF.js ResNet-18 / ViT-Tiny (built from TF.js ops) against ctorch's models with the same
+# weights (Node, TF.js's wasm backend): the same architecture as the one timed.
+.PHONY: test-wasm-peers-tfjs
+test-wasm-peers-tfjs: wasm $(WASM_BENCH_DIR)/node_modules/onnxruntime-web/package.json
+	node web/test/peers_tfjs_models_test.mjs
 
 # Where the wasm build spends its time: the single-thread build linked with function names, run by
 # node --cpu-prof on one benchmark (WHAT=resnet18 by default), summarised by self time.

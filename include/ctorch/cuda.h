@@ -47,6 +47,20 @@ ct_status ct_cuda_graph_replay(ct_cuda_graph *g);
 int64_t ct_cuda_graph_num_nodes(const ct_cuda_graph *g); /* the launches and copies recorded */
 void ct_cuda_graph_free(ct_cuda_graph *g);                 /* NULL-safe; waits for the device */
 
+/* ResNet inference on CUDA (torchvision's BasicBlock ResNets, ct_resnet_basic_new): each batch norm's
+ * running statistics folded into the convolution before it (w * gamma / sqrt(var + eps), beta - mean *
+ * gamma / sqrt(var + eps), eps 1e-5 as those models'), and bias, ReLU and the residual add fused into
+ * the convolution (one cuDNN call each); max pool, average pool and the classifier as the model's.
+ * The model must be in eval mode with float32 parameters on one CUDA device; the plan copies the folded
+ * weights at creation (later changes to the model are not seen). Forward takes [N, 3, H, W] float32 on
+ * that device and returns the logits, without autograd; it can be captured in a CUDA graph. NULL with
+ * the error on failure (no CUDA, no cuDNN, another model, training mode). */
+struct ct_module; /* include/ctorch/module.h */
+typedef struct ct_cuda_resnet_infer ct_cuda_resnet_infer;
+ct_cuda_resnet_infer *ct_cuda_resnet_infer_new(struct ct_module *resnet);
+ct_tensor *ct_cuda_resnet_infer_forward(ct_cuda_resnet_infer *r, const ct_tensor *x);
+void ct_cuda_resnet_infer_free(ct_cuda_resnet_infer *r); /* NULL-safe */
+
 #ifdef __cplusplus
 }
 #endif

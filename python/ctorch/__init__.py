@@ -682,3 +682,5 @@ from . import _gap  # noqa: E402
 _gap.install(_sys.modules[__name__])
 from . import _extra  # noqa: E402
 _extra.install(_sys.modules[__name__])
+from . import _composed  # noqa: E402
+_composed.install(_sys.modules[__name__])

@@ -54,6 +54,8 @@ def install(torch):
     def trace(self):
         if self.dim() != 2:
             raise RuntimeError("trace: expected a matrix, but got tensor with dim %d" % self.dim())
+        if self.dtype == torch.bool:
+            raise RuntimeError("\"trace\" not implemented for 'Bool'")
         return self.diagonal().sum()
 
     # ---- reductions ----
@@ -94,7 +96,11 @@ def install(torch):
                 shape = [1] * input.dim()
                 mn, mx = mn.reshape(shape), mx.reshape(shape)
             return aminmax_t(mn, mx)
-        return aminmax_t(input.amin(dim, keepdim), input.amax(dim, keepdim))
+        mn, mx = input.amin(dim, keepdim), input.amax(dim, keepdim)
+        if keepdim and input.dim() == 0:
+            # PyTorch 1.13 keeps a 0-dim input's reduced dim as size 1
+            mn, mx = mn.reshape(1), mx.reshape(1)
+        return aminmax_t(mn, mx)
 
     def dist(input, other, p=2):
         return (input - other).norm(p)

@@ -138,8 +138,14 @@ static inline char *ct_cpu_ptr(const ct_tensor *t) {
   return (char *)t->storage->data + t->offset * (int64_t)ct_dtype_size(t->dtype);
 }
 static inline void ct_bump_version(ct_tensor *t) { (*ct_vptr(t))++; }
-/* Whether grad would flow: requires_grad leaf or has grad_fn. */
-static inline bool ct_tensor_requires_grad(const ct_tensor *t) { return t->requires_grad || t->grad_fn != NULL; }
+/* Whether grad would flow: requires_grad leaf or has grad_fn. A view made with grad mode off (or in
+ * inference mode) of a tensor that requires grad also reports it, as in PyTorch, though it has no
+ * grad_fn and no accumulator: ops using it record graph, but its gradient goes nowhere. */
+static inline bool ct_tensor_requires_grad(const ct_tensor *t) {
+  if (t->requires_grad || t->grad_fn != NULL) return true;
+  return t->base && (t->view_creation == CT_VIEW_NO_GRAD || t->view_creation == CT_VIEW_INFERENCE) &&
+         (t->base->requires_grad || t->base->grad_fn != NULL);
+}
 
 /* Wrap negative dim; sets IndexError like PyTorch on out of range. Returns -1 on error. */
 int64_t ct_wrap_dim(int64_t dim, int ndim);

@@ -122,7 +122,8 @@ static ct_status check_alpha(const ct_tensor *a, const ct_tensor *b, ct_scalar a
   ct_dtype dt = ct_result_type_n(2, in);
   if (alpha.kind == CT_SCALAR_FLOAT && !ct_dtype_is_floating(dt))
     return CT_ERR(CT_ERR_RUNTIME, "For integral input tensors, argument alpha must not be a floating point number.");
-  if (dt == CT_BOOL && alpha.kind == CT_SCALAR_INT && alpha.i != 0 && alpha.i != 1)
+  /* PyTorch refuses a bool alpha for a non-bool result; any integer alpha is fine for a bool result */
+  if (alpha.kind == CT_SCALAR_BOOL && dt != CT_BOOL)
     return CT_ERR(CT_ERR_RUNTIME, "Boolean alpha only supported for Boolean results.");
   return CT_OK;
 }

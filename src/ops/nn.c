@@ -473,6 +473,11 @@ ct_tensor *ct_group_norm(const ct_tensor *x, int64_t G, const ct_tensor *weight,
 }
 
 /* ---- batch_norm ---- */
+#ifdef CT_HAVE_CUDA
+/* src/backend/cuda/k_bn.cu: 1 done, 0 not applicable (compose it), -1 failed */
+int ct_cuda_bn_update_running(ct_tensor *rm, const ct_tensor *mean, ct_tensor *rv, const ct_tensor *var,
+                              double momentum, double factor);
+#endif
 static ct_status update_running(ct_tensor *running, const ct_tensor *stat, double momentum, double factor) {
   int64_t C = ct_numel(running);
   bool prev = ct_set_grad_enabled(false);
@@ -543,10 +548,17 @@ static ct_tensor *bn_fused(const ct_tensor *x, ct_tensor *running_mean, ct_tenso
       }
   }
   if (st == CT_OK && training) {
-    if (running_mean) st = update_running(running_mean, c.out[1], momentum, 1.0);
-    if (st == CT_OK && running_var)
-      st = update_running(running_var, c.out[3], momentum,
-                          per_channel > 1 ? (double)per_channel / (double)(per_channel - 1) : INFINITY);
+    double fvar = per_channel > 1 ? (double)per_channel / (double)(per_channel - 1) : INFINITY;
+    int done = 0;
+#ifdef CT_HAVE_CUDA
+    /* both statistics in one kernel, the composed update's roundings (a graph node, not eight) */
+    if (x->storage->device.type == CT_DEVICE_CUDA) {
+      done = ct_cuda_bn_update_running(running_mean, c.out[1], running_var, c.out[3], momentum, fvar);
+      if (done < 0) st = ct_last_status() != CT_OK ? ct_last_status() : CT_ERR_RUNTIME;
+    }
+#endif
+    if (!done && running_mean) st = update_running(running_mean, c.out[1], momentum, 1.0);
+    if (!done && st == CT_OK && running_var) st = update_running(running_var, c.out[3], momentum, fvar);
     if (st != CT_OK) {
       ct_release(c.out[0]);
       c.out[0] = NULL;

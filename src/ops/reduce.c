@@ -581,7 +581,6 @@ static ct_tensor *arg_impl(int op, const char *who, const ct_tensor *t, const in
   if (ct_check_tensor(t, who)) return NULL;
   char kn[32];
   snprintf(kn, sizeof kn, "%s_cpu", who);
-  if (refuse_dtype(t, kn, false, false, true)) return NULL;
   uint32_t mask = full_mask(t);
   if (dim) {
     int64_t d = ct_wrap_dim(*dim, t->ndim);
@@ -595,6 +594,8 @@ static ct_tensor *arg_impl(int op, const char *who, const ct_tensor *t, const in
     ct_set_error(CT_ERR_INDEX, "%s(): Expected reduction dim to be specified for input.numel() == 0.", who);
     return NULL;
   }
+  /* PyTorch checks the dim and the empty reduction before the dtype, and an empty result needs no kernel */
+  if (ct_numel(t) != 0 && refuse_dtype(t, kn, false, false, true)) return NULL;
   return reduce1(op, t, mask, keepdim, t->dtype, CT_INT64, NULL);
 }
 ct_tensor *ct_argmax(const ct_tensor *t, const int64_t *dim, bool keepdim) {

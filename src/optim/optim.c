@@ -491,6 +491,9 @@ ct_status ct_optim_step(ct_optim *opt) {
     }
   for (int gi = 0; gi < opt->n_groups; gi++) {
     ct_pgroup *g = &opt->g[gi];
+    int whole = ct_optim_group_fused(opt, g); /* CUDA SGD: the group in one launch */
+    if (whole < 0) return ct_last_status() != CT_OK ? ct_last_status() : CT_ERR_RUNTIME;
+    if (whole) continue;
     for (int64_t i = 0; i < g->n; i++) {
       if (!g->params[i]->grad) continue; /* untouched: no decay, no momentum, no state */
       if (!g->st[i].init) CT_TRY(ct_optim_init_state(opt, g, i));

@@ -42,6 +42,9 @@ const char *ct_py_float(double v, char *buf, size_t n);
 ct_status ct_optim_update_ref(ct_optim *opt, ct_pgroup *g, int64_t i);
 /* Returns true if it handled the parameter, false if the reference path must. */
 bool ct_optim_update_fused(ct_optim *opt, ct_pgroup *g, int64_t i);
+/* A whole group at once (CUDA SGD: one multi-tensor launch): 1 done, 0 use the per-parameter
+ * loop (nothing changed), -1 failed (the error is set). */
+int ct_optim_group_fused(ct_optim *opt, ct_pgroup *g);
 /* state['step'] += 1 on a 0-dim float32 (Adam, AdamW, Adagrad: float32 arithmetic,
  * as PyTorch's tensor step) or int64 (RMSprop) tensor; returns the new value. */
 double ct_optim_bump_step(ct_tensor *step);

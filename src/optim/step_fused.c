@@ -282,6 +282,32 @@ bool ct_cuda_optim_update_fused(ct_optim *opt, ct_pgroup *gr, int64_t i);
 /* Adam/AdamW on float32 WebGPU parameters: one dispatch each (src/backend/webgpu/webgpu_kernels.c). */
 bool ct_webgpu_optim_update_fused(ct_optim *opt, ct_pgroup *gr, int64_t i);
 
+#ifdef CT_HAVE_CUDA
+/* SGD over a group of float32 CUDA parameters in one multi-tensor launch (k_fast.cu). */
+int ct_cuda_sgd_group_fused(ct_optim *opt, ct_pgroup *gr);
+#endif
+
+int ct_optim_group_fused(ct_optim *opt, ct_pgroup *gr) {
+#ifdef CT_HAVE_CUDA
+  if (!opt->fused || opt->kind != CT_OPTIM_SGD) return 0;
+  bool any = false;
+  for (int64_t i = 0; i < gr->n; i++) {
+    ct_tensor *p = gr->params[i];
+    if (!p->grad) continue;
+    if (p->storage->device.type != CT_DEVICE_CUDA) return 0;
+    any = true;
+  }
+  if (!any) return 0;
+  for (int64_t i = 0; i < gr->n; i++)
+    if (gr->params[i]->grad && !gr->st[i].init && ct_optim_init_state(opt, gr, i) != CT_OK) return -1;
+  return ct_cuda_sgd_group_fused(opt, gr);
+#else
+  (void)opt;
+  (void)gr;
+  return 0;
+#endif
+}
+
 bool ct_optim_update_fused(ct_optim *opt, ct_pgroup *gr, int64_t i) {
   ct_tensor *p = gr->params[i], *g = p->grad;
   ct_pstate *s = &gr->st[i];

@@ -1219,6 +1219,116 @@ CUDA_TEST(autocast_bf16) {
   ct_scope_end(s);
 }
 
+/* GEMMs with rows or K not a multiple of 16 bytes (GPT-2's 50257-wide logits): large products get
+ * zero-padded aligned operands and an aligned output copied back (k_linalg.cu pad_operands); each
+ * layout (rows as K: dL E; transposed rows: dL^T x; an odd-width output: x E^T) against the CPU, under
+ * bf16 autocast (the product of the bf16-rounded inputs) and in float32 (K = 50001 summed in another
+ * order than the CPU: rtol 1e-4 and atol 2e-3 on values of size ~sqrt(K)). */
+CUDA_TEST(gemm_padded_operands) {
+  ct_scope *s = ct_scope_begin();
+  ct_tensor *a = rnd(2, (int64_t[]){256, 50001}, CT_FLOAT32, false), *b = rnd(2, (int64_t[]){50001, 96}, CT_FLOAT32, false);
+  ct_tensor *x = rnd(2, (int64_t[]){256, 96}, CT_FLOAT32, false), *x80 = rnd(2, (int64_t[]){256, 80}, CT_FLOAT32, false);
+  ct_tensor *e = rnd(2, (int64_t[]){50001, 80}, CT_FLOAT32, false);
+  ct_tensor *ga = G(a), *gb = G(b), *gx = G(x), *gx80 = G(x80), *ge = G(e);
+  for (int ac = 0; ac < 2; ac++) {
+    ct_tensor *in[5] = {a, b, x, x80, e};
+    if (ac)
+      for (int i = 0; i < 5; i++) in[i] = ct_to_dtype(ct_to_dtype(in[i], CT_BFLOAT16), CT_FLOAT32);
+    ct_tensor *ref1 = ct_mm(in[0], in[1]), *ref2 = ct_mm(ct_transpose(in[0], 0, 1), in[2]);
+    ct_tensor *ref3 = ct_mm(in[3], ct_transpose(in[4], 0, 1));
+    CHECK_OK(ct_cuda_set_autocast_bf16(ac == 1));
+    ct_tensor *got1 = H(ct_mm(ga, gb)), *got2 = H(ct_mm(ct_transpose(ga, 0, 1), gx));
+    ct_tensor *got3 = H(ct_mm(gx80, ct_transpose(ge, 0, 1)));
+    CHECK_OK(ct_cuda_set_autocast_bf16(false));
+    same(ac ? "bf16 autocast mm, K rows padded" : "mm, K rows padded", ref1, got1, 1e-4, 2e-3);
+    same(ac ? "bf16 autocast mm, transposed rows padded" : "mm, transposed rows padded", ref2, got2, 1e-4, 2e-3);
+    same(ac ? "bf16 autocast mm, odd-width output" : "mm, odd-width output", ref3, got3, 1e-4, 2e-3);
+    CHECK(ct_size(got3, 1) == 50001 && ct_is_contiguous(got3));
+    if (ac) { /* bfloat16 tensors (16-bit padding copies; a bfloat16 result: rtol 8e-3) */
+      ct_tensor *h1 = ct_mm(G(ct_to_dtype(a, CT_BFLOAT16)), G(ct_to_dtype(b, CT_BFLOAT16)));
+      ct_tensor *h3 = ct_mm(G(ct_to_dtype(x80, CT_BFLOAT16)), ct_transpose(G(ct_to_dtype(e, CT_BFLOAT16)), 0, 1));
+      CHECK(h1 && h3);
+      if (h1 && h3) {
+        same("bfloat16 mm, K rows padded", ref1, H(ct_to_dtype(h1, CT_FLOAT32)), 8e-3, 2e-3);
+        same("bfloat16 mm, odd-width output", ref3, H(ct_to_dtype(h3, CT_FLOAT32)), 8e-3, 2e-3);
+      }
+    }
+  }
+  ct_scope_end(s);
+}
+
+typedef struct {
+  ct_cuda_resnet_infer *r;
+  ct_tensor *x, *out;
+} rinf;
+static ct_status rinf_run(void *u) {
+  rinf *c = u;
+  ct_tensor *o = ct_cuda_resnet_infer_forward(c->r, c->x);
+  if (!o) return ct_last_status();
+  ct_release(c->out);
+  c->out = o;
+  return CT_OK;
+}
+
+CUDA_TEST(resnet_infer_folded) {
+  ct_scope *s = ct_scope_begin();
+  ct_manual_seed(5);
+  ct_module *m = ct_resnet18_new(10);
+  CHECK(m != NULL);
+  if (!m) goto out;
+  ct_dict *pd = ct_dict_new(), *bd = ct_dict_new();
+  CHECK_OK(ct_module_named_parameters(m, pd));
+  CHECK_OK(ct_module_named_buffers(m, bd));
+  bool prev = ct_set_grad_enabled(false);
+  for (int pass = 0; pass < 2; pass++) {
+    ct_dict *d = pass ? bd : pd;
+    for (int64_t i = 0; i < ct_dict_len(d); i++) {
+      ct_tensor *t = ct_dict_tensor(d, i);
+      if (ct_ndim(t) != 1 || ct_tensor_dtype(t) != CT_FLOAT32) continue; /* batch norm vectors, fc bias */
+      ct_tensor *r = rnd(1, ct_shape(t), CT_FLOAT32, false);
+      /* running_var must stay positive: 0.5 + |r| */
+      ct_tensor *v = pass && strstr(ct_dict_name(d, i), "running_var") ? ct_add_scalar(ct_abs(r), ct_sf(0.5)) : ct_mul_scalar(r, ct_sf(0.3));
+      CHECK_OK(ct_copy_(t, v));
+    }
+  }
+  ct_set_grad_enabled(prev);
+  ct_dict_free(pd);
+  ct_dict_free(bd);
+  CHECK(ct_cuda_resnet_infer_new(m) == NULL); /* training mode */
+  CHECK(strstr(ct_last_error(), "eval mode") != NULL);
+  CHECK_OK(ct_module_eval(m));
+  ct_tensor *x = rnd(4, (int64_t[]){2, 3, 64, 64}, CT_FLOAT32, false);
+  prev = ct_set_grad_enabled(false);
+  ct_tensor *ref = ct_module_forward(m, x);
+  ct_set_grad_enabled(prev);
+  CHECK_OK(ct_module_to_device(m, ct_cuda(0)));
+  ct_cuda_resnet_infer *r = ct_cuda_resnet_infer_new(m);
+  CHECK(r != NULL);
+  if (r && ref) {
+    ct_tensor *gx = G(x);
+    ct_tensor *got = ct_cuda_resnet_infer_forward(r, gx);
+    CHECK(got != NULL);
+    if (got) same("resnet18 folded inference", ref, H(got), 1e-4, 1e-4);
+    rinf c = {r, gx, NULL};
+    ct_cuda_graph *gr = ct_cuda_graph_capture(0, rinf_run, &c);
+    CHECK(gr != NULL);
+    if (gr) {
+      CHECK_OK(ct_copy_(c.out, ct_zeros_like(c.out, NULL))); /* the replay must write it again */
+      CHECK_OK(ct_cuda_graph_replay(gr));
+      if (got) same("resnet18 folded inference, graph replay", H(got), H(c.out), 0, 0);
+      ct_cuda_graph_free(gr);
+    }
+    ct_release(c.out);
+    CHECK(ct_cuda_resnet_infer_forward(r, x) == NULL); /* a CPU input */
+    CHECK(ct_cuda_resnet_infer_forward(r, ct_to_dtype(gx, CT_FLOAT64)) == NULL);
+    CHECK(ct_cuda_resnet_infer_forward(NULL, gx) == NULL);
+  }
+  ct_cuda_resnet_infer_free(r);
+  ct_module_free(m);
+out:
+  ct_scope_end(s);
+}
+
 /* ---- CUDA graphs: a compiled MLP training step ---- */
 typedef struct {
   ct_tensor *x, *y, *P[4], *loss; /* x, y: the fixed input buffers; loss: the step's output */
@@ -1443,6 +1553,7 @@ typedef struct {
   ct_tensor *x, *y, *loss;
   ct_dict *pd;
   ct_tensor **ps;
+  bool none; /* zero_grad(set_to_none): PyTorch 2.x's default */
 } cnn_step;
 
 static ct_status cnn_step_run(void *u) {
@@ -1451,7 +1562,7 @@ static ct_status cnn_step_run(void *u) {
   ct_tensor *out = ct_module_forward(r->m, r->x);
   ct_tensor *loss = out ? ce_device(out, r->y) : NULL;
   ct_status st = loss ? CT_OK : ct_last_status();
-  if (st == CT_OK) st = ct_optim_zero_grad(r->opt, false);
+  if (st == CT_OK) st = ct_optim_zero_grad(r->opt, r->none);
   if (st == CT_OK) st = ct_backward(loss, NULL, false, false);
   if (st == CT_OK) st = ct_optim_step(r->opt);
   if (st == CT_OK) {
@@ -1462,7 +1573,9 @@ static ct_status cnn_step_run(void *u) {
   return st;
 }
 
-CUDA_TEST(graph_cnn_step) {
+/* none: the captured step sets the gradients to none (backward makes them from the graph's
+ * memory, as PyTorch's default zero_grad); the eager twin does the same. */
+static void graph_cnn_check(bool none) {
   ct_scope *s = ct_scope_begin();
   enum { STEPS = 3 };
   int64_t B = 4, xs[4] = {B, 3, 32, 32};
@@ -1489,6 +1602,7 @@ CUDA_TEST(graph_cnn_step) {
     r[d].opt = ct_optim_sgd(np, r[d].ps, 0.05, 0.9, 0.0);
     r[d].x = G(bx[0]);
     r[d].y = G(by[0]);
+    r[d].none = none;
     CHECK_OK(cnn_step_run(&r[d]));
   }
   ct_cuda_graph *g = r[1].opt ? ct_cuda_graph_capture(0, cnn_step_run, &r[1]) : NULL;
@@ -1506,6 +1620,13 @@ CUDA_TEST(graph_cnn_step) {
     }
     int64_t np = ct_dict_len(r[0].pd);
     for (int64_t i = 0; i < np; i++) same("resnet graph replay weights", H(r[0].ps[i]), H(r[1].ps[i]), 0, 0);
+    /* the batch norms' running statistics (one kernel per layer) replayed too */
+    ct_dict *b[2] = {ct_dict_new(), ct_dict_new()};
+    for (int d = 0; d < 2; d++) ct_module_named_buffers(r[d].m, b[d]);
+    CHECK(ct_dict_len(b[0]) > 0 && ct_dict_len(b[0]) == ct_dict_len(b[1]));
+    for (int64_t i = 0; i < ct_dict_len(b[0]) && i < ct_dict_len(b[1]); i++)
+      same("resnet graph replay buffers", H(ct_dict_tensor(b[0], i)), H(ct_dict_tensor(b[1], i)), 0, 0);
+    for (int d = 0; d < 2; d++) ct_dict_free(b[d]);
   }
   ct_cuda_graph_free(g);
   for (int d = 0; d < 2; d++) {
@@ -1517,6 +1638,8 @@ CUDA_TEST(graph_cnn_step) {
   }
   ct_scope_end(s);
 }
+CUDA_TEST(graph_cnn_step) { graph_cnn_check(false); }
+CUDA_TEST(graph_cnn_step_grads_none) { graph_cnn_check(true); }
 
 /* batch_norm through the fused CUDA kernels (k_bn.cu: native_batch_norm and its backward) against
  * the CPU's fused kernels: training (batch statistics over N x H x W, running stats updated) and
@@ -1560,5 +1683,119 @@ CUDA_TEST(batch_norm_fused) {
       for (int k = 0; k < 3; k++) same(nm[k], ct_grad(p[0][k]), ct_grad(p[1][k]), tol, tol);
     }
   }
+  ct_scope_end(s);
+}
+
+/* ---- fewer graph nodes: one multi-tensor SGD launch per group, one running-statistics kernel
+ * per batch norm ---- */
+#ifdef CT_HAVE_CUDA
+int64_t ct_cuda_sgd_multi_launches(void);
+#endif
+static int64_t sgd_mt_launches(void) {
+#ifdef CT_HAVE_CUDA
+  return ct_cuda_sgd_multi_launches();
+#else
+  return 0; /* never reached: the GPU tests are skipped in builds without CUDA */
+#endif
+}
+
+/* SGD over 70 float32 CUDA parameters (sizes 0 to past one block's chunk; one without a grad)
+ * in multi-tensor launches (64 per launch: 2 per step) against the per-parameter kernel
+ * (CT_CUDA_SGD_MT=0) and the CPU's fused loop: every parameter and momentum buffer equal to
+ * the bit, for plain, weight-decayed, dampened, Nesterov and maximizing SGD and no momentum;
+ * the first step makes the buffers (the kernel's first-step bit). */
+CUDA_TEST(sgd_multi_tensor_bit_exact) {
+  ct_scope *s = ct_scope_begin();
+  enum { NP = 70, STEPS = 3 };
+  struct { double mom, wd, damp; bool nest, maxi; } cases[] = {
+      {0.9, 0.0, 0.0, false, false}, {0.9, 1e-2, 0.1, false, true}, {0.8, 5e-4, 0.0, true, false}, {0.0, 1e-3, 0.0, false, false}};
+  ct_tensor *p0[NP], *gr[STEPS][NP];
+  for (int i = 0; i < NP; i++) {
+    int64_t n = i == 5 ? 0 : (i * 997) % 5000 + (i == 7 ? 70000 : 1);
+    p0[i] = rnd(1, &n, CT_FLOAT32, false);
+    for (int k = 0; k < STEPS; k++) gr[k][i] = rnd(1, &n, CT_FLOAT32, false);
+  }
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    ct_tensor *P[3][NP]; /* CPU fused, CUDA per parameter, CUDA multi-tensor */
+    ct_optim *opt[3];
+    for (int d = 0; d < 3; d++) {
+      for (int i = 0; i < NP; i++) P[d][i] = d ? G(p0[i]) : ct_clone(p0[i]);
+      ct_optim_options o = ct_optim_defaults(CT_OPTIM_SGD);
+      o.lr = 0.05;
+      o.momentum = cases[c].mom;
+      o.weight_decay = cases[c].wd;
+      o.dampening = cases[c].damp;
+      o.nesterov = cases[c].nest;
+      o.maximize = cases[c].maxi;
+      opt[d] = ct_optim_new(CT_OPTIM_SGD, NP, P[d], &o);
+      CHECK(opt[d] != NULL);
+    }
+    if (!opt[0] || !opt[1] || !opt[2]) continue;
+    int64_t mt[3] = {0, 0, 0};
+    for (int k = 0; k < STEPS; k++)
+      for (int d = 0; d < 3; d++) {
+        for (int i = 0; i < NP; i++)
+          if (i != 11) CHECK_OK(ct_set_grad(P[d][i], d ? G(gr[k][i]) : ct_clone(gr[k][i])));
+        if (d == 1) setenv("CT_CUDA_SGD_MT", "0", 1);
+        int64_t before = sgd_mt_launches();
+        CHECK_OK(ct_optim_step(opt[d]));
+        mt[d] += sgd_mt_launches() - before;
+        if (d == 1) unsetenv("CT_CUDA_SGD_MT");
+      }
+    CHECK(mt[0] == 0 && mt[1] == 0);
+    CHECK(mt[2] == 2 * STEPS); /* 69 parameters with a grad, one empty: two launches a step */
+    for (int d = 1; d < 3; d++)
+      for (int i = 0; i < NP; i++) {
+        same(d == 1 ? "sgd per-parameter kernel" : "sgd multi-tensor", P[0][i], P[d][i], 0, 0);
+        if (cases[c].mom != 0 && i != 11)
+          same("sgd momentum_buffer", ct_optim_state(opt[0], P[0][i], "momentum_buffer"),
+               ct_optim_state(opt[d], P[d][i], "momentum_buffer"), 0, 0);
+      }
+    same("sgd parameter without a grad", p0[11], P[2][11], 0, 0);
+    CHECK(ct_optim_state(opt[2], P[2][11], "momentum_buffer") == NULL);
+    for (int d = 0; d < 3; d++) ct_optim_free(opt[d]);
+  }
+  ct_scope_end(s);
+}
+
+/* The batch norm running statistics updated in one kernel (k_bn.cu) equal the composed update
+ * (CT_CUDA_BN_RUNNING=0: mul, mul, add, copy on the device, the CPU's roundings) to the bit,
+ * float32 and float64, for several momenta, over three steps; and the CPU's within the batch
+ * statistics' tolerance (the CPU and the GPU sum the batch in other orders). */
+CUDA_TEST(bn_running_stats_one_kernel) {
+  ct_scope *s = ct_scope_begin();
+  ct_dtype dts[2] = {CT_FLOAT32, CT_FLOAT64};
+  double moms[3] = {0.1, 0.3, 0.01};
+  for (int di = 0; di < 2; di++)
+    for (int mi = 0; mi < 3; mi++) {
+      ct_dtype dt = dts[di];
+      double tol = dt == CT_FLOAT32 ? 1e-5 : 1e-10;
+      int64_t xs[4] = {3, 300, 2, 3}, cs[1] = {300};
+      ct_tensor *rm[3], *rv[3]; /* CPU, CUDA composed, CUDA one kernel */
+      ct_tensor *m0 = rnd(1, cs, dt, false), *v0 = ct_add_scalar(ct_abs(rnd(1, cs, dt, false)), ct_sf(0.5));
+      for (int d = 0; d < 3; d++) {
+        rm[d] = d ? G(m0) : ct_clone(m0);
+        rv[d] = d ? G(v0) : ct_clone(v0);
+      }
+      for (int step = 0; step < 3; step++) {
+        ct_tensor *x = ct_add_scalar(rnd(4, xs, dt, false), ct_sf(2.0 * step));
+        ct_tensor *xg = G(x);
+        ct_tensor *y0 = ct_batch_norm(x, rm[0], rv[0], NULL, NULL, true, moms[mi], 1e-5);
+        setenv("CT_CUDA_BN_RUNNING", "0", 1);
+        ct_tensor *y1 = ct_batch_norm(xg, rm[1], rv[1], NULL, NULL, true, moms[mi], 1e-5);
+        unsetenv("CT_CUDA_BN_RUNNING");
+        ct_tensor *y2 = ct_batch_norm(xg, rm[2], rv[2], NULL, NULL, true, moms[mi], 1e-5);
+        CHECK(y0 && y1 && y2);
+        if (y1 && y2) same("batch_norm output, both running updates", H(y1), y2, 0, 0);
+      }
+      same("running_mean one kernel vs composed", H(rm[1]), rm[2], 0, 0);
+      same("running_var one kernel vs composed", H(rv[1]), rv[2], 0, 0);
+      same("running_mean vs cpu", rm[0], rm[2], tol, tol);
+      same("running_var vs cpu", rv[0], rv[2], tol, tol);
+      /* the update happened: the values left their start */
+      double moved = 0;
+      CHECK_OK(ct_item_double(ct_amax(ct_abs(ct_sub(H(rm[2]), m0)), 0, NULL, false), &moved));
+      CHECK(moved > 1e-4);
+    }
   ct_scope_end(s);
 }

@@ -302,3 +302,68 @@ TEST(fast_gelu_special_values) {
   ct_fast_set_enabled(was_on);
   ct_release(x);
 }
+
+/* The AVX-512 gelu table path (gelu_tab_vec: vectors whose lanes all have |x| < 31.5/8) against the
+ * double reference, densely over that range, both forms, at every level (the other levels have no
+ * table and keep the general bounds): the table forms are held to 4 ulp with no |2u| term (they approximate the exact tail, not the float formula); then the same
+ * values with one far lane (+-5 ... +-30, +-inf, NaN) in every vector at a varying lane, so those
+ * vectors take the full forms: still within the general bounds, NaN and inf as the reference. */
+TEST(fast_gelu_table_range_ulp) {
+  const int64_t n = 1 << 17;
+  float *in = malloc(sizeof(float) * (size_t)n), *out = malloc(sizeof(float) * (size_t)n);
+  CHECK(in && out);
+  if (!in || !out) {
+    free(in);
+    free(out);
+    return;
+  }
+  ct_simd_isa was = ct_simd_active();
+  for (int mixed = 0; mixed < 2; mixed++) {
+    for (int64_t i = 0; i < n; i++) in[i] = (float)(-3.9374 + 7.8748 * (double)i / (double)(n - 1));
+    if (mixed) {
+      static const float far[] = {5.0f, -5.0f, 7.5f, -9.25f, 30.0f, -30.0f, INFINITY, -INFINITY, NAN, 3.9375f, -3.9375f};
+      for (int64_t v = 0; v * 16 < n; v++) in[v * 16 + (v * 7) % 16] = far[v % (int64_t)(sizeof far / sizeof far[0])];
+    }
+    ct_tensor *x = ct_from_buffer(in, CT_FLOAT32, 1, &n, ct_opts());
+    CHECK(x != NULL);
+    for (int form = 0; x && form < 2; form++) {
+      for (int l = 0; l <= (int)ct_simd_cpu_level(); l++) {
+        ct_simd_force((ct_simd_isa)l);
+        ct_tensor *y = ct_gelu(x, form ? "tanh" : "none");
+        CHECK(y != NULL);
+        if (!y) continue;
+        CHECK_OK(ct_copy_to_buffer(y, out, CT_FLOAT32, n));
+        ct_release(y);
+        double worst = 0, wu = 0;
+        int64_t wi = 0;
+        for (int64_t i = 0; i < n; i++) {
+          double xi = in[i], ref = form ? gelu_tanh_ref(xi) : gelu_erf_ref(xi);
+          if (isnan(ref) || isinf(ref)) { /* NaN, +inf, and -inf (0 * -inf: NaN) */
+            bool ok = isnan(ref) ? isnan(out[i]) : out[i] == (float)ref;
+            if (!ok)
+              ct_test_fail(__FILE__, __LINE__, "gelu(%s) [%s] at x=%g: got %g, want %g", form ? "tanh" : "none",
+                           ct_simd_isa_name((ct_simd_isa)l), xi, (double)out[i], ref);
+            continue;
+          }
+          double u2 = 2 * sqrt(2.0 / M_PI) * fabs(xi + 0.044715 * xi * xi * xi);
+          /* the general bounds (test above) off the table path; the table only at AVX-512 */
+          bool far = fabs(xi) >= 3.9375 || mixed || l != (int)CT_SIMD_AVX512;
+          double bound = far ? (form ? 4 + 2.5 * u2 : 6) : 4;
+          double u = ulp_err(out[i], ref), e = u / bound;
+          if (!(e <= worst)) worst = e, wi = i, wu = u;
+        }
+        if (getenv("CT_TEST_VERBOSE"))
+          printf("  gelu_%s %s [%s] max %.2f ulp at x=%.9g (%.2f of the bound)\n", form ? "tanh" : "erf",
+                 mixed ? "mixed" : "table", ct_simd_isa_name((ct_simd_isa)l), wu, (double)in[wi], worst);
+        if (!(worst <= 1))
+          ct_test_fail(__FILE__, __LINE__, "gelu(%s) %s [%s]: %.2f ulp at x=%.9g, %.2f of the bound",
+                       form ? "tanh" : "none", mixed ? "mixed" : "table", ct_simd_isa_name((ct_simd_isa)l), wu,
+                       (double)in[wi], worst);
+      }
+      ct_simd_force(was);
+    }
+    ct_release(x);
+  }
+  free(in);
+  free(out);
+}

@@ -1,6 +1,8 @@
 /* The WebGPU backend (native, through Dawn) against the CPU reference: the run-time ABI
  * probe, device moves, fill/copy, elementwise, reductions, softmax/layer_norm, matrix
- * products, gelu, embedding, an MLP's forward and backward, batching, and the errors.
+ * products, gelu, embedding, an MLP's forward and backward, batching, and the errors;
+ * convolutions (implicit GEMM) and pools with their gradients, the fused norms' gradients, the
+ * 50-step CNN training-parity gate, and capture/replay of a training step.
  * Every test is skipped, with one printed line giving the count and the reason, where
  * Dawn or a Vulkan adapter is missing (CI without the npm package or SwiftShader).
  * Sizes stay tiny: on SwiftShader every kernel is a CPU-emulated Vulkan dispatch.
@@ -760,5 +762,293 @@ WG_TEST(gpt_step_counts) {
   ct_optim_free(oc), ct_optim_free(og);
   ct_gpt_free(mc), ct_gpt_free(mg);
   ct_release(x), ct_release(y), ct_release(gx), ct_release(gy);
+}
+#endif
+
+/* ---- convolution and pooling (implicit-GEMM conv, pools, their gradients) against the CPU ----
+ * Each case runs f on CPU leaves and on WebGPU leaves holding the same values, the first
+ * input on WebGPU a transposed (non-contiguous) view of its leaf, then backward of
+ * sum(y * r) for a random r; values and every input's gradient are compared. */
+typedef ct_tensor *(*wg_case_fn)(ct_tensor *const *in, const int64_t *p);
+static void wg_case(const char *what, int n, const int64_t *const *shapes, const int *nds, wg_case_fn f,
+                    const int64_t *p, double rtol, double atol) {
+  ct_scope *sc = ct_scope_begin();
+  ct_tensor *cin[4], *gin[4], *gleaf[4];
+  for (int i = 0; i < n; i++) {
+    cin[i] = ct_detach(rnd(nds[i], shapes[i]));
+    CHECK_OK(ct_requires_grad_(cin[i], true));
+    int nd = nds[i];
+    if (i == 0 && nd >= 2) { /* the leaf holds x^T in memory; the op sees x through a transposed view */
+      gleaf[i] = ct_detach(W(ct_contiguous(ct_transpose(cin[i], nd - 2, nd - 1))));
+      CHECK_OK(ct_requires_grad_(gleaf[i], true));
+      gin[i] = ct_transpose(gleaf[i], nd - 2, nd - 1);
+      CHECK(!ct_is_contiguous(gin[i]) || shapes[i][nd - 1] == 1 || shapes[i][nd - 2] == 1);
+    } else {
+      gleaf[i] = gin[i] = ct_detach(W(cin[i]));
+      CHECK_OK(ct_requires_grad_(gleaf[i], true));
+    }
+  }
+  ct_tensor *yc = f(cin, p), *yg = f(gin, p);
+  CHECK(yc && yg);
+  if (yc && yg) {
+    char m[160];
+    snprintf(m, sizeof m, "%s: value", what);
+    SAME(m, yc, yg, rtol, atol);
+    ct_tensor *r = rnd(ct_ndim(yc), ct_shape(yc));
+    CHECK_OK(ct_backward(ct_sum(ct_mul(yc, r)), NULL, false, false));
+    CHECK_OK(ct_backward(ct_sum(ct_mul(yg, W(r))), NULL, false, false));
+    for (int i = 0; i < n; i++) {
+      snprintf(m, sizeof m, "%s: gradient of input %d", what, i);
+      const ct_tensor *gg = ct_grad(gleaf[i]);
+      int nd = nds[i];
+      SAME(m, ct_grad(cin[i]), i == 0 && nd >= 2 && gg ? ct_transpose(gg, nd - 2, nd - 1) : gg, rtol, atol);
+    }
+  }
+  ct_scope_end(sc);
+}
+
+/* p: stride[2], padding[2], dilation[2], groups */
+static ct_tensor *case_conv2d(ct_tensor *const *in, const int64_t *p) { return ct_conv2d(in[0], in[1], in[2], p, p + 2, p + 4, p[6]); }
+static ct_tensor *case_conv2d_nobias(ct_tensor *const *in, const int64_t *p) { return ct_conv2d(in[0], in[1], NULL, p, p + 2, p + 4, p[6]); }
+static ct_tensor *case_conv1d(ct_tensor *const *in, const int64_t *p) { return ct_conv1d(in[0], in[1], in[2], p[0], p[2], p[4], p[6]); }
+static ct_tensor *case_convT(ct_tensor *const *in, const int64_t *p) { return ct_conv_transpose2d(in[0], in[1], in[2], p, p + 2, NULL, p[6], p + 4); }
+
+/* Tolerances: float32 sums of K products in tile order against the CPU's double sums
+ * rounded once: |error| <~ K * 2^-24 * sum|terms|, so rel 1e-4 with abs 1e-4 for K <= ~300;
+ * the weight gradients that sum over N x output positions (K up to 2048) get abs 5e-4. */
+WG_TEST(conv2d) {
+  struct {
+    const char *what;
+    int64_t x[4], w[4], p[7];
+    bool bias;
+    double atol;
+  } cs[] = {
+      {"conv2d 3x3", {2, 3, 7, 6}, {4, 3, 3, 3}, {1, 1, 0, 0, 1, 1, 1}, true, 1e-4},
+      {"conv2d stride 2 pad 1 dilation 2", {2, 3, 9, 8}, {5, 3, 3, 2}, {2, 1, 1, 1, 2, 2, 1}, true, 1e-4},
+      {"conv2d groups 2, no bias", {1, 4, 6, 6}, {6, 2, 3, 3}, {1, 2, 1, 1, 1, 1, 2}, false, 1e-4},
+      {"conv2d 5x5 (MNIST's first layer)", {3, 1, 12, 12}, {8, 1, 5, 5}, {1, 1, 0, 0, 1, 1, 1}, true, 1e-4},
+      {"conv2d 1x1 stride 2 (ResNet's shortcut)", {2, 8, 6, 6}, {4, 8, 1, 1}, {2, 2, 0, 0, 1, 1, 1}, false, 1e-4},
+      /* N x out = 2 x 32 x 32 = 2048 >= the split threshold: the weight gradient splits K */
+      {"conv2d split-K weight gradient", {2, 2, 34, 34}, {3, 2, 3, 3}, {1, 1, 0, 0, 1, 1, 1}, true, 5e-4},
+  };
+  for (size_t k = 0; k < sizeof cs / sizeof cs[0]; k++) {
+    int64_t sb[1] = {cs[k].w[0]};
+    const int64_t *shapes[3] = {cs[k].x, cs[k].w, sb};
+    int nds[3] = {4, 4, 1};
+    wg_case(cs[k].what, cs[k].bias ? 3 : 2, shapes, nds, cs[k].bias ? case_conv2d : case_conv2d_nobias, cs[k].p, 1e-4,
+            cs[k].atol);
+  }
+  /* conv1d (one spatial dim) and conv_transpose2d (the input-gradient kernel with a bias) */
+  int64_t x1[3] = {2, 3, 11}, w1[3] = {4, 3, 3}, b1[1] = {4}, p1[7] = {2, 0, 1, 0, 2, 0, 1};
+  const int64_t *s1[3] = {x1, w1, b1};
+  int n1[3] = {3, 3, 1};
+  wg_case("conv1d stride 2 pad 1 dilation 2", 3, s1, n1, case_conv1d, p1, 1e-4, 1e-4);
+  int64_t xt[4] = {2, 4, 5, 4}, wt[4] = {4, 3, 3, 3}, bt[1] = {3}, pt[7] = {2, 2, 1, 0, 1, 1, 1};
+  const int64_t *st[3] = {xt, wt, bt};
+  int nt[3] = {4, 4, 1};
+  wg_case("conv_transpose2d stride 2", 3, st, nt, case_convT, pt, 1e-4, 1e-4);
+  /* the three kernels are each other's derivatives: double backward stays on the device */
+  ct_scope *sc = ct_scope_begin();
+  int64_t xs[4] = {1, 2, 5, 5}, ws[4] = {3, 2, 3, 3}, s11[2] = {1, 1}, z2[2] = {0, 0};
+  ct_tensor *x = ct_detach(rnd(4, xs)), *w = ct_detach(rnd(4, ws)), *gx = ct_detach(W(x)), *gw = ct_detach(W(w));
+  CHECK_OK(ct_requires_grad_(x, true));
+  CHECK_OK(ct_requires_grad_(gx, true));
+  ct_tensor *dc = NULL, *dg = NULL;
+  ct_tensor *yc = ct_conv2d(x, w, NULL, s11, z2, s11, 1), *yg = ct_conv2d(gx, gw, NULL, s11, z2, s11, 1);
+  ct_tensor *ic[1] = {x}, *ig[1] = {gx};
+  CHECK_OK(ct_autograd_grad(1, (ct_tensor *[]){ct_sum(ct_mul(yc, yc))}, NULL, 1, ic, &dc, true, true, false));
+  CHECK_OK(ct_autograd_grad(1, (ct_tensor *[]){ct_sum(ct_mul(yg, yg))}, NULL, 1, ig, &dg, true, true, false));
+  CHECK(dc && dg);
+  if (dc && dg) {
+    SAME("conv2d first gradient", dc, dg, 1e-4, 1e-4);
+    CHECK_OK(ct_backward(ct_sum(ct_mul(dc, dc)), NULL, false, false));
+    CHECK_OK(ct_backward(ct_sum(ct_mul(dg, dg)), NULL, false, false));
+    SAME("conv2d double backward", ct_grad(x), ct_grad(gx), 1e-4, 1e-3);
+  }
+  ct_scope_end(sc);
+  /* refused: float64 (WGSL has none) */
+  ct_tensor *d = ct_randn(4, xs, ct_opts_dtype(CT_FLOAT64), gen()), *dw = ct_randn(4, ws, ct_opts_dtype(CT_FLOAT64), gen());
+  ct_tensor *gd = W(d), *gdw = W(dw);
+  CHECK_ERR_PTR(ct_conv2d(gd, gdw, NULL, s11, z2, s11, 1), "WGSL has no float64");
+  ct_release(d), ct_release(dw), ct_release(gd), ct_release(gdw);
+}
+
+/* layer_norm / rms_norm over the last dim (p[0] elements): the fused kernels' gradients, the
+ * input a transposed view (float32 statistics over p[0] terms: 1e-4) */
+static ct_tensor *case_layer_norm(ct_tensor *const *in, const int64_t *p) { return ct_layer_norm(in[0], 1, p, in[1], in[2], 1e-5); }
+static ct_tensor *case_rms_norm(ct_tensor *const *in, const int64_t *p) { return ct_rms_norm(in[0], 1, p, in[1], 1e-6); }
+WG_TEST(norm_gradients) {
+  int64_t xs[3] = {3, 5, 40}, ws[1] = {40};
+  const int64_t *sh[3] = {xs, ws, ws};
+  int nd[3] = {3, 1, 1};
+  wg_case("layer_norm", 3, sh, nd, case_layer_norm, ws, 1e-4, 1e-5);
+  wg_case("rms_norm", 2, sh, nd, case_rms_norm, ws, 1e-4, 1e-5);
+}
+
+/* p: kernel[2], stride[2], padding[2], dilation[2], ceil_mode, (avg) count_include_pad, divisor */
+static ct_tensor *case_maxpool(ct_tensor *const *in, const int64_t *p) { return ct_max_pool2d(in[0], p, p + 2, p + 4, p + 6, p[8], NULL); }
+static ct_tensor *case_avgpool(ct_tensor *const *in, const int64_t *p) { return ct_avg_pool2d(in[0], p, p + 2, p + 4, p[8], p[9], p[10]); }
+static ct_tensor *case_adaptive_avg(ct_tensor *const *in, const int64_t *p) { return ct_adaptive_avg_pool2d(in[0], p); }
+static ct_tensor *case_adaptive_max(ct_tensor *const *in, const int64_t *p) { return ct_adaptive_max_pool2d(in[0], p, NULL); }
+
+/* Pools: sums of at most 9 terms (1e-5 rel); max pools are exact */
+WG_TEST(pool2d) {
+  int64_t xs[4] = {2, 3, 9, 7}, x8[4] = {2, 2, 8, 8};
+  const int64_t *sh[1] = {xs}, *s8[1] = {x8};
+  int nd[1] = {4};
+  int64_t mp[3][9] = {{2, 2, 2, 2, 0, 0, 1, 1, 0}, {3, 3, 2, 2, 1, 1, 1, 1, 1}, {3, 2, 2, 1, 1, 0, 2, 1, 0}};
+  wg_case("max_pool2d 2x2", 1, s8, nd, case_maxpool, mp[0], 0, 0);
+  wg_case("max_pool2d 3x3 stride 2 pad 1 ceil_mode (overlapping windows)", 1, sh, nd, case_maxpool, mp[1], 0, 0);
+  wg_case("max_pool2d dilation 2", 1, sh, nd, case_maxpool, mp[2], 0, 0);
+  int64_t ap[4][11] = {{2, 2, 2, 2, 0, 0, 1, 1, 0, 1, 0},
+                       {3, 3, 2, 2, 1, 1, 1, 1, 1, 1, 0},
+                       {3, 2, 2, 1, 1, 1, 1, 1, 1, 0, 0},
+                       {3, 3, 2, 2, 1, 0, 1, 1, 0, 1, 5}};
+  wg_case("avg_pool2d 2x2", 1, s8, nd, case_avgpool, ap[0], 1e-5, 1e-6);
+  wg_case("avg_pool2d 3x3 stride 2 pad 1 ceil_mode", 1, sh, nd, case_avgpool, ap[1], 1e-5, 1e-6);
+  wg_case("avg_pool2d count_include_pad=False", 1, sh, nd, case_avgpool, ap[2], 1e-5, 1e-6);
+  wg_case("avg_pool2d divisor_override 5", 1, sh, nd, case_avgpool, ap[3], 1e-5, 1e-6);
+  int64_t o1[2] = {1, 1}, o3[2] = {4, 3};
+  wg_case("adaptive_avg_pool2d to 1x1", 1, sh, nd, case_adaptive_avg, o1, 1e-5, 1e-6);
+  wg_case("adaptive_avg_pool2d to 4x3", 1, sh, nd, case_adaptive_avg, o3, 1e-5, 1e-6);
+  wg_case("adaptive_max_pool2d to 4x3", 1, sh, nd, case_adaptive_max, o3, 0, 0);
+  /* NaN and -inf: NaN wins its window, the indices agree */
+  ct_scope *sc = ct_scope_begin();
+  double v[16] = {1, NAN, 3, 4, -INFINITY, -INFINITY, 2, 2, 5, 6, NAN, NAN, 0, -1, 7, INFINITY};
+  int64_t s4[4] = {1, 1, 4, 4}, k2[2] = {2, 2};
+  ct_tensor *x = tt_from(v, 4, s4, CT_FLOAT32), *ic = NULL, *ig = NULL;
+  ct_tensor *yc = ct_max_pool2d(x, k2, NULL, NULL, NULL, false, &ic), *yg = ct_max_pool2d(W(x), k2, NULL, NULL, NULL, false, &ig);
+  SAME("max_pool2d NaN/inf values", yc, yg, 0, 0);
+  SAME("max_pool2d NaN/inf indices", ic, ig, 0, 0);
+  ct_scope_end(sc); /* it releases the indices too */
+}
+
+/* ---- the training-parity gate (issue 9): the same CNN (MNIST's layer kinds: conv 5x5, relu,
+ * max pool, conv 3x3, relu, max pool, flatten, linear), seed and data for 50 Adam steps on
+ * WebGPU (natively, through Dawn) and on the CPU: the losses agree step by step within 1e-3
+ * relative, and the loss falls. The browser pair (WebGPU vs WebAssembly) is
+ * web/test/run_webgpu_tests.mjs's (web/mnist.html's switch). ---- */
+#ifndef __EMSCRIPTEN__
+static ct_tensor *cnn_fwd(ct_tensor *const *p, const ct_tensor *x) {
+  int64_t s1[2] = {1, 1}, z[2] = {0, 0}, k2[2] = {2, 2};
+  ct_tensor *h = ct_max_pool2d(ct_relu(ct_conv2d(x, p[0], p[1], s1, z, s1, 1)), k2, NULL, NULL, NULL, false, NULL);
+  h = ct_max_pool2d(ct_relu(ct_conv2d(h, p[2], p[3], s1, z, s1, 1)), k2, NULL, NULL, NULL, false, NULL);
+  return ct_linear(ct_flatten(h, 1, -1), p[4], p[5]);
+}
+WG_TEST(cnn_training_parity_50_steps) {
+  ct_scope *sc = ct_scope_begin();
+  int64_t shp[6][4] = {{4, 1, 5, 5}, {4}, {8, 4, 3, 3}, {8}, {10, 32}, {10}};
+  int nds[6] = {4, 1, 4, 1, 2, 1};
+  double scale[6] = {0.4, 0.1, 0.25, 0.1, 0.2, 0.1};
+  ct_tensor *p[6], *q[6];
+  for (int k = 0; k < 6; k++) {
+    p[k] = ct_detach(ct_mul_scalar(rnd(nds[k], shp[k]), ct_sf(scale[k])));
+    q[k] = ct_detach(W(p[k]));
+    CHECK_OK(ct_requires_grad_(p[k], true));
+    CHECK_OK(ct_requires_grad_(q[k], true));
+  }
+  int64_t sx[4] = {8, 1, 16, 16}, st[1] = {8};
+  double tv[8];
+  for (int i = 0; i < 8; i++) tv[i] = (i * 3) % 10;
+  ct_tensor *x = rnd(4, sx), *gx = W(x), *t = tt_from(tv, 1, st, CT_INT64), *gt = W(t);
+  ct_optim_options o = ct_optim_defaults(CT_OPTIM_ADAM);
+  o.lr = 0.01;
+  ct_optim *oc = ct_optim_new(CT_OPTIM_ADAM, 6, p, &o), *og = ct_optim_new(CT_OPTIM_ADAM, 6, q, &o);
+  CHECK(oc && og);
+  double first = 0, last = 0, worst = 0;
+  for (int step = 0; oc && og && step < 50; step++) {
+    ct_scope *ss = ct_scope_begin();
+    ct_tensor *l = ct_cross_entropy(cnn_fwd(p, x), t, NULL, CT_REDUCTION_MEAN, -100, 0);
+    ct_tensor *gl = ct_cross_entropy(cnn_fwd(q, gx), gt, NULL, CT_REDUCTION_MEAN, -100, 0);
+    double lc = NAN, lg = NAN;
+    CHECK_OK(l ? ct_item_double(l, &lc) : ct_last_status());
+    CHECK_OK(gl ? ct_item_double(gl, &lg) : ct_last_status());
+    double rel = fabs(lg - lc) / fabs(lc);
+    if (!(rel <= 1e-3)) ct_test_fail(__FILE__, __LINE__, "step %d: loss webgpu %.8g, cpu %.8g", step, lg, lc);
+    if (rel > worst) worst = rel;
+    if (step == 0) first = lc;
+    last = lc;
+    CHECK_OK(ct_optim_zero_grad(oc, true));
+    CHECK_OK(ct_optim_zero_grad(og, true));
+    CHECK_OK(ct_backward(l, NULL, false, false));
+    CHECK_OK(ct_backward(gl, NULL, false, false));
+    CHECK_OK(ct_optim_step(oc));
+    CHECK_OK(ct_optim_step(og));
+    ct_scope_end(ss);
+  }
+  printf("test_webgpu: CNN 50 Adam steps: loss %.5f -> %.5f, worst per-step |webgpu - cpu| / cpu = %.2e (gate 1e-3)\n",
+         first, last, worst);
+  CHECK(last < 0.5 * first); /* it trains */
+  ct_optim_free(oc);
+  ct_optim_free(og);
+  ct_scope_end(sc);
+}
+#endif
+
+/* ---- capture and replay (issue 9): an MLP's SGD step (forward, cross-entropy, backward,
+ * update) captured once and replayed 5 times equals 6 eager steps of a twin model, loss by
+ * loss and parameter by parameter (the same kernels in the same order: exactly); replays
+ * compile nothing and issue the captured dispatches only. ---- */
+#ifndef __EMSCRIPTEN__
+static ct_tensor *mlp_sgd_step(ct_optim *o, ct_tensor *const *p, const ct_tensor *x, const ct_tensor *t) {
+  ct_scope *sc = ct_scope_begin();
+  ct_tensor *l = ct_cross_entropy(ct_linear(ct_relu(ct_linear(x, p[0], p[1])), p[2], p[3]), t, NULL, CT_REDUCTION_MEAN,
+                                  -100, 0);
+  if (!l || ct_optim_zero_grad(o, true) || ct_backward(l, NULL, false, false) || ct_optim_step(o)) l = NULL;
+  ct_keep(l);
+  ct_scope_end(sc);
+  return l;
+}
+WG_TEST(capture_replay) {
+  ct_scope *sc = ct_scope_begin();
+  int64_t sx[2] = {8, 6}, s1[2] = {12, 6}, sb1[1] = {12}, s2[2] = {3, 12}, sb2[1] = {3}, st[1] = {8};
+  const int64_t *shp[4] = {s1, sb1, s2, sb2};
+  int nds[4] = {2, 1, 2, 1};
+  ct_tensor *a[4], *b[4];
+  for (int k = 0; k < 4; k++) {
+    ct_tensor *h = ct_mul_scalar(rnd(nds[k], shp[k]), ct_sf(0.4));
+    a[k] = ct_detach(W(h)), b[k] = ct_detach(W(h));
+    CHECK_OK(ct_requires_grad_(a[k], true));
+    CHECK_OK(ct_requires_grad_(b[k], true));
+  }
+  double tv[8] = {0, 2, 1, 1, 2, 0, 0, 1};
+  ct_tensor *x = W(rnd(2, sx)), *t = W(tt_from(tv, 1, st, CT_INT64));
+  ct_optim_options o = ct_optim_defaults(CT_OPTIM_SGD);
+  o.lr = 0.5;
+  ct_optim *oa = ct_optim_new(CT_OPTIM_SGD, 4, a, &o), *ob = ct_optim_new(CT_OPTIM_SGD, 4, b, &o);
+  CHECK(oa && ob);
+  /* step 0: model b's step runs eagerly while it is captured */
+  CHECK_OK(ct_webgpu_capture_begin());
+  CHECK_ERR(ct_webgpu_capture_begin(), "already under way");
+  ct_tensor *lb = mlp_sgd_step(ob, b, x, t);
+  ct_webgpu_graph *g = ct_webgpu_capture_end();
+  CHECK(g && lb && ct_webgpu_graph_dispatches(g) > 10);
+  CHECK(ct_webgpu_capture_end() == NULL);
+  double first = 0, last = 0;
+  for (int step = 0; g && lb && step < 6; step++) {
+    ct_webgpu_counters c0 = ct_webgpu_get_counters();
+    if (step > 0) CHECK_OK(ct_webgpu_graph_replay(g));
+    ct_webgpu_counters c1 = ct_webgpu_get_counters();
+    if (step > 0) {
+      CHECK(c1.dispatches - c0.dispatches == ct_webgpu_graph_dispatches(g));
+      CHECK(c1.pipelines == c0.pipelines && c1.uploads == c0.uploads && c1.downloads == c0.downloads);
+    }
+    ct_tensor *la = mlp_sgd_step(oa, a, x, t);
+    double va = NAN, vb = NAN;
+    CHECK_OK(ct_item_double(la, &va));
+    CHECK_OK(ct_item_double(lb, &vb)); /* the replay wrote the captured loss tensor */
+    if (va != vb) ct_test_fail(__FILE__, __LINE__, "step %d: eager loss %.9g, replayed %.9g", step, va, vb);
+    if (step == 0) first = va;
+    last = va;
+    ct_release(la);
+  }
+  CHECK(last < first);
+  for (int k = 0; k < 4; k++) SAME("parameters after 6 eager / 1 captured + 5 replayed steps", ct_to_device(a[k], ct_cpu()), b[k], 0, 0);
+  CHECK_ERR(ct_webgpu_graph_replay(NULL), "graph is NULL");
+  ct_webgpu_graph_free(g);
+  ct_release(lb);
+  ct_optim_free(oa);
+  ct_optim_free(ob);
+  ct_scope_end(sc);
 }
 #endif

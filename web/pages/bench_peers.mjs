@@ -1,6 +1,7 @@
 // The peers of the benchmark (issue 8), run in the same page as ctorch: ONNX Runtime Web (wasm
 // execution provider) on ResNet-18 / ViT-Tiny/16 exported from PyTorch 1.13
-// (bench/wasm_export_onnx.py), and TF.js's wasm backend on the MNIST CNN training step.
+// (bench/wasm_export_onnx.py), and TF.js's wasm backend on the MNIST CNN training step (and on
+// ResNet-18 / ViT-Tiny/16 through web/pages/bench_tfjs_models.mjs).
 // The npm packages and .onnx files live under build/wasm-bench (make wasm-bench-deps), served
 // by web/server.mjs at /peers/. Used by web/bench_peers.html.
 

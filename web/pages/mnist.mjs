@@ -1,6 +1,7 @@
 // MNIST in the tab: IDX data from URLs or picked files, a CNN trained with Adam, live loss and
 // accuracy plots, and a drawing pad. State for tests: window.__mnist.
 import { loadTorch, Plot, sleep, param, report } from './common.mjs';
+import { addSwitch, CNNOnWebGPU } from '../webgpu/switch.mjs';
 
 const $ = (id) => document.getElementById(id);
 const state = { ready: false, training: false, step: 0, losses: [], accs: [], memory: [], done: false, images: null, labels: null, n: 0 };
@@ -10,6 +11,11 @@ const { nn, optim } = torch;
 const F = nn.functional;
 for (const k of ['model', 'batch', 'lr', 'steps']) if (param(k, null) != null) $(k).value = param(k);
 const lossPlot = new Plot($('lossPlot'), { title: 'training loss (cross entropy)', series: [{ name: 'loss', color: '#dc2626' }] });
+const device = addSwitch($('status')); // WebGPU or WebAssembly (web/webgpu/switch.mjs)
+let wgModel = null; // the CNN on WebGPU while training there
+// ?seed=N: the same batches on every run (the WebGPU-vs-WebAssembly test), else Math.random
+let seed = Number(param('seed', 0)) >>> 0;
+const rand = param('seed', null) == null ? Math.random : () => ((seed = (seed * 1664525 + 1013904223) >>> 0) / 4294967296);
 const accPlot = new Plot($('accPlot'), { title: 'accuracy on held-out images', series: [{ name: 'accuracy', color: '#16a34a' }], yMin: 0, yMax: 1 });
 
 async function gunzipIfNeeded(buf) {
@@ -65,13 +71,17 @@ function makeModel(kind) {
     new nn.Flatten(), new nn.Linear(1024, 128), new nn.ReLU(), new nn.Linear(128, 10));
 }
 // images [idx...] -> float32 [B, 1, 28, 28] normalised like torchvision's MNIST recipe
-function batchOf(idx) {
+function rawBatchOf(idx) {
   const x = new Float32Array(idx.length * 784), y = new BigInt64Array(idx.length);
   idx.forEach((k, i) => {
     const off = k * 784;
     for (let p = 0; p < 784; p++) x[i * 784 + p] = (state.images[off + p] / 255 - 0.1307) / 0.3081;
     y[i] = BigInt(state.labels[k]);
   });
+  return [x, y];
+}
+function batchOf(idx) {
+  const [x, y] = rawBatchOf(idx);
   return [torch.tensor(x, { shape: [idx.length, 1, 28, 28] }), torch.tensor(y)];
 }
 function evaluate(count = 500) {
@@ -93,12 +103,14 @@ async function train() {
   state.training = true; state.done = false;
   const B = Number($('batch').value), steps = Number($('steps').value), lr = Number($('lr').value);
   if (!model) { model = makeModel($('model').value); opt = new optim.Adam(model.parameters(), { lr }); }
+  const dev = state.device = await device.resolve();
+  if (dev === 'webgpu' && !wgModel) wgModel = await CNNOnWebGPU.create(device.wg, torch, model, $('model').value, lr);
   const evalEvery = Number(param('evalEvery', 25));
   const t0 = performance.now();
   try {
     for (let i = 0; i < steps && state.training; i++) {
-      const loss = torch.scope(() => {
-        const idx = Array.from({ length: B }, () => Math.floor(Math.random() * state.nTrain));
+      const idx = Array.from({ length: B }, () => Math.floor(rand() * state.nTrain));
+      const loss = wgModel ? await wgModel.step(...rawBatchOf(idx), B) : torch.scope(() => {
         const [x, y] = batchOf(idx);
         opt.zeroGrad();
         const l = F.crossEntropy(model.forward(x), y);
@@ -108,6 +120,7 @@ async function train() {
       });
       state.step++; state.losses.push(loss);
       lossPlot.push(0, state.step, loss);
+      if (wgModel && (state.step % evalEvery === 0 || i === steps - 1 || !state.training)) await wgModel.params(torch, model, 1); // weights back for evaluation and the pad
       if (state.step % evalEvery === 0 || i === steps - 1) { const acc = evaluate(Number(param('evalCount', 500))); state.accs.push([state.step, acc]); accPlot.push(0, state.step, acc); }
       if (state.step % 10 === 0) state.memory.push({ step: state.step, ...torch.memory() });
       const dt = (performance.now() - t0) / (i + 1);

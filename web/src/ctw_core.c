@@ -9,6 +9,7 @@
  * Errors: the glue never aborts; a failing call returns NULL / a non-zero status and the
  * JS layer throws an Error with ct_last_error()'s message (ctw_error). */
 #include "ctw.h"
+#include "backend/cpu/gemm_fast.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -31,7 +32,15 @@ API void ctw_clear_error(void) { ct_clear_error(); }
 API const char *ctw_version(void) { return CT_VERSION; }
 API const char *ctw_simd_level(void) { return ct_simd_level(); }
 API int ctw_get_num_threads(void) { return ct_get_num_threads(); }
-API int ctw_set_num_threads(int n) { return ct_set_num_threads(n); }
+/* The loader calls this first. It also pins the packed GEMM's shared-B mode off (off by default; threads packing
+ * one B panel together with spin barriers between them): WebAssembly has no pause/yield for those
+ * spins, and at 2 threads on a loaded 2-core machine a descheduled helper stalled the other thread
+ * (Node 20, ResNet-18 b1, 2 threads, load 18: 3.2x slower with it, median of 9 paired runs).
+ * Both modes give bit-identical results. */
+API int ctw_set_num_threads(int n) {
+  ct_fast_gemm_set_shared_b(0);
+  return ct_set_num_threads(n);
+}
 API double ctw_live_tensors(void) { return (double)ct_live_tensors(); }
 /* allocated, cached, peak, n_allocs -> ctw_A[0..4) */
 API void ctw_memory_stats(void) {

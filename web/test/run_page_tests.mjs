@@ -156,7 +156,7 @@ test('bench: the benchmark page runs the training benchmarks', async () => {
   return r.map((x) => `${x.name} ${x.ms.toFixed(0)} ms${x.tokensPerSecond ? ` (${x.tokensPerSecond.toFixed(0)} tokens/s)` : ''}`).join(', ');
 });
 
-test('bench-peers: ctorch, ONNX Runtime Web and TF.js (shimmed) run in one page, the peers check out', async () => {
+test('bench-peers: ctorch, ONNX Runtime Web and TF.js (shimmed; ResNet-18 from TF.js ops) run in one page, the peers check out', async () => {
   const peers = path.join(root, 'build/wasm-bench');
   const need = ['node_modules/onnxruntime-web/package.json', 'node_modules/@tensorflow/tfjs-backend-wasm/package.json', 'models/resnet18.onnx'];
   const missing = need.filter((f) => !fs.existsSync(path.join(peers, f)));
@@ -167,10 +167,13 @@ test('bench-peers: ctorch, ONNX Runtime Web and TF.js (shimmed) run in one page,
   await page.screenshot({ path: path.join(shots, 'bench_peers.png'), fullPage: true });
   await check();
   assert(!s.error, s.error);
-  assert(s.results.length === 4 && s.results.every((r) => r.ms > 0), 'four timings');
+  // resnet18: ctorch vs ORT, ctorch vs TF.js (the same model from TF.js ops); mnist: ctorch vs TF.js
+  assert(s.results.length === 6 && s.results.every((r) => r.ms > 0), 'six timings: ' + s.results.length);
   assert(s.tfjs && s.tfjs.threads === 2 && s.tfjs.shimmed, 'TF.js on 2 threads with the shim: ' + JSON.stringify(s.tfjs));
   const ort = s.results.find((r) => r.lib.startsWith('ONNX'));
   assert(ort.maxAbsDiffVsPyTorch < 1e-3, 'ORT output vs PyTorch ' + ort.maxAbsDiffVsPyTorch);
+  const tfr = s.results.find((r) => r.bench === 'resnet18' && r.lib.startsWith('TF.js'));
+  assert(tfr && tfr.maxAbsDiffVsCtorch < 1e-3, 'TF.js ResNet-18 output vs ctorch ' + (tfr && tfr.maxAbsDiffVsCtorch));
   await page.close();
   return s.results.map((r) => `${r.bench} ${r.lib.split(' (')[0]} ${r.ms.toFixed(0)} ms`).join(', ');
 });

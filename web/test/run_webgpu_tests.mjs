@@ -8,9 +8,10 @@
 // Then web/gpt.html's WebGPU switch (web/webgpu/switch.mjs): a small GPT trained a few steps
 // on WebGPU and on WebAssembly with the same seed and batches (losses per step within 2e-3
 // relative, the loss falls, sampling works on the copied weights); without WebGPU the switch
-// shows the fallback message and trains on WebAssembly. Screenshots in build/wasm-webgpu/screenshots.
+// shows the fallback message and trains on WebAssembly. The same for web/mnist.html's switch (a
+// small CNN, 6 steps, within 1e-3). Screenshots in build/wasm-webgpu/screenshots.
 // Ends with "N passed, M failed" (the C tests of both runs plus the page checks).
-//   node web/test/run_webgpu_tests.mjs [test-name-substring]
+//   node web/test/run_webgpu_tests.mjs [test-name-substring | pages | mnist]
 import path from 'path';
 import { createRequire } from 'module';
 import { fileURLToPath } from 'url';
@@ -21,7 +22,7 @@ const require = createRequire(path.join(root, 'build/wasm/tools/package.json'));
 const { chromium } = require('playwright-core');
 const filter = process.argv[2] || '';
 // build/wasm-webgpu/pkg: this module beside the CPU package (links), for web/gpt.html
-const server = await startServer({ port: 0, pkg: path.join(root, 'build/wasm-webgpu/pkg'), quiet: true });
+const server = await startServer({ port: 0, pkg: path.join(root, 'build/wasm-webgpu/pkg'), data: path.resolve(root, '../shared/data/mnist'), quiet: true });
 const base = ['--headless=new', '--no-sandbox', '--disable-background-networking', '--disable-component-update',
   '--disable-sync', '--no-first-run'];
 let passed = 0, failed = 0, skipped = 0;
@@ -151,13 +152,65 @@ async function gptPage(browser, webgpu) {
   check(problems.length === 0, 'gpt page: no errors');
 }
 
+// web/mnist.html's switch: the small CNN, the same seed, weights and batches (?seed), a few Adam
+// steps on WebGPU (?device=webgpu) and on WebAssembly; the losses agree per step within 1e-3
+// relative (float32 sums in another order: tiled implicit-GEMM convolutions, WGSL reductions),
+// the loss falls, the weights come back for evaluation. Without WebGPU: the visible fallback.
+const MNIST_Q = 'autoload=1&model=small&steps=6&batch=16&lr=0.003&evalEvery=1000&evalCount=100&seed=11';
+async function mnistPage(browser, webgpu) {
+  const problems = [];
+  const one = async (q, shot) => {
+    const page = await browser.newPage({ viewport: { width: 1100, height: 900 } });
+    page.on('pageerror', (e) => problems.push('pageerror: ' + e.message));
+    let r = null;
+    try {
+      await page.goto(server.url + 'web/mnist.html?' + q);
+      await page.waitForFunction(() => window.__mnist && window.__mnist.ready, null, { timeout: 60000 });
+      await page.click('#trainBtn');
+      await page.waitForFunction(() => window.__mnist.done, null, { timeout: 300000, polling: 500 });
+      r = await page.evaluate(() => ({ losses: window.__mnist.losses, accs: window.__mnist.accs, device: window.__mnist.device,
+        ms: window.__mnist.msPerStep, banner: document.getElementById('wgBanner').textContent,
+        error: document.getElementById('error').hidden ? '' : document.getElementById('error').textContent }));
+      r.bannerVisible = await page.isVisible('#wgBanner');
+      await page.screenshot({ path: path.join(shots, shot), fullPage: true });
+    } catch (e) { problems.push(String(e)); }
+    await page.close();
+    if (r && r.error) problems.push(r.error);
+    return r;
+  };
+  const fs = await import('fs');
+  fs.mkdirSync(shots, { recursive: true });
+  const g = await one(MNIST_Q + '&device=webgpu', `mnist_${webgpu ? 'webgpu' : 'fallback'}.png`);
+  const fmt = (r) => r ? `${r.device}: ${r.losses.map((l) => l.toFixed(4)).join(' ')} (${r.ms.toFixed(0)} ms/step), accuracy ${r.accs.length ? r.accs.at(-1)[1] : '-'}` : 'no result';
+  console.log(`---- web/mnist.html, WebGPU ${webgpu ? 'enabled' : 'disabled'}, ?device=webgpu: ${g ? g.banner : ''}`);
+  console.log('  ' + fmt(g));
+  const falls = (r) => r && r.losses.length === 6 && r.losses.at(-1) < r.losses[0] && r.accs.length === 1;
+  if (webgpu) {
+    const w = await one(MNIST_Q, 'mnist_wasm.png');
+    console.log('  ' + fmt(w));
+    check(g && g.device === 'webgpu' && falls(g) && w && w.device === 'wasm' && falls(w), 'mnist page: 6 steps on WebGPU and on WebAssembly, the loss falls, evaluated');
+    const rel = g && w ? Math.max(...g.losses.map((l, i) => Math.abs(l - w.losses[i]) / Math.abs(w.losses[i]))) : Infinity;
+    console.log(`  largest per-step relative difference WebGPU vs WebAssembly ${rel.toExponential(2)}`);
+    check(rel <= 1e-3, `mnist page: WebGPU and WebAssembly losses agree per step within 1e-3 (worst ${rel})`);
+    // the weights came back: the same held-out accuracy within one image in 100
+    check(g && w && Math.abs(g.accs.at(-1)[1] - w.accs.at(-1)[1]) <= 0.011, 'mnist page: evaluation after WebGPU training (weights copied back)');
+  } else {
+    check(g && g.device === 'wasm' && falls(g), 'mnist page without WebGPU: trains on WebAssembly');
+    check(g && g.bannerVisible && /WebGPU is not available here .*training on WebAssembly \(CPU\) instead/.test(g.banner),
+      'mnist page without WebGPU: a visible fallback message');
+  }
+  if (problems.length) console.log('  page problems: ' + problems.join(' | '));
+  check(problems.length === 0, 'mnist page: no errors');
+}
+
 const t0 = Date.now();
 for (const webgpu of [true, false]) {
   // one Chromium per mode: the tests page, then the training page
   const browser = await launch(webgpu);
-  if (filter !== 'pages') await run(browser, webgpu);
+  if (filter !== 'pages' && filter !== 'mnist') await run(browser, webgpu);
   if (!filter) await demo(browser, webgpu);
   if (!filter || filter === 'pages') await gptPage(browser, webgpu);
+  if (!filter || filter === 'pages' || filter === 'mnist') await mnistPage(browser, webgpu);
   await browser.close();
 }
 await server.close();

@@ -92,3 +92,45 @@ export class GPTOnWebGPU {
   }
   dispose() { if (this.M) this.M._ctwg_gpt_end(); this.M = null; }
 }
+
+/** web/mnist.html's CNNs trained on WebGPU (web/webgpu/wg_pages.c): the page's model (kind
+ * 'small' or 'cnn', made by the page) gives its initial weights, in parameter order; steps are
+ * Adam on float32 [B, 1, 28, 28] images and int64 labels. */
+export class CNNOnWebGPU {
+  static async create(wg, torch, model, kind, lr) {
+    const c = new CNNOnWebGPU(), M = c.M = wg.M;
+    if (await call(M, 'ctwg_cnn_begin', 'number', ['number', 'number'], [kind === 'cnn' ? 1 : 0, lr]) !== 0) throw new Error('WebGPU: ' + M.UTF8ToString(M._ctwg_last_error()));
+    await c.params(torch, model, 0);
+    return c;
+  }
+  /** dir 0: the page's weights into the WebGPU model; 1: back into the page's model */
+  async params(torch, model, dir) {
+    const M = this.M, ps = model.parameters();
+    try {
+      if (ps.length !== M._ctwg_cnn_num_params()) throw new Error(`WebGPU: the page's model has ${ps.length} parameters, the WebGPU CNN ${M._ctwg_cnn_num_params()}`);
+      for (let i = 0; i < ps.length; i++) {
+        const numel = M._ctwg_cnn_param_numel(i), p = M._malloc(4 * numel);
+        try {
+          if (dir === 0) new Float32Array(M.HEAPU8.buffer, p, numel).set(torch.noGrad(() => ps[i].data()));
+          if (await call(M, 'ctwg_cnn_param_io', 'number', ['number', 'number', 'number'], [i, p, dir]) !== 0) throw new Error('WebGPU: ' + M.UTF8ToString(M._ctwg_last_error()));
+          if (dir === 1) {
+            const host = new Float32Array(M.HEAPU8.buffer, p, numel).slice();
+            torch.noGrad(() => torch.scope(() => { ps[i].copy_(torch.tensor(host, { shape: ps[i].shape })); }));
+          }
+        } finally { M._free(p); }
+      }
+    } finally { torch.dispose(ps); }
+  }
+  /** One Adam step on x (Float32Array, B*784) and y (BigInt64Array, B); resolves to the loss. */
+  async step(x, y, B) {
+    const M = this.M, p = M._malloc(4 * x.length + 8 * B);
+    try {
+      new Float32Array(M.HEAPU8.buffer, p, x.length).set(x);
+      new BigInt64Array(M.HEAPU8.buffer, p + 4 * x.length, B).set(y);
+      const l = await call(M, 'ctwg_cnn_step', 'number', ['number', 'number', 'number'], [p, p + 4 * x.length, B]);
+      if (!Number.isFinite(l)) throw new Error('WebGPU step: ' + M.UTF8ToString(M._ctwg_last_error()));
+      return l;
+    } finally { M._free(p); }
+  }
+  dispose() { if (this.M) this.M._ctwg_cnn_end(); this.M = null; }
+}

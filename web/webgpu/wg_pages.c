@@ -106,3 +106,100 @@ EMSCRIPTEN_KEEPALIVE int ctwg_gpt_param_copy(int i, float *dst) {
   ct_scope_end(sc);
   return rc;
 }
+
+/* ---- web/mnist.html's WebGPU switch: the page's CNNs (makeModel in web/pages/mnist.mjs) on the
+ * WebGPU device. The page makes its model as usual and copies its initial weights in here by
+ * position (the Sequential's parameter order), so both devices start from the same values;
+ * steps are Adam (the page's optim.Adam(params, {lr})) on float32 batches [B, 1, 28, 28] with
+ * int64 labels; the trained weights go back for evaluation and the drawing pad. ---- */
+static struct {
+  int kind, np;
+  ct_tensor *p[8];
+  ct_optim *opt;
+} Q;
+/* kind 0 ('small'): conv5x5x8, pool, conv5x5x16, pool, dense10; 1 ('cnn'): conv5x5x32, pool,
+ * conv5x5x64, pool, dense128, dense10 */
+static const int64_t cnn_shapes[2][8][4] = {
+    {{8, 1, 5, 5}, {8}, {16, 8, 5, 5}, {16}, {10, 256}, {10}},
+    {{32, 1, 5, 5}, {32}, {64, 32, 5, 5}, {64}, {128, 1024}, {128}, {10, 128}, {10}}};
+static const int cnn_ndims[2][8] = {{4, 1, 4, 1, 2, 1}, {4, 1, 4, 1, 2, 1, 2, 1}};
+
+EMSCRIPTEN_KEEPALIVE void ctwg_cnn_end(void) {
+  ct_optim_free(Q.opt);
+  for (int i = 0; i < Q.np; i++) ct_release(Q.p[i]);
+  memset(&Q, 0, sizeof Q);
+}
+EMSCRIPTEN_KEEPALIVE int ctwg_cnn_begin(int kind, double lr) {
+  ctwg_cnn_end();
+  if (kind != 0 && kind != 1) {
+    ct_set_error(CT_ERR_VALUE, "unknown CNN kind %d", kind);
+    return -1;
+  }
+  Q.kind = kind;
+  ct_options o = ct_opts_dtype(CT_FLOAT32);
+  o.device = ct_webgpu();
+  for (int i = 0; i < (kind ? 8 : 6); i++) {
+    if (!(Q.p[i] = ct_zeros(cnn_ndims[kind][i], cnn_shapes[kind][i], o)) || ct_requires_grad_(Q.p[i], true) != CT_OK) {
+      ctwg_cnn_end();
+      return -1;
+    }
+    Q.np = i + 1;
+  }
+  ct_optim_options oo = ct_optim_defaults(CT_OPTIM_ADAM);
+  oo.lr = lr;
+  if (!(Q.opt = ct_optim_new(CT_OPTIM_ADAM, Q.np, Q.p, &oo))) {
+    ctwg_cnn_end();
+    return -1;
+  }
+  return 0;
+}
+EMSCRIPTEN_KEEPALIVE int ctwg_cnn_num_params(void) { return Q.np; }
+EMSCRIPTEN_KEEPALIVE double ctwg_cnn_param_numel(int i) { return i >= 0 && i < Q.np ? (double)ct_numel(Q.p[i]) : 0; }
+/* Parameter i's values from (dir 0) or into (dir 1) numel floats at host */
+EMSCRIPTEN_KEEPALIVE int ctwg_cnn_param_io(int i, float *host, int dir) {
+  if (i < 0 || i >= Q.np || !host) {
+    ct_set_error(CT_ERR_INDEX, "parameter %d out of range", i);
+    return -1;
+  }
+  ct_scope *sc = ct_scope_begin();
+  int rc = -1;
+  if (dir == 0) {
+    ct_tensor *h = ct_from_buffer(host, CT_FLOAT32, ct_ndim(Q.p[i]), ct_shape(Q.p[i]), ct_opts_dtype(CT_FLOAT32));
+    bool prev = ct_set_grad_enabled(false);
+    rc = h && ct_copy_(Q.p[i], h) == CT_OK ? 0 : -1;
+    ct_set_grad_enabled(prev);
+  } else {
+    ct_tensor *h = ct_contiguous(ct_to_device(Q.p[i], ct_cpu()));
+    if (h) memcpy(host, ct_data_ptr(h), (size_t)ct_numel(h) * sizeof(float)), rc = 0;
+  }
+  ct_scope_end(sc);
+  return rc;
+}
+/* One Adam step on x [B, 1, 28, 28] (float32) and labels y [B] (int64) in this module's memory;
+ * returns the loss before the step, its only read-back (NaN on error, with ct_last_error()). */
+EMSCRIPTEN_KEEPALIVE double ctwg_cnn_step(const float *x, const int64_t *y, int B) {
+  if (!Q.opt) {
+    ct_set_error(CT_ERR_RUNTIME, "ctwg_cnn_begin was not called");
+    return NAN;
+  }
+  if (!x || !y || B < 1) {
+    ct_set_error(CT_ERR_VALUE, "a batch of %d images", B);
+    return NAN;
+  }
+  ct_scope *sc = ct_scope_begin();
+  int64_t sx[4] = {B, 1, 28, 28}, sy[1] = {B}, s1[2] = {1, 1}, z[2] = {0, 0}, k2[2] = {2, 2};
+  ct_tensor *xt = ct_to_device(ct_from_buffer(x, CT_FLOAT32, 4, sx, ct_opts_dtype(CT_FLOAT32)), ct_webgpu());
+  ct_tensor *yt = ct_to_device(ct_from_buffer(y, CT_INT64, 1, sy, ct_opts_dtype(CT_INT64)), ct_webgpu());
+  double v = NAN;
+  ct_tensor *h = xt;
+  for (int l = 0; l < 2 && h; l++)
+    h = ct_max_pool2d(ct_relu(ct_conv2d(h, Q.p[2 * l], Q.p[2 * l + 1], s1, z, s1, 1)), k2, NULL, NULL, NULL, false, NULL);
+  if (h) h = ct_linear(ct_flatten(h, 1, -1), Q.p[4], Q.p[5]);
+  if (h && Q.kind == 1) h = ct_linear(ct_relu(h), Q.p[6], Q.p[7]);
+  ct_tensor *loss = h && yt ? ct_cross_entropy(h, yt, NULL, CT_REDUCTION_MEAN, -100, 0) : NULL;
+  if (loss && ct_optim_zero_grad(Q.opt, true) == CT_OK && ct_backward(loss, NULL, false, false) == CT_OK &&
+      ct_optim_step(Q.opt) == CT_OK && ct_item_double(loss, &v) != CT_OK)
+    v = NAN;
+  ct_scope_end(sc);
+  return v;
+}

@@ -417,6 +417,9 @@ static PyObject *m_tensor(PyObject *m, PyObject *args, PyObject *kwargs) {
   if (!pyct_dtype_opt(a[1], &dt) || !pyct_device_arg(a[2], &dev)) return NULL;
   ct_tensor *t = pyct_from_data(a[0], dt, NULL);
   if (!t) return NULL;
+  /* filling a new tensor from Python numbers is its creation, not a change: version 0 as in PyTorch */
+  if (PyList_Check(a[0]) || PyTuple_Check(a[0]) || PyFloat_Check(a[0]) || PyLong_Check(a[0]))
+    *ct_vptr(t) = 0;
   if (dev.type != CT_DEVICE_CPU) { /* built on the host, then copied over */
     ct_tensor *m = ct_to_device(t, dev);
     ct_release(t);

@@ -839,10 +839,6 @@ METHOD(sum) {
   }
   return pyct_wrap(ct_sum_dtype(SELF, nd, dims, keep, dt));
 }
-METHOD(nansum) {
-  PyErr_SetString(PyExc_NotImplementedError, "nansum is not implemented in ctorch");
-  return NULL;
-}
 METHOD(mean) {
   ARGS("mean", 0, "dim", "keepdim", "*", "dtype");
   int64_t dims[CT_MAX_DIMS];
@@ -1541,7 +1537,7 @@ PyMethodDef pyct_ops1_methods[] = {
   MDEF(clamp_max), MDEF(add), MDEF(add_), MDEF(sub), MDEF(sub_), MDEF_AS("subtract", sub), MDEF(div), MDEF(div_),
   MDEF_AS("divide", div), MDEF_AS("true_divide", div), MDEF(pow), MDEF(pow_), MDEF(isclose), MDEF(allclose),
   MDEF(equal), MDEF(lerp), MDEF(lerp_), MDEF(addcmul), MDEF(addcmul_), MDEF(addcdiv), MDEF(addcdiv_), MDEF(where),
-  MDEF(sum), MDEF(nansum), MDEF(mean), MDEF(prod), MDEF(sum_to_size), MDEF(max), MDEF(min), MDEF(amax), MDEF(amin),
+  MDEF(sum), MDEF(mean), MDEF(prod), MDEF(sum_to_size), MDEF(max), MDEF(min), MDEF(amax), MDEF(amin),
   MDEF(logsumexp), MDEF(argmax), MDEF(argmin), MDEF(var), MDEF(std), MDEF(norm), MDEF(all), MDEF(any),
   MDEF(count_nonzero), MDEF(cumsum), MDEF(cumsum_), MDEF(cumprod), MDEF(cumprod_), MDEF(cummax), MDEF(cummin),
   MDEF(sort), MDEF(argsort), MDEF(msort), MDEF(topk), MDEF(kthvalue), MDEF(median), MDEF(nanmedian), MDEF(mode),

@@ -2,6 +2,7 @@
 import math
 
 from .. import _C
+from .._composed import floating_only, not_implemented
 
 relu = _C.nn_relu
 relu6 = _C.nn_relu6
@@ -70,6 +71,7 @@ def tanhshrink(input):
 
 
 def glu(input, dim=-1):
+    floating_only("glu_cpu", input)
     a, b = input.chunk(2, dim)
     return a * _C.sigmoid(b)
 
@@ -183,6 +185,7 @@ def _pair2(x, what):
 
 def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
     """F.unfold (im2col): [N, C, H, W] -> [N, C*kh*kw, L] as one gather over the padded plane."""
+    floating_only("im2col_out_cpu", input)
     kh, kw = _pair2(kernel_size, "kernel_size")
     dh, dw = _pair2(dilation, "dilation")
     ph, pw = _pair2(padding, "padding")
@@ -450,6 +453,7 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
 
 def prelu(input, weight):
     """max(0, x) + weight * min(0, x), weight per channel (dim 1)."""
+    floating_only("prelu_cpu", input)
     w = weight
     if weight.numel() != 1:
         if input.dim() < 2 and weight.numel() != input.numel():
@@ -461,6 +465,8 @@ def prelu(input, weight):
                 raise RuntimeError("Mismatch of parameter numbers and input channel size. Found parameter numbers "
                                    "= {} and channel size = {}.".format(weight.numel(), input.size(1)))
             w = weight.reshape((1, -1) + (1,) * (input.dim() - 2))
+    else:
+        w = weight.reshape(())  # one slope: the result keeps the input's shape (a 0-dim input included)
     return _C.where(input > 0, input, w * input)
 
 
@@ -685,3 +691,105 @@ def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
 def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
     out = avg_pool1d(input.pow(norm_type), kernel_size, stride, 0, ceil_mode)
     return (_C.sign(out) * relu(_C.abs(out))).mul(kernel_size).pow(1.0 / norm_type)
+
+
+# ---- found missing by the op sweep (tests/python/test_op_sweep.py) ----
+def hardshrink(input, lambd=0.5):
+    floating_only("hardshrink_cpu", input)
+    return _C.where((input > lambd) | (input < -lambd), input, _C.zeros((), dtype=input.dtype))
+
+
+def softshrink(input, lambd=0.5):
+    floating_only("softshrink_cpu", input)
+    zero = _C.zeros((), dtype=input.dtype)
+    return _C.where(input > lambd, input - lambd, _C.where(input < -lambd, input + lambd, zero))
+
+
+def threshold(input, threshold, value, inplace=False):
+    if input.dtype == _C.bool:
+        raise not_implemented("threshold_cpu", input.dtype)
+    out = _C.where(input > threshold, input, _C.tensor(value, dtype=input.dtype))
+    return input.copy_(out) if inplace else out
+
+
+def threshold_(input, threshold_, value):
+    return threshold(input, threshold_, value, inplace=True)
+
+
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
+    floating_only("leaky_relu_cpu", input)
+    if training:
+        # a slope per element drawn from U(lower, upper) for negative inputs
+        slope = _C.empty_like(input).uniform_(lower, upper)
+        out = _C.where(input >= 0, input, input * slope)
+    else:
+        out = leaky_relu(input, (lower + upper) / 2)
+    return input.copy_(out) if inplace else out
+
+
+def bilinear(input1, input2, weight, bias=None):
+    y = _C.einsum("...i,oij,...j->...o", input1, weight, input2)
+    return y + bias if bias is not None else y
+
+
+def pixel_shuffle(input, upscale_factor):
+    r = upscale_factor
+    if input.dim() < 3:
+        raise RuntimeError("pixel_shuffle expects input to have at least 3 dimensions, but got input with "
+                           "{} dimension(s)".format(input.dim()))
+    *b, c, h, w = input.shape
+    if c % (r * r) != 0:
+        raise RuntimeError("pixel_shuffle expects its input's 'channel' dimension to be divisible by the square of "
+                           "upscale_factor, but input.size(-3)={} is not divisible by {}".format(c, r * r))
+    n = len(b)
+    x = input.reshape(*b, c // (r * r), r, r, h, w)
+    x = x.permute(*range(n), n, n + 3, n + 1, n + 4, n + 2)
+    return x.reshape(*b, c // (r * r), h * r, w * r)
+
+
+def pixel_unshuffle(input, downscale_factor):
+    r = downscale_factor
+    if input.dim() < 3:
+        raise RuntimeError("pixel_unshuffle expects input to have at least 3 dimensions, but got input with "
+                           "{} dimension(s)".format(input.dim()))
+    *b, c, h, w = input.shape
+    if h % r != 0 or w % r != 0:
+        raise RuntimeError("pixel_unshuffle expects height and width to be divisible by downscale_factor")
+    n = len(b)
+    x = input.reshape(*b, c, h // r, r, w // r, r)
+    x = x.permute(*range(n), n, n + 2, n + 4, n + 1, n + 3)
+    return x.reshape(*b, c * r * r, h // r, w // r)
+
+
+def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"):
+    if input1.dim() != input2.dim() or input1.dim() != target.dim():
+        raise RuntimeError("margin_ranking_loss : All input tensors should have same dimension but got sizes: "
+                           "input1: {}, input2: {}, target: {} ".format(input1.size(), input2.size(), target.size()))
+    return _reduce((-target * (input1 - input2) + margin).clamp_min(0), _legacy_reduction(size_average, reduce,
+                                                                                            reduction))
+
+
+def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    floating_only("soft_margin_loss", input)
+    if target.requires_grad and _C.is_grad_enabled():
+        raise RuntimeError("The function 'soft_margin_loss' is not differentiable with respect to argument 'target'. "
+                           "This input cannot have requires_grad True.")
+    return _reduce(_C.log1p(_C.exp(-target * input)), _legacy_reduction(size_average, reduce, reduction))
+
+
+def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None, reduction="mean"):
+    d = input1.dim() - 1
+    eps = 1e-12  # keeps the magnitudes of zero vectors away from 0, as PyTorch does
+    dot = (input1 * input2).sum(d)
+    cos = dot / _C.sqrt(((input1 * input1).sum(d) + eps) * ((input2 * input2).sum(d) + eps))
+    zero = _C.zeros((), dtype=cos.dtype)
+    out = _C.where(target == 1, 1 - cos, zero) + _C.where(target == -1, (cos - margin).clamp_min(0), zero)
+    return _reduce(out, _legacy_reduction(size_average, reduce, reduction))
+
+
+def _legacy_reduction(size_average, reduce, reduction):
+    if size_average is None and reduce is None:
+        return reduction
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    return ("mean" if size_average else "sum") if reduce else "none"

@@ -30,6 +30,10 @@ ct_status ct_fast_gemm(const ct_fgemm *g);
 /* How many tasks (rectangles of C over all batches) the fast GEMM splits g into for `threads`
  * threads (0 for an empty or unsupported g); for tests of the partitioning. */
 int64_t ct_fast_gemm_plan(const ct_fgemm *g, int threads);
+/* Shared B packing for one large product on several threads: 1 on, 0 off (the rectangle split,
+ * each task packing its own panels), -1 back to the default (off; CT_GEMM_SHARED_B=1 turns it on).
+ * Both give bit-identical results; for tests and A/B benchmarks. */
+void ct_fast_gemm_set_shared_b(int on);
 /* Which micro-kernel the fast GEMM uses now, e.g. "avx512 12x32". */
 const char *ct_fast_gemm_kernel_name(ct_dtype dt);
 

@@ -8,8 +8,9 @@
  * Packing reads any strides (row-major, transposed or general), so transposed
  * operands cost nothing extra. Edge panels are zero-padded; the micro-kernel then
  * computes a whole tile into a scratch tile and only the valid part is written.
- * Threads: each task packs its own panels (no barriers inside a GEMM); C is split
- * into tm x tn rectangles per batch so that tasks ~ threads. */
+ * Threads: a single large product (batch 1) is walked block by block by all threads together,
+ * B packed once into a shared buffer (coop_gemm); otherwise each task packs its own panels and C
+ * is split into tm x tn rectangles per batch so that tasks ~ threads. */
 #include "gemm_fast.h"
 #include "simd/simd.h"
 #include "gemm_bf16.h" /* bf16/f16 operands: widened to this kernel */
@@ -17,6 +18,7 @@
 #include "gemm_wasm.h" /* the SIMD128 float32 micro-kernel (WebAssembly build) */
 #endif
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #if defined(__x86_64__)
@@ -442,77 +444,83 @@ CT_TGT_AVX2 static void tpanel_f64(double *dst, const double *src, int64_t sp, i
         for (int64_t j = 0; j < cols; j++) d[j] = beta * s[j * c0n];                                    \
     }                                                                                                   \
   }                                                                                                     \
-  /* C rectangle [i0, i1) x [j0, j1) of batch b */                                                              \
-  static int rect_##SUF(const ct_fgemm *g, const kparams *p, int64_t b, int64_t i0, int64_t i1, int64_t j0,     \
-                        int64_t j1) {                                                                           \
-    const int mr = p->mr, nr = p->nr;                                                                           \
-    const T *A = (const T *)g->A + b * g->a_b, *B = (const T *)g->B + b * g->b_b;                               \
-    const T *C0 = g->C0 ? (const T *)g->C0 + b * g->c0_b : NULL;                                                \
-    T *C = (T *)g->C + b * g->c_b;                                                                              \
-    const T alpha = (T)g->alpha, beta = (T)g->beta;                                                             \
-    const int64_t K = g->K;                                                                                     \
-    if (K == 0) { /* no products: C = beta * C0 (or 0) */                                                       \
-      for (int64_t i = i0; i < i1; i++)                                                                         \
-        for (int64_t j = j0; j < j1; j++)                                                                       \
-          C[i * g->c_m + j * g->c_n] = C0 ? beta * C0[i * g->c0_m + j * g->c0_n] : (T)0;                        \
-      return 0;                                                                                                 \
-    }                                                                                                           \
-    int64_t kcmax = K < p->kc ? K : p->kc;                                                                      \
-    int64_t mcmax = i1 - i0 < p->mc ? i1 - i0 : p->mc, ncmax = j1 - j0 < p->nc ? j1 - j0 : p->nc;              \
-    mcmax = (mcmax + mr - 1) / mr * mr;                                                                         \
-    ncmax = (ncmax + nr - 1) / nr * nr;                                                                         \
-    T *ap = buf_get(sizeof(T) * (size_t)(mcmax * kcmax));                                                       \
-    T *bp = buf_get(sizeof(T) * (size_t)(ncmax * kcmax));                                                       \
-    if (!ap || !bp) {                                                                                           \
-      buf_put(ap);                                                                                              \
-      buf_put(bp);                                                                                              \
-      return 1;                                                                                                 \
-    }                                                                                                           \
-    T tile[16 * 32] __attribute__((aligned(64)));                                                               \
-    void (*ukr)(int64_t, const T *, const T *, T *, int64_t, int) = (void (*)(int64_t, const T *, const T *, T *, int64_t, int))p->ukr; \
-    const bool direct = g->c_n == 1 && g->alpha == 1.0;                                                         \
-    const bool vec = p->vec;                                                                                    \
-    for (int64_t jc = j0; jc < j1; jc += p->nc) {                                                               \
-      int64_t nc = j1 - jc < p->nc ? j1 - jc : p->nc;                                                           \
-      for (int64_t pc = 0; pc < K; pc += p->kc) {                                                               \
-        int64_t kc = K - pc < p->kc ? K - pc : p->kc;                                                           \
-        bool first = pc == 0;                                                                                   \
-        pack_##SUF(bp, B + pc * g->b_k + jc * g->b_n, g->b_n, g->b_k, nc, kc, nr, vec);                          \
-        for (int64_t ic = i0; ic < i1; ic += p->mc) {                                                           \
-          int64_t mc = i1 - ic < p->mc ? i1 - ic : p->mc;                                                       \
-          pack_##SUF(ap, A + ic * g->a_m + pc * g->a_k, g->a_m, g->a_k, mc, kc, mr, vec);                       \
-          for (int64_t jr = 0; jr < nc; jr += nr) {                                                             \
-            int64_t cols = nc - jr < nr ? nc - jr : nr;                                                         \
-            const T *bpp = bp + jr * kc;                                                                        \
-            for (int64_t ir = 0; ir < mc; ir += mr) {                                                           \
-              int64_t rows = mc - ir < mr ? mc - ir : mr;                                                       \
-              const T *app = ap + ir * kc;                                                                      \
-              int64_t ci = ic + ir, cj = jc + jr;                                                               \
-              if (direct && rows == mr && cols == nr) {                                                         \
-                T *ct = C + ci * g->c_m + cj;                                                                   \
-                if (first && C0)                                                                                \
-                  prescale_##SUF(ct, g->c_m, C0 + ci * g->c0_m + cj * g->c0_n, g->c0_m, g->c0_n, mr, nr, beta); \
-                ukr(kc, app, bpp, ct, g->c_m, !first || C0);                                                    \
-                continue;                                                                                       \
-              }                                                                                                 \
-              ukr(kc, app, bpp, tile, nr, 0);                                                                   \
-              for (int64_t r = 0; r < rows; r++)                                                                \
-                for (int64_t c = 0; c < cols; c++) {                                                            \
-                  T v = tile[r * nr + c];                                                                       \
-                  if (alpha != (T)1) v *= alpha;                                                                \
-                  T *dst = C + (ci + r) * g->c_m + (cj + c) * g->c_n;                                           \
-                  if (!first) v += *dst;                                                                        \
-                  else if (C0) v += beta * C0[(ci + r) * g->c0_m + (cj + c) * g->c0_n];                         \
-                  *dst = v;                                                                                     \
-                }                                                                                               \
-            }                                                                                                   \
-          }                                                                                                     \
-        }                                                                                                       \
-      }                                                                                                         \
-    }                                                                                                           \
-    buf_put(ap);                                                                                                \
-    buf_put(bp);                                                                                                \
-    return 0;                                                                                                   \
+  /* C rows [ic, ic + mc) x columns jc + [jr0, jr1) from packed A (mc x kc) and packed B (the block's                                    \
+   * panels from column jc; jr0 a multiple of NR); first: the first k block (C = beta C0 + ..., else C += ...) */                        \
+  static void block_##SUF(const ct_fgemm *g, const kparams *p, T *C, const T *C0, const T *ap, const T *bp,                              \
+                          int64_t ic, int64_t mc, int64_t jc, int64_t jr0, int64_t jr1, int64_t kc, bool first) {                        \
+    const int mr = p->mr, nr = p->nr;                                                                                                    \
+    const T alpha = (T)g->alpha, beta = (T)g->beta;                                                                                      \
+    T tile[16 * 32] __attribute__((aligned(64)));                                                                                        \
+    void (*ukr)(int64_t, const T *, const T *, T *, int64_t, int) = (void (*)(int64_t, const T *, const T *, T *, int64_t, int))p->ukr;  \
+    const bool direct = g->c_n == 1 && g->alpha == 1.0;                                                                                  \
+    for (int64_t jr = jr0; jr < jr1; jr += nr) {                                                                                         \
+      int64_t cols = jr1 - jr < nr ? jr1 - jr : nr;                                                                                      \
+      const T *bpp = bp + jr * kc;                                                                                                       \
+      for (int64_t ir = 0; ir < mc; ir += mr) {                                                                                          \
+        int64_t rows = mc - ir < mr ? mc - ir : mr;                                                                                      \
+        const T *app = ap + ir * kc;                                                                                                     \
+        int64_t ci = ic + ir, cj = jc + jr;                                                                                              \
+        if (direct && rows == mr && cols == nr) {                                                                                        \
+          T *ct = C + ci * g->c_m + cj;                                                                                                  \
+          if (first && C0)                                                                                                               \
+            prescale_##SUF(ct, g->c_m, C0 + ci * g->c0_m + cj * g->c0_n, g->c0_m, g->c0_n, mr, nr, beta);                                \
+          ukr(kc, app, bpp, ct, g->c_m, !first || C0);                                                                                   \
+          continue;                                                                                                                      \
+        }                                                                                                                                \
+        ukr(kc, app, bpp, tile, nr, 0);                                                                                                  \
+        for (int64_t r = 0; r < rows; r++)                                                                                               \
+          for (int64_t c = 0; c < cols; c++) {                                                                                           \
+            T v = tile[r * nr + c];                                                                                                      \
+            if (alpha != (T)1) v *= alpha;                                                                                               \
+            T *dst = C + (ci + r) * g->c_m + (cj + c) * g->c_n;                                                                          \
+            if (!first) v += *dst;                                                                                                       \
+            else if (C0) v += beta * C0[(ci + r) * g->c0_m + (cj + c) * g->c0_n];                                                        \
+            *dst = v;                                                                                                                    \
+          }                                                                                                                              \
+      }                                                                                                                                  \
+    }                                                                                                                                    \
+  }                                                                                                                                      \
+  /* C rectangle [i0, i1) x [j0, j1) of batch b */                                                                                       \
+  static int rect_##SUF(const ct_fgemm *g, const kparams *p, int64_t b, int64_t i0, int64_t i1, int64_t j0,                              \
+                        int64_t j1) {                                                                                                    \
+    const int mr = p->mr, nr = p->nr;                                                                                                    \
+    const T *A = (const T *)g->A + b * g->a_b, *B = (const T *)g->B + b * g->b_b;                                                        \
+    const T *C0 = g->C0 ? (const T *)g->C0 + b * g->c0_b : NULL;                                                                         \
+    T *C = (T *)g->C + b * g->c_b;                                                                                                       \
+    const T beta = (T)g->beta;                                                                                                           \
+    const int64_t K = g->K;                                                                                                              \
+    if (K == 0) { /* no products: C = beta * C0 (or 0) */                                                                                \
+      for (int64_t i = i0; i < i1; i++)                                                                                                  \
+        for (int64_t j = j0; j < j1; j++)                                                                                                \
+          C[i * g->c_m + j * g->c_n] = C0 ? beta * C0[i * g->c0_m + j * g->c0_n] : (T)0;                                                 \
+      return 0;                                                                                                                          \
+    }                                                                                                                                    \
+    int64_t kcmax = K < p->kc ? K : p->kc;                                                                                               \
+    int64_t mcmax = i1 - i0 < p->mc ? i1 - i0 : p->mc, ncmax = j1 - j0 < p->nc ? j1 - j0 : p->nc;                                        \
+    mcmax = (mcmax + mr - 1) / mr * mr;                                                                                                  \
+    ncmax = (ncmax + nr - 1) / nr * nr;                                                                                                  \
+    T *ap = buf_get(sizeof(T) * (size_t)(mcmax * kcmax));                                                                                \
+    T *bp = buf_get(sizeof(T) * (size_t)(ncmax * kcmax));                                                                                \
+    if (!ap || !bp) {                                                                                                                    \
+      buf_put(ap);                                                                                                                       \
+      buf_put(bp);                                                                                                                       \
+      return 1;                                                                                                                          \
+    }                                                                                                                                    \
+    for (int64_t jc = j0; jc < j1; jc += p->nc) {                                                                                        \
+      int64_t nc = j1 - jc < p->nc ? j1 - jc : p->nc;                                                                                    \
+      for (int64_t pc = 0; pc < K; pc += p->kc) {                                                                                        \
+        int64_t kc = K - pc < p->kc ? K - pc : p->kc;                                                                                    \
+        pack_##SUF(bp, B + pc * g->b_k + jc * g->b_n, g->b_n, g->b_k, nc, kc, nr, p->vec);                                               \
+        for (int64_t ic = i0; ic < i1; ic += p->mc) {                                                                                    \
+          int64_t mc = i1 - ic < p->mc ? i1 - ic : p->mc;                                                                                \
+          pack_##SUF(ap, A + ic * g->a_m + pc * g->a_k, g->a_m, g->a_k, mc, kc, mr, p->vec);                                             \
+          block_##SUF(g, p, C, C0, ap, bp, ic, mc, jc, 0, nc, kc, pc == 0);                                                              \
+        }                                                                                                                                \
+      }                                                                                                                                  \
+    }                                                                                                                                    \
+    buf_put(ap);                                                                                                                         \
+    buf_put(bp);                                                                                                                         \
+    return 0;                                                                                                                            \
   }
 
 #ifdef HAVE_TPANEL
@@ -533,6 +541,188 @@ CT_TGT_AVX2 static void tpanel_f64(double *dst, const double *src, int64_t sp, i
 #endif
 DEFINE_DRIVER(float, f32)
 DEFINE_DRIVER(double, f64)
+
+/* ---- 2+ threads on one large product: B packed once and shared ----
+ * The rectangle split above packs B once per row of rectangles (and A once per column), so at 2
+ * threads most of B is packed twice. Here the threads walk the (jc, pc) blocks in order together:
+ * they pack one block of B into a shared buffer (disjoint groups of NR panels, claimed by an
+ * atomic counter), then claim units (an MC row block x a range of the block's panels), each
+ * packing its own A. Nothing waits for a thread that has not claimed work, so a worker that joins
+ * late (or never) cannot stall the others: the waits are for claimed packing/units only, and
+ * claimed work never waits on later blocks. Two B buffers let the next block be packed while the
+ * last units of this one finish; a unit of block s (same jc, next pc) waits for the same unit of
+ * block s - 1, which wrote the same C tiles. Every C element still sums its k blocks in order with
+ * the same micro-kernel, so the result is bit-identical to the rectangle split and to 1 thread. */
+typedef struct {
+  const ct_fgemm *g;
+  kparams p;
+  int64_t S, nkb;       /* blocks (jc-major, pc-minor) and k blocks per jc */
+  int64_t nbc, pan_per; /* B chunks per block, panels per chunk */
+  int64_t nic, njr, U;  /* units per block: nic row blocks x njr panel ranges */
+  int64_t mcu, wj;      /* rows per row block (multiple of MR), columns per panel range (multiple of NR) */
+  void *bbuf[2];
+  int64_t *pk, *pd, *ck, *cd; /* per block: B chunks claimed / packed, units claimed / done */
+  unsigned char *udone;       /* per block and unit */
+  int64_t cur;                /* highest block any thread has reached (all earlier ones fully claimed) */
+  int failed;
+} coop_ctx;
+
+/* -1: CT_GEMM_SHARED_B=1 turns it on. Off by default: on the quiet 2-core Zen 5 VM the split
+ * into per-thread rectangles was faster on every shape measured (sgemm 256-4096 at 2 threads:
+ * 1.00-1.25x; ResNet-18 b16 step 0.86-0.93x the time; bench/RESULTS.md, session 6) */
+static int coop_mode = -1;
+void ct_fast_gemm_set_shared_b(int on) { coop_mode = on < 0 ? -1 : on ? 1 : 0; }
+static bool coop_enabled(void) {
+  static int env = -1;
+  if (coop_mode >= 0) return coop_mode;
+  if (env < 0) {
+    const char *e = getenv("CT_GEMM_SHARED_B");
+    env = e && *e == '1' ? 1 : 0;
+  }
+  return env;
+}
+
+/* spin on a claimed piece of work that another thread is finishing; yield on a busy machine */
+static void wait_ge(int64_t *v, int64_t want) {
+  for (int i = 0; __atomic_load_n(v, __ATOMIC_ACQUIRE) < want; i++) {
+#if defined(__x86_64__)
+    _mm_pause();
+#endif
+    if (i >= 256) sched_yield();
+  }
+}
+static void wait_flag(unsigned char *f) {
+  for (int i = 0; !__atomic_load_n(f, __ATOMIC_ACQUIRE); i++) {
+#if defined(__x86_64__)
+    _mm_pause();
+#endif
+    if (i >= 256) sched_yield();
+  }
+}
+
+static void coop_run(void *vctx, int64_t begin, int64_t end) {
+  (void)begin, (void)end; /* every call joins the shared walk; work is claimed, not assigned */
+  coop_ctx *x = vctx;
+  const ct_fgemm *g = x->g;
+  const kparams *p = &x->p;
+  const bool f32 = g->dtype == CT_FLOAT32;
+  const size_t es = f32 ? 4 : 8;
+  const int64_t K = g->K, nr = p->nr, mr = p->mr;
+  void *ap = buf_get(es * (size_t)((x->mcu + mr - 1) / mr * mr * (K < p->kc ? K : p->kc)));
+  if (!ap) { /* claim nothing: the other threads (or the caller's own call) do the work */
+    __atomic_store_n(&x->failed, 1, __ATOMIC_RELAXED);
+    return;
+  }
+  int64_t a_s = -1, a_ic = -1; /* which A block ap holds */
+  for (int64_t s = __atomic_load_n(&x->cur, __ATOMIC_ACQUIRE); s < x->S; s++) {
+    int64_t c = __atomic_load_n(&x->cur, __ATOMIC_RELAXED);
+    while (c < s && !__atomic_compare_exchange_n(&x->cur, &c, s, true, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+    }
+    int64_t jb = s / x->nkb, kb = s % x->nkb, jc = jb * p->nc, pc = kb * p->kc;
+    int64_t nc = g->N - jc < p->nc ? g->N - jc : p->nc, kc = K - pc < p->kc ? K - pc : p->kc;
+    int64_t panels = (nc + nr - 1) / nr;
+    char *bp = x->bbuf[s & 1];
+    if (__atomic_load_n(&x->pk[s], __ATOMIC_RELAXED) < x->nbc) {
+      if (s >= 2) wait_ge(&x->cd[s - 2], x->U); /* the buffer's previous block is done */
+      for (;;) {
+        int64_t ch = __atomic_fetch_add(&x->pk[s], 1, __ATOMIC_ACQ_REL);
+        if (ch >= x->nbc) break;
+        int64_t p0 = ch * x->pan_per, p1 = p0 + x->pan_per < panels ? p0 + x->pan_per : panels;
+        if (p0 < p1) {
+          int64_t j0 = p0 * nr, w = (p1 * nr < nc ? p1 * nr : nc) - j0;
+          if (f32)
+            pack_f32((float *)bp + j0 * kc, (const float *)g->B + pc * g->b_k + (jc + j0) * g->b_n, g->b_n, g->b_k, w,
+                     kc, (int)nr, p->vec);
+          else
+            pack_f64((double *)bp + j0 * kc, (const double *)g->B + pc * g->b_k + (jc + j0) * g->b_n, g->b_n, g->b_k,
+                     w, kc, (int)nr, p->vec);
+        }
+        __atomic_fetch_add(&x->pd[s], 1, __ATOMIC_ACQ_REL);
+      }
+    }
+    if (__atomic_load_n(&x->ck[s], __ATOMIC_RELAXED) >= x->U) continue;
+    wait_ge(&x->pd[s], x->nbc);
+    for (;;) {
+      int64_t u = __atomic_fetch_add(&x->ck[s], 1, __ATOMIC_ACQ_REL);
+      if (u >= x->U) break;
+      int64_t ib = u / x->njr, jw = u % x->njr;
+      int64_t ic = ib * x->mcu, mc = g->M - ic < x->mcu ? g->M - ic : x->mcu;
+      int64_t jr0 = jw * x->wj, jr1 = jr0 + x->wj < nc ? jr0 + x->wj : nc;
+      if (kb > 0) wait_flag(&x->udone[(s - 1) * x->U + u]); /* same C tiles, previous k block */
+      if (jr0 < jr1 && mc > 0) {
+        if (a_s != s || a_ic != ic) {
+          if (f32)
+            pack_f32(ap, (const float *)g->A + ic * g->a_m + pc * g->a_k, g->a_m, g->a_k, mc, kc, (int)mr, p->vec);
+          else
+            pack_f64(ap, (const double *)g->A + ic * g->a_m + pc * g->a_k, g->a_m, g->a_k, mc, kc, (int)mr, p->vec);
+          a_s = s, a_ic = ic;
+        }
+        if (f32)
+          block_f32(g, p, (float *)g->C, (const float *)g->C0, ap, (const float *)bp, ic, mc, jc, jr0, jr1, kc, kb == 0);
+        else
+          block_f64(g, p, (double *)g->C, (const double *)g->C0, ap, (const double *)bp, ic, mc, jc, jr0, jr1, kc,
+                    kb == 0);
+      }
+      __atomic_store_n(&x->udone[s * x->U + u], 1, __ATOMIC_RELEASE);
+      __atomic_fetch_add(&x->cd[s], 1, __ATOMIC_ACQ_REL);
+    }
+  }
+  buf_put(ap);
+}
+
+/* Runs g (batch 1, K > 0) on nt threads with B shared; 1 = not taken (too few units, or out of
+ * memory for the bookkeeping: the caller uses the rectangle split), 0 = done, -1 = out of memory. */
+static int coop_gemm(const ct_fgemm *g, const kparams *p, int nt) {
+  coop_ctx x;
+  memset(&x, 0, sizeof x);
+  x.g = g, x.p = *p;
+  const int64_t nr = p->nr, mr = p->mr;
+  int64_t nkb = (g->K + p->kc - 1) / p->kc, njb = (g->N + p->nc - 1) / p->nc;
+  int64_t ncb = g->N < p->nc ? g->N : p->nc, panels = (ncb + nr - 1) / nr;
+  /* units: MC row blocks; when there are few, also split the panels (ranges of >= 4 panels), for
+   * ~4 units per thread, which the claiming balances on a busy machine */
+  int64_t want = 4 * (int64_t)nt;
+  x.mcu = p->mc;
+  x.nic = (g->M + x.mcu - 1) / x.mcu;
+  if (x.nic < want && g->M > mr) { /* smaller row blocks (down to 4 MR) before splitting panels */
+    int64_t rows = (g->M + want - 1) / want;
+    rows = (rows + mr - 1) / mr * mr;
+    if (rows < 4 * mr) rows = 4 * mr;
+    if (rows < x.mcu) x.mcu = rows;
+    x.nic = (g->M + x.mcu - 1) / x.mcu;
+  }
+  x.njr = 1;
+  if (x.nic < want) {
+    x.njr = (want + x.nic - 1) / x.nic;
+    if (x.njr > panels / 4) x.njr = panels / 4 > 1 ? panels / 4 : 1;
+  }
+  x.wj = (panels + x.njr - 1) / x.njr * nr;
+  x.njr = (panels * nr + x.wj - 1) / x.wj;
+  x.U = x.nic * x.njr;
+  if (x.U < 2) return 1;
+  x.S = njb * nkb, x.nkb = nkb;
+  x.nbc = 2 * (int64_t)nt < panels ? 2 * (int64_t)nt : panels;
+  x.pan_per = (panels + x.nbc - 1) / x.nbc;
+  size_t es = g->dtype == CT_FLOAT32 ? 4 : 8;
+  int64_t kcmax = g->K < p->kc ? g->K : p->kc;
+  int64_t *cnt = calloc((size_t)(4 * x.S), sizeof(int64_t));
+  x.udone = calloc((size_t)(x.S * x.U), 1);
+  x.bbuf[0] = buf_get(es * (size_t)(panels * nr * kcmax));
+  x.bbuf[1] = x.S > 1 ? buf_get(es * (size_t)(panels * nr * kcmax)) : NULL;
+  int r = 0;
+  if (!cnt || !x.udone || !x.bbuf[0] || (x.S > 1 && !x.bbuf[1])) r = 1;
+  else {
+    x.pk = cnt, x.pd = cnt + x.S, x.ck = cnt + 2 * x.S, x.cd = cnt + 3 * x.S;
+    ct_parallel_for(nt, 1, coop_run, &x);
+    /* every unit is done unless every thread failed to get its A buffer */
+    if (__atomic_load_n(&x.cd[x.S - 1], __ATOMIC_ACQUIRE) < x.U) r = -1;
+  }
+  free(cnt);
+  free(x.udone);
+  buf_put(x.bbuf[0]);
+  buf_put(x.bbuf[1]);
+  return r;
+}
 
 static void task_range(void *vctx, int64_t begin, int64_t end) {
   drv_ctx *x = vctx;
@@ -604,6 +794,11 @@ ct_status ct_fast_gemm(const ct_fgemm *g) {
   x.p = params_for(g->dtype);
   double flops = 2.0 * (double)g->batch * (double)g->M * (double)g->N * (double)(g->K + 1);
   int nt = ct_get_num_threads();
+  if (nt > 1 && g->batch == 1 && g->K > 0 && flops >= 4e6 && coop_enabled()) {
+    int r = coop_gemm(g, &x.p, nt);
+    if (r < 0) return CT_ERR(CT_ERR_OOM, "gemm: out of memory for packing buffers");
+    if (r == 0) return CT_OK;
+  }
   int64_t mt = (g->M + x.p.mr - 1) / x.p.mr, ntl = (g->N + x.p.nr - 1) / x.p.nr; /* tiles along M, N */
   plan_tasks(g, &x.p, nt, &x.tm, &x.tn);
   x.rm = ((mt + x.tm - 1) / x.tm) * x.p.mr;

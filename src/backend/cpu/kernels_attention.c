@@ -48,6 +48,7 @@ typedef struct {
   int64_t rs[SDPA_NT];                    /* row stride (dim -2; lse: dim -1) */
   int64_t mrs, mcs;                       /* mask strides over L and S */
   int64_t L, S, E, Ev, BH;
+  int64_t br;                             /* forward: queries per block (<= SDPA_BR) */
   const void *q, *k, *v, *mask, *gout;
   void *kt;                               /* forward: K^T packed per key block */
   void *out, *lse, *dq, *dk, *dv;
@@ -302,7 +303,13 @@ ct_status ct_cpu_sdpa_flash(const ct_call *c) {
   if (g.BH == 0) return CT_OK;
   if (g.Ev == 0) /* nothing to write but the log-sum-exp; the entry point keeps it composed */
     return CT_ERR(CT_ERR_RUNTIME, "sdpa_flash: empty value dim");
-  sdpa_job j = {&g, (g.L + SDPA_BR - 1) / SDPA_BR, pick_fwd(g.dt), NULL, pick_pack(g.dt), 0};
+  /* query blocks of equal size (a multiple of 4 rows, the narrow ISAs' register tile): 197 queries
+   * as 52+52+52+41 rather than 64+64+64+5, so the tasks of a head weigh alike on a few threads;
+   * each row's result does not depend on its block */
+  int64_t nqb = (g.L + SDPA_BR - 1) / SDPA_BR;
+  g.br = ((g.L + nqb - 1) / nqb + 3) / 4 * 4;
+  if (g.br > SDPA_BR) g.br = SDPA_BR;
+  sdpa_job j = {&g, (g.L + g.br - 1) / g.br, pick_fwd(g.dt), NULL, pick_pack(g.dt), 0};
   j.ws = es * (size_t)(SDPA_BR * SDPA_BC + SDPA_BR * g.Ev);
   /* K^T once per head (not once per query block): [BH][key blocks][E][BC], O(S E) memory */
   int64_t nkb = (g.S + SDPA_BC - 1) / SDPA_BC;

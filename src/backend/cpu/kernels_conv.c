@@ -2,48 +2,17 @@
  * convolution) and weight gradient, as direct loops over 1 to 3 spatial dims with
  * groups, stride, padding and dilation. Floating dtypes accumulate in double and round
  * once; integer dtypes accumulate in int64 (wrapping like C++).
- * Attributes (set by src/ops/conv.c): k0 spatial dims, k1 groups, i[0..3) stride,
- * i[3..6) padding (low side), i[6..9) dilation. float32/float64 run the fast path below
+ * Attributes and geometry: src/ops/conv_geom.h. float32/float64 run the fast path below
  * (im2col + packed GEMM, or Winograd F(2x2, 3x3) + GEMM); these loops stay as its reference
  * (conv_fast.h). */
 #include "kernels_nn.h"
 #include "conv_fast.h"
 #include "gemm_fast.h"
 #include "simd/simd.h"
+#include "ops/conv_geom.h"
 
 typedef struct {
-  int64_t N, C, G;        /* batch, "input" channels (of the forward conv), groups */
-  int64_t O;              /* "output" channels of the forward conv */
-  int64_t in[3], out[3];  /* spatial sizes of the forward conv's input and output */
-  int64_t k[3], s[3], p[3], d[3];
-  int64_t insp, outsp, ksp; /* products */
-} conv_geom;
-
-/* x: forward input geometry [N, C, in...]; w: [O, C/G, k...]; y: [N, O, out...] */
-static void geom_make(conv_geom *g, const ct_call *c, const ct_tensor *x, const ct_tensor *w, const ct_tensor *y) {
-  int nd = (int)c->a.k[0];
-  g->N = x->shape[0];
-  g->C = x->shape[1];
-  g->O = w->shape[0];
-  g->G = c->a.k[1];
-  g->insp = g->outsp = g->ksp = 1;
-  for (int i = 0; i < 3; i++) {
-    int j = i - (3 - nd); /* spatial dims are right-aligned into 3 */
-    bool real = j >= 0;
-    g->in[i] = real ? x->shape[2 + j] : 1;
-    g->out[i] = real ? y->shape[2 + j] : 1;
-    g->k[i] = real ? w->shape[2 + j] : 1;
-    g->s[i] = real ? c->a.i[0 + j] : 1;
-    g->p[i] = real ? c->a.i[3 + j] : 0;
-    g->d[i] = real ? c->a.i[6 + j] : 1;
-    g->insp *= g->in[i];
-    g->outsp *= g->out[i];
-    g->ksp *= g->k[i];
-  }
-}
-
-typedef struct {
-  conv_geom g;
+  ct_conv_geom g;
   const void *a, *b, *bias; /* operands (double* or int64_t*) */
   void *out;
   bool integer;
@@ -97,7 +66,7 @@ typedef struct {
 
 static void fwd_range(void *vctx, int64_t begin, int64_t end) {
   conv_ctx *cx = vctx;
-  const conv_geom *g = &cx->g;
+  const ct_conv_geom *g = &cx->g;
   if (cx->integer) FWD_BODY(int64_t) else FWD_BODY(double)
 }
 
@@ -121,7 +90,7 @@ static void fwd_range(void *vctx, int64_t begin, int64_t end) {
 
 static void bwdi_range(void *vctx, int64_t begin, int64_t end) {
   conv_ctx *cx = vctx;
-  const conv_geom *g = &cx->g;
+  const ct_conv_geom *g = &cx->g;
   if (cx->integer) BWDI_BODY(int64_t) else BWDI_BODY(double)
 }
 
@@ -148,7 +117,7 @@ static void bwdi_range(void *vctx, int64_t begin, int64_t end) {
 
 static void bwdw_range(void *vctx, int64_t begin, int64_t end) {
   conv_ctx *cx = vctx;
-  const conv_geom *g = &cx->g;
+  const ct_conv_geom *g = &cx->g;
   if (cx->integer) BWDW_BODY(int64_t) else BWDW_BODY(double)
 }
 
@@ -188,7 +157,7 @@ static ct_status conv_run(const ct_call *c, conv_ctx *cx, const ct_tensor *a, co
 static ct_status ref_conv_fwd(const ct_call *c) {
   conv_ctx cx;
   memset(&cx, 0, sizeof cx);
-  geom_make(&cx.g, c, c->in[0], c->in[1], c->out[0]);
+  ct_conv_geom_make(&cx.g, c, c->in[0], c->in[1], c->out[0]);
   return conv_run(c, &cx, c->in[0], c->in[1], c->in[2], cx.g.N * cx.g.O,
                   cx.g.outsp * cx.g.ksp * (cx.g.C / cx.g.G), fwd_range);
 }
@@ -197,7 +166,7 @@ static ct_status ref_conv_fwd(const ct_call *c) {
 static ct_status ref_conv_bwd_input(const ct_call *c) {
   conv_ctx cx;
   memset(&cx, 0, sizeof cx);
-  geom_make(&cx.g, c, c->out[0], c->in[1], c->in[0]);
+  ct_conv_geom_make(&cx.g, c, c->out[0], c->in[1], c->in[0]);
   return conv_run(c, &cx, c->in[0], c->in[1], c->in[2], cx.g.N * cx.g.C,
                   cx.g.outsp * cx.g.ksp * (cx.g.O / cx.g.G), bwdi_range);
 }
@@ -206,7 +175,7 @@ static ct_status ref_conv_bwd_input(const ct_call *c) {
 static ct_status ref_conv_bwd_weight(const ct_call *c) {
   conv_ctx cx;
   memset(&cx, 0, sizeof cx);
-  geom_make(&cx.g, c, c->in[0], c->out[0], c->in[1]);
+  ct_conv_geom_make(&cx.g, c, c->in[0], c->out[0], c->in[1]);
   return conv_run(c, &cx, c->in[0], c->in[1], NULL, cx.g.O * (cx.g.C / cx.g.G), cx.g.N * cx.g.outsp * cx.g.ksp,
                   bwdw_range);
 }
@@ -268,7 +237,7 @@ enum { OP_FWD, OP_BWD_INPUT, OP_BWD_WEIGHT };
  *    input gradient of a stride-1 conv whose flipped padding d (k - 1) - p is >= 0 (every
  *    ResNet 3x3/1 layer) runs as the forward conv of gy with the flipped kernel (flip_eligible),
  *    the others as GEMM + col2im. */
-static ct_conv_path choose_path(const conv_geom *g, ct_dtype dt, int op) {
+static ct_conv_path choose_path(const ct_conv_geom *g, ct_dtype dt, int op) {
   static int env_ref = -1;
   if (env_ref < 0) {
     const char *e = getenv("CT_CONV_REFERENCE");
@@ -285,7 +254,7 @@ static ct_conv_path choose_path(const conv_geom *g, ct_dtype dt, int op) {
 
 /* samples per chunk (nb) and output rows per chunk (nr; fewer than all only when nb == 1), for a col
  * of `rows` rows. ct_conv_set_col_budget replaces the rule by a plain cap on col's elements. */
-static void plan_chunks(const conv_geom *g, int64_t rows, int64_t *nb, int64_t *nr) {
+static void plan_chunks(const ct_conv_geom *g, int64_t rows, int64_t *nb, int64_t *nr) {
   int64_t cols;
   if (conv_col_budget > 0) cols = conv_col_budget / rows;
   else {
@@ -316,7 +285,7 @@ static inline void ow_range(int64_t OW, int64_t IW, int64_t s, int64_t off, int6
 }
 
 typedef struct {
-  const conv_geom *g;
+  const ct_conv_geom *g;
   bool dbl;
   size_t es;
   char *x;             /* [N, C, in...]: read by im2col, accumulated into by col2im */
@@ -365,7 +334,7 @@ DEFINE_RUN(double, f64)
  * (sample, channel) planes, so col2im's tasks never write the same element. */
 #define DEFINE_COLS(T, SUF)                                                                       \
   static void im2col_##SUF(const fx_ctx *q, int64_t begin, int64_t end) {                          \
-    const conv_geom *g = q->g;                                                                     \
+    const ct_conv_geom *g = q->g;                                                                     \
     const int64_t OW = g->out[2], OH = g->out[1], IW = g->in[2], sw = g->s[2], sh = g->s[1];       \
     /* stride 1 along H and W and OW == IW: a block of valid rows is contiguous in x and in col */ \
     const bool run = sw == 1 && sh == 1 && OW == IW;                                               \
@@ -408,7 +377,7 @@ DEFINE_RUN(double, f64)
     }                                                                                              \
   }                                                                                                \
   static void col2im_##SUF(const fx_ctx *q, int64_t begin, int64_t end) {                          \
-    const conv_geom *g = q->g;                                                                     \
+    const ct_conv_geom *g = q->g;                                                                     \
     const int64_t OW = g->out[2], sw = g->s[2];                                                    \
     for (int64_t t = begin; t < end; t++) {                                                        \
       int64_t s = t / g->C, ch = t % g->C;                                                         \
@@ -562,12 +531,15 @@ static void *ws_get(int64_t elems, size_t es) {
  * bound holds); chunks do not depend on the thread count, nor does the GEMM's order.
  * ====================================================================================== */
 #define WINO_MIN_CH 16 /* below this many in/out channels im2col does better */
+#ifndef WINO_WASM_MIN_TILES
+#define WINO_WASM_MIN_TILES 128
+#endif
 /* V + M of one chunk (at least one sample): 1 MiB of float32, so that the GEMM reads V from L2
  * (8 MiB chunks measured ~40% slower on ResNet's 32x32 layer) */
 #define WINO_MAX_ELEMS ((int64_t)1 << 18)
 
 /* g is a forward conv (x [N, C, in], w [O, C, 3, 3]) Winograd can run; padding any. */
-static bool wino_eligible(const conv_geom *g, ct_dtype dt) {
+static bool wino_eligible(const ct_conv_geom *g, ct_dtype dt) {
   if (dt != CT_FLOAT32 || g->G != 1 || g->C < WINO_MIN_CH || g->O < WINO_MIN_CH) return false;
   if (g->k[0] != 1 || g->in[0] != 1 || g->k[1] != 3 || g->k[2] != 3) return false; /* 2-d, 3x3 */
   for (int i = 1; i < 3; i++)
@@ -576,11 +548,17 @@ static bool wino_eligible(const conv_geom *g, ct_dtype dt) {
    * saves: with fewer tiles than 2 (C + O) (ResNet-18's 8x8 and 4x4 layers at batch 16) im2col
    * measured faster. */
   int64_t tiles = g->N * ((g->out[1] + 1) / 2) * ((g->out[2] + 1) / 2);
+#if defined(__wasm_simd128__)
+  /* WebAssembly: the GEMM (no FMA, 4-wide) costs more against the transforms than on x86, so
+   * Winograd pays from fewer tiles (ResNet-18 batch 1's 28x28 .. 7x7 layers: 196 .. 16 tiles) */
+  return tiles >= WINO_WASM_MIN_TILES;
+#else
   return tiles >= 2 * (g->C + g->O);
+#endif
 }
 
 typedef struct {
-  const conv_geom *g;
+  const ct_conv_geom *g;
   const float *x, *w;
   float *y, *U, *V, *M;
   int64_t n0, T, TH, TW; /* chunk's first sample, tiles in the chunk, tiles per sample along H, W */
@@ -622,7 +600,7 @@ static float *wino_rows(wino_ctx *q) {
  * B along each tile's 4 columns, writing each of the 16 planes contiguously. */
 static void wino_in_range(void *vq, int64_t begin, int64_t end) {
   wino_ctx *q = vq;
-  const conv_geom *g = q->g;
+  const ct_conv_geom *g = q->g;
   const int64_t C = g->C, IH = g->in[1], IW = g->in[2], ph = g->p[1], pw = g->p[2];
   const int64_t TW = q->TW, PW = 2 * TW + 2, tps = q->TH * TW, CT = C * q->T;
   const int64_t hi = pw + IW < PW ? pw + IW : PW; /* padded columns [pw, hi) hold x */
@@ -673,7 +651,7 @@ static void wino_in_range(void *vq, int64_t begin, int64_t end) {
  * edges) */
 static void wino_out_range(void *vq, int64_t begin, int64_t end) {
   wino_ctx *q = vq;
-  const conv_geom *g = q->g;
+  const ct_conv_geom *g = q->g;
   const int64_t O = g->O, OH = g->out[1], OW = g->out[2], TW = q->TW, tps = q->TH * TW, OT = O * q->T;
   float *rows = wino_rows(q); /* two output rows of 2 TW */
   if (!rows) return;
@@ -704,7 +682,7 @@ static void wino_out_range(void *vq, int64_t begin, int64_t end) {
 
 /* The forward convolution x [N, C, H, W] * w [O, C, 3, 3] -> y [N, O, OH, OW] (all contiguous
  * float32, wino_eligible). */
-static ct_status wino_fwd(const conv_geom *g, const float *x, const float *w, float *y) {
+static ct_status wino_fwd(const ct_conv_geom *g, const float *x, const float *w, float *y) {
   wino_ctx q = {g, x, w, y, NULL, NULL, NULL, 0, 0, (g->out[1] + 1) / 2, (g->out[2] + 1) / 2};
   int64_t C = g->C, O = g->O, tps = q.TH * q.TW, per = 16 * (C + O) * tps;
   int64_t budget = conv_col_budget > 0 ? conv_col_budget : WINO_MAX_ELEMS, nb = budget / per;
@@ -743,7 +721,7 @@ done:
  *   OP_FWD         im2col(x); yc = W @ col
  *   OP_BWD_INPUT   col = W^T @ yc; col2im into x
  *   OP_BWD_WEIGHT  im2col(x); gw (+)= yc @ col^T        (summed over chunks in order) */
-static ct_status cols_loop(int op, const conv_geom *g, ct_dtype dt, char *x, const char *w, char *y, char *gw) {
+static ct_status cols_loop(int op, const ct_conv_geom *g, ct_dtype dt, char *x, const char *w, char *y, char *gw) {
   size_t es = ct_dtype_size(dt);
   int64_t G = g->G, Og = g->O / G, rows = g->C / G * g->ksp, O = g->O;
   fx_ctx q = {g, dt == CT_FLOAT64, es};
@@ -787,7 +765,7 @@ done:
 
 /* The forward convolution by im2col + GEMM on contiguous x [N, C, in], w [O, C/G, k] into y [N, O, out]
  * (every element written); g->C * g->ksp > 0. */
-static ct_status fwd_cols(const conv_geom *g, ct_dtype dt, const char *x, const char *w, char *y) {
+static ct_status fwd_cols(const ct_conv_geom *g, ct_dtype dt, const char *x, const char *w, char *y) {
   return cols_loop(OP_FWD, g, dt, (char *)x, w, y, NULL);
 }
 
@@ -795,14 +773,14 @@ static ct_status fwd_cols(const conv_geom *g, ct_dtype dt, const char *x, const 
  * flipped in every spatial dim and its channel axes swapped (per group), low-side padding
  * d (k - 1) - p: run as such (im2col of gy + GEMM writing gx once) instead of GEMM + col2im, which
  * adds k^2 column rows into gx and needs gx zeroed first. Usable when that padding is >= 0. */
-static bool flip_eligible(const conv_geom *g) {
+static bool flip_eligible(const ct_conv_geom *g) {
   for (int i = 0; i < 3; i++)
     if (g->s[i] != 1 || g->d[i] * (g->k[i] - 1) - g->p[i] < 0) return false;
   return true;
 }
 
 /* The geometry of that forward conv: gy [N, O, out] is its input, gx [N, C, in] its output. */
-static void flip_geom(const conv_geom *g, conv_geom *f) {
+static void flip_geom(const ct_conv_geom *g, ct_conv_geom *f) {
   *f = *g;
   f->C = g->O, f->O = g->C;
   for (int i = 0; i < 3; i++) {
@@ -813,7 +791,7 @@ static void flip_geom(const conv_geom *g, conv_geom *f) {
 }
 
 typedef struct {
-  const conv_geom *g;
+  const ct_conv_geom *g;
   const char *w;
   char *wf;
   size_t es;
@@ -822,7 +800,7 @@ typedef struct {
 /* tasks c: wf[c, oo, ksp-1-kk] = w[grp*Og + oo, c % Cg, kk] */
 static void flip_range(void *vq, int64_t begin, int64_t end) {
   flip_ctx *q = vq;
-  const conv_geom *g = q->g;
+  const ct_conv_geom *g = q->g;
   int64_t Cg = g->C / g->G, Og = g->O / g->G, ksp = g->ksp;
   for (int64_t c = begin; c < end; c++) {
     int64_t grp = c / Cg, ci = c % Cg;
@@ -837,10 +815,10 @@ static void flip_range(void *vq, int64_t begin, int64_t end) {
   }
 }
 
-static ct_status bwd_input_flipped(const conv_geom *g, ct_dtype dt, const char *gy, const char *w, char *gx,
+static ct_status bwd_input_flipped(const ct_conv_geom *g, ct_dtype dt, const char *gy, const char *w, char *gx,
                                    bool wino) {
   size_t es = ct_dtype_size(dt);
-  conv_geom f;
+  ct_conv_geom f;
   flip_geom(g, &f);
   char *wf = ws_get(g->C * (g->O / g->G) * g->ksp, es); /* [C, Og, k] */
   if (!wf) return ct_last_status();
@@ -852,7 +830,7 @@ static ct_status bwd_input_flipped(const conv_geom *g, ct_dtype dt, const char *
 }
 
 /* in[0] x, in[1] w, in[2] bias -> y */
-static ct_status fast_fwd(const ct_call *c, const conv_geom *g, ct_conv_path path) {
+static ct_status fast_fwd(const ct_call *c, const ct_conv_geom *g, ct_conv_path path) {
   ct_tensor *yt = c->out[0];
   ct_dtype dt = yt->dtype;
   size_t es = ct_dtype_size(dt);
@@ -891,8 +869,25 @@ done:
   return st;
 }
 
+/* memset(p, 0, bytes) over the thread pool in 64 KiB pieces: a stride-2 layer's gx at batch 16 was
+ * the largest serial part of the 2-thread training step */
+typedef struct {
+  char *p;
+  size_t bytes;
+} zero_ctx;
+#define ZERO_PIECE ((size_t)64 << 10)
+static void zero_range(void *vq, int64_t begin, int64_t end) {
+  zero_ctx *q = vq;
+  size_t a = (size_t)begin * ZERO_PIECE, b = (size_t)end * ZERO_PIECE;
+  memset(q->p + a, 0, (b < q->bytes ? b : q->bytes) - a);
+}
+static void zero_par(char *p, size_t bytes) {
+  zero_ctx q = {p, bytes};
+  ct_parallel_for((int64_t)((bytes + ZERO_PIECE - 1) / ZERO_PIECE), 4, zero_range, &q);
+}
+
 /* in[0] gy, in[1] w, in[2] bias (per channel of gx) -> gx */
-static ct_status fast_bwd_input(const ct_call *c, const conv_geom *g, ct_conv_path path) {
+static ct_status fast_bwd_input(const ct_call *c, const ct_conv_geom *g, ct_conv_path path) {
   ct_tensor *xt = c->out[0];
   ct_dtype dt = xt->dtype;
   size_t es = ct_dtype_size(dt);
@@ -905,7 +900,7 @@ static ct_status fast_bwd_input(const ct_call *c, const conv_geom *g, ct_conv_pa
   if (c->in[2] && !bias) return ct_last_status();
   bool flip = (path == CT_CONV_PATH_WINOGRAD || (path == CT_CONV_PATH_IM2COL && flip_eligible(g))) && rows > 0 &&
               Og > 0 && g->outsp > 0;
-  if ((path != CT_CONV_PATH_GEMM_1X1 && !flip) || Og == 0) memset(gx, 0, (size_t)ct_numel(xt) * es); /* col2im adds into it */
+  if ((path != CT_CONV_PATH_GEMM_1X1 && !flip) || Og == 0) zero_par(gx, (size_t)ct_numel(xt) * es); /* col2im adds into it */
   if (rows == 0 || Og == 0 || g->outsp == 0) goto done;
   const char *gy = operand(c->in[0], dt, &yo), *w = gy ? operand(c->in[1], dt, &wo) : NULL;
   if (!w) {
@@ -932,7 +927,7 @@ done:
 }
 
 /* in[0] x, in[1] gy -> gw */
-static ct_status fast_bwd_weight(const ct_call *c, const conv_geom *g, ct_conv_path path) {
+static ct_status fast_bwd_weight(const ct_call *c, const ct_conv_geom *g, ct_conv_path path) {
   ct_tensor *wt = c->out[0];
   ct_dtype dt = wt->dtype;
   size_t es = ct_dtype_size(dt);
@@ -965,10 +960,10 @@ done:
 /* choose_path's rule, then WINOGRAD in place of IM2COL for the forward and the input gradient of
  * a float32 3x3 stride-1 conv with enough channels (wino_eligible; for the input gradient, of
  * the flipped-kernel forward conv it runs as), unless im2col is forced. */
-static ct_conv_path pick(const conv_geom *g, ct_dtype dt, int op) {
+static ct_conv_path pick(const ct_conv_geom *g, ct_dtype dt, int op) {
   ct_conv_path p = choose_path(g, dt, op);
   if (p == CT_CONV_PATH_IM2COL && (conv_forced < 0 || conv_forced == CT_CONV_PATH_WINOGRAD)) {
-    conv_geom f;
+    ct_conv_geom f;
     if (op == OP_FWD && wino_eligible(g, dt)) p = CT_CONV_PATH_WINOGRAD;
     else if (op == OP_BWD_INPUT && flip_eligible(g)) {
       flip_geom(g, &f);
@@ -981,8 +976,8 @@ static ct_conv_path pick(const conv_geom *g, ct_dtype dt, int op) {
 
 /* in[0] x, in[1] w, in[2] bias (optional) -> y */
 ct_status ct_cpu_conv_fwd(const ct_call *c) {
-  conv_geom g;
-  geom_make(&g, c, c->in[0], c->in[1], c->out[0]);
+  ct_conv_geom g;
+  ct_conv_geom_make(&g, c, c->in[0], c->in[1], c->out[0]);
   ct_conv_path p = pick(&g, c->out[0]->dtype, OP_FWD);
   if (p == CT_CONV_PATH_REFERENCE) return ref_conv_fwd(c);
   return ct_numel(c->out[0]) == 0 ? CT_OK : fast_fwd(c, &g, p);
@@ -990,8 +985,8 @@ ct_status ct_cpu_conv_fwd(const ct_call *c) {
 
 /* in[0] gy, in[1] w, in[2] bias (optional, per output channel of this op) -> gx */
 ct_status ct_cpu_conv_bwd_input(const ct_call *c) {
-  conv_geom g;
-  geom_make(&g, c, c->out[0], c->in[1], c->in[0]);
+  ct_conv_geom g;
+  ct_conv_geom_make(&g, c, c->out[0], c->in[1], c->in[0]);
   ct_conv_path p = pick(&g, c->out[0]->dtype, OP_BWD_INPUT);
   if (p == CT_CONV_PATH_REFERENCE) return ref_conv_bwd_input(c);
   return ct_numel(c->out[0]) == 0 ? CT_OK : fast_bwd_input(c, &g, p);
@@ -999,8 +994,8 @@ ct_status ct_cpu_conv_bwd_input(const ct_call *c) {
 
 /* in[0] x, in[1] gy -> gw */
 ct_status ct_cpu_conv_bwd_weight(const ct_call *c) {
-  conv_geom g;
-  geom_make(&g, c, c->in[0], c->out[0], c->in[1]);
+  ct_conv_geom g;
+  ct_conv_geom_make(&g, c, c->in[0], c->out[0], c->in[1]);
   ct_conv_path p = pick(&g, c->out[0]->dtype, OP_BWD_WEIGHT);
   if (p == CT_CONV_PATH_REFERENCE) return ref_conv_bwd_weight(c);
   return ct_numel(c->out[0]) == 0 ? CT_OK : fast_bwd_weight(c, &g, p);

@@ -7,6 +7,8 @@
  * direction instead of the composed path's ~10 (ResNet's step is launch-bound). */
 #include "cu_common.cuh"
 #include <math.h>
+#include <stdlib.h>
+#include <string.h>
 
 #define BN_T 256
 
@@ -177,6 +179,69 @@ static ct_status cu_native_batch_norm_backward(const ct_call *c) {
   if (x->dtype == CT_FLOAT64) k_bn_bwd<double><<<(unsigned)a.C, BN_T, 0, CU_STREAM(dev)>>>(a);
   else k_bn_bwd<float><<<(unsigned)a.C, BN_T, 0, CU_STREAM(dev)>>>(a);
   return ct_cuda_check_launch("native_batch_norm_backward");
+}
+
+/* ---- running statistics: running = running (1 - momentum) + stat (momentum factor) for the
+ * mean and the variance in ONE launch (the composed update in src/ops/nn.c update_running is
+ * four ops per statistic, eight graph nodes per batch norm). The same roundings as the composed
+ * ops: both scalars rounded to the dtype first (the CPU converts the wrapped scalar to the
+ * tensor's dtype), then r = run*s1, s = stat*s2, r + s, each rounded once (_rn, no FMA). ---- */
+struct BnRun {
+  void *rm, *rv;
+  const void *m, *v;
+  double keep, fm, fv; /* 1 - momentum, momentum * 1, momentum * factor */
+  int64_t C;
+};
+template <typename T> __global__ void __launch_bounds__(BN_T) k_bn_running(BnRun a) {
+  int64_t k = blockIdx.x * (int64_t)BN_T + threadIdx.x;
+  if (k >= a.C) return;
+  T keep = (T)a.keep;
+  if (a.rm) {
+    T *r = (T *)a.rm;
+    r[k] = bn_add(bn_mul(r[k], keep), bn_mul(((const T *)a.m)[k], (T)a.fm));
+  }
+  if (a.rv) {
+    T *r = (T *)a.rv;
+    r[k] = bn_add(bn_mul(r[k], keep), bn_mul(((const T *)a.v)[k], (T)a.fv));
+  }
+}
+
+static bool bn_run_ok(const ct_tensor *r, const ct_tensor *s, int dev) {
+  return r && s && r->storage->device.type == CT_DEVICE_CUDA && r->storage->device.index == dev &&
+         s->storage->device.type == CT_DEVICE_CUDA && s->storage->device.index == dev && r->dtype == s->dtype &&
+         (r->dtype == CT_FLOAT32 || r->dtype == CT_FLOAT64) && ct_is_contiguous(r) && ct_is_contiguous(s) &&
+         ct_numel(r) == ct_numel(s) && !ct_shares_storage(r, s);
+}
+
+/* Both running statistics (either may be NULL) in one kernel: 1 done, 0 not applicable here
+ * (the caller composes the update), -1 failed (the error is set). */
+extern "C" int ct_cuda_bn_update_running(ct_tensor *rm, const ct_tensor *mean, ct_tensor *rv, const ct_tensor *var,
+                                         double momentum, double factor) {
+  const ct_tensor *any = rm ? rm : rv;
+  const char *off = getenv("CT_CUDA_BN_RUNNING"); /* "0": the composed update (tests compare both) */
+  if (!any || (off && strcmp(off, "0") == 0)) return 0;
+  int dev = any->storage->device.index;
+  if ((rm && !bn_run_ok(rm, mean, dev)) || (rv && !bn_run_ok(rv, var, dev))) return 0;
+  if (rm && rv && (rm->dtype != rv->dtype || ct_numel(rm) != ct_numel(rv) || ct_shares_storage(rm, rv))) return 0;
+  BnRun a;
+  a.rm = rm ? (void *)bn_ptr(rm) : NULL;
+  a.rv = rv ? (void *)bn_ptr(rv) : NULL;
+  a.m = rm ? bn_ptr(mean) : NULL;
+  a.v = rv ? bn_ptr(var) : NULL;
+  a.keep = 1.0 - momentum;
+  a.fm = momentum * 1.0;
+  a.fv = momentum * factor;
+  a.C = ct_numel(any);
+  if (a.C > 0) {
+    if (ct_cuda_use(dev) != CT_OK) return -1;
+    unsigned blocks = (unsigned)((a.C + BN_T - 1) / BN_T);
+    if (any->dtype == CT_FLOAT64) k_bn_running<double><<<blocks, BN_T, 0, CU_STREAM(dev)>>>(a);
+    else k_bn_running<float><<<blocks, BN_T, 0, CU_STREAM(dev)>>>(a);
+    if (ct_cuda_check_launch("batch_norm running statistics") != CT_OK) return -1;
+  }
+  if (rm) ct_bump_version(rm);
+  if (rv) ct_bump_version(rv);
+  return 1;
 }
 
 extern "C" void ct_cuda_register_bn(ct_kernel_fn *tab) {

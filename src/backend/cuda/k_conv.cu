@@ -8,13 +8,13 @@
  * (k_cudnn.cu) where it is installed, and these kernels take the rest. */
 #include "cu_common.cuh"
 #include <math.h>
+extern "C" {
+#include "ops/conv_geom.h"
+}
 
-/* geometry with the spatial dims right-aligned into 3, as the CPU's geom_make; strides
- * in bytes for the five dims (N, C, D, H, W) of the three operands */
-struct CGeom {
-  int64_t N, C, O, G;
-  int64_t in[3], out[3], k[3], s[3], p[3], d[3];
-  int64_t insp, outsp, ksp;
+/* the shared geometry (ops/conv_geom.h) plus byte strides for the five dims (N, C, D, H, W)
+ * of the three operands and their pointers */
+struct CGeom : ct_conv_geom {
   int64_t xs[5], ws[5], ys[5]; /* x-like [N, C, in], w [O, C/G, k], y-like [N, O, out] */
   const char *xp, *wp, *bp;
   char *yp;
@@ -24,41 +24,14 @@ struct CGeom {
 
 static char *cdptr(const ct_tensor *t) { return (char *)t->storage->data + t->offset * (int64_t)ct_dtype_size(t->dtype); }
 
-static void strides5(const ct_tensor *t, int nd, int64_t *st) {
-  int64_t isz = (int64_t)ct_dtype_size(t->dtype);
-  st[0] = t->stride[0] * isz;
-  st[1] = t->stride[1] * isz;
-  for (int i = 0; i < 3; i++) {
-    int j = i - (3 - nd);
-    st[2 + i] = j >= 0 ? t->stride[2 + j] * isz : 0;
-  }
-}
-
 /* x: the [N, C, in] operand, w: [O, C/G, k], y: the [N, O, out] operand */
 static void cgeom(CGeom *g, const ct_call *c, const ct_tensor *x, const ct_tensor *w, const ct_tensor *y) {
   memset(g, 0, sizeof *g);
   int nd = (int)c->a.k[0];
-  g->N = x->shape[0];
-  g->C = x->shape[1];
-  g->O = w->shape[0];
-  g->G = c->a.k[1];
-  g->insp = g->outsp = g->ksp = 1;
-  for (int i = 0; i < 3; i++) {
-    int j = i - (3 - nd);
-    bool real = j >= 0;
-    g->in[i] = real ? x->shape[2 + j] : 1;
-    g->out[i] = real ? y->shape[2 + j] : 1;
-    g->k[i] = real ? w->shape[2 + j] : 1;
-    g->s[i] = real ? c->a.i[0 + j] : 1;
-    g->p[i] = real ? c->a.i[3 + j] : 0;
-    g->d[i] = real ? c->a.i[6 + j] : 1;
-    g->insp *= g->in[i];
-    g->outsp *= g->out[i];
-    g->ksp *= g->k[i];
-  }
-  strides5(x, nd, g->xs);
-  strides5(w, nd, g->ws);
-  strides5(y, nd, g->ys);
+  ct_conv_geom_make(g, c, x, w, y);
+  ct_conv_strides5(x, nd, (int64_t)ct_dtype_size(x->dtype), g->xs);
+  ct_conv_strides5(w, nd, (int64_t)ct_dtype_size(w->dtype), g->ws);
+  ct_conv_strides5(y, nd, (int64_t)ct_dtype_size(y->dtype), g->ys);
   g->xp = cdptr(x);
   g->wp = cdptr(w);
   g->yp = cdptr(y);

@@ -29,6 +29,10 @@ extern "C" int64_t ct_cuda_cudnn_calls(void) { return __atomic_load_n(&cudnn_cal
 #ifndef CT_HAVE_CUDNN_H
 extern "C" bool ct_cuda_cudnn_conv(const ct_call *c, ct_status *st) { return false; }
 extern "C" const char *ct_cuda_cudnn_info(void) { return "built without cudnn.h"; }
+extern "C" ct_status ct_cuda_conv_bias_act(const ct_tensor *x, const ct_tensor *w, const ct_tensor *bias,
+                                           const ct_tensor *z, bool relu, int stride, int pad, ct_tensor *y) {
+  return CT_ERR(CT_ERR_RUNTIME, "fused convolution: built without cudnn.h");
+}
 #else
 
 #define FN(name) static decltype(&name) p_##name
@@ -54,6 +58,9 @@ FN(cudnnConvolutionForward);
 FN(cudnnConvolutionBackwardData);
 FN(cudnnConvolutionBackwardFilter);
 FN(cudnnAddTensor);
+FN(cudnnConvolutionBiasActivationForward);
+FN(cudnnCreateActivationDescriptor);
+FN(cudnnSetActivationDescriptor);
 #undef FN
 
 static struct {
@@ -150,6 +157,11 @@ static void load_cudnn(void) {
   SYM(cudnnConvolutionBackwardData);
   SYM(cudnnConvolutionBackwardFilter);
   SYM(cudnnAddTensor);
+  /* optional: the fused inference convolution (ct_cuda_conv_bias_act) says so where absent */
+  p_cudnnConvolutionBiasActivationForward =
+      (decltype(p_cudnnConvolutionBiasActivationForward))dlsym(lib, "cudnnConvolutionBiasActivationForward");
+  p_cudnnCreateActivationDescriptor = (decltype(p_cudnnCreateActivationDescriptor))dlsym(lib, "cudnnCreateActivationDescriptor");
+  p_cudnnSetActivationDescriptor = (decltype(p_cudnnSetActivationDescriptor))dlsym(lib, "cudnnSetActivationDescriptor");
 #undef SYM
   size_t v = p_cudnnGetVersion();
   if (v < 90000) {
@@ -386,5 +398,75 @@ extern "C" bool ct_cuda_cudnn_conv(const ct_call *c, ct_status *st) {
   __atomic_add_fetch(&cudnn_calls, 1, __ATOMIC_RELAXED);
   *st = ct_cuda_check_launch(ct_op_info_of(c->op)->id);
   return true;
+}
+
+/* y = act(conv2d(x, w) + bias + z), one cuDNN call (cudnnConvolutionBiasActivationForward): the
+ * inference convolution with batch norm folded into w and bias, ReLU (or none), and the residual z
+ * (NULL: none) fused. x [N, C, H, W], w [O, C, k, k], bias [O], z and y [N, O, H', W'], contiguous
+ * float32 on one CUDA device; stride/pad the same in both spatial dims. Float32 with FMA math
+ * unless TF32 is allowed (as the plain convolutions). */
+extern "C" ct_status ct_cuda_conv_bias_act(const ct_tensor *x, const ct_tensor *w, const ct_tensor *bias,
+                                           const ct_tensor *z, bool relu, int stride, int pad, ct_tensor *y) {
+  pthread_once(&D.once, load_cudnn);
+  if (!D.ok) return CT_ERR(CT_ERR_RUNTIME, "fused convolution: %s", D.info);
+  if (!p_cudnnConvolutionBiasActivationForward || !p_cudnnCreateActivationDescriptor || !p_cudnnSetActivationDescriptor)
+    return CT_ERR(CT_ERR_RUNTIME, "fused convolution: cuDNN lacks cudnnConvolutionBiasActivationForward");
+  const ct_tensor *all[5] = {x, w, bias, z, y};
+  for (int i = 0; i < 5; i++) {
+    if (!all[i]) {
+      if (i == 3) continue;
+      return CT_ERR(CT_ERR_VALUE, "fused convolution: a NULL operand");
+    }
+    if (all[i]->dtype != CT_FLOAT32 || all[i]->storage->device.type != CT_DEVICE_CUDA ||
+        all[i]->storage->device.index != x->storage->device.index || !contiguous(all[i]))
+      return CT_ERR(CT_ERR_VALUE, "fused convolution: operands must be contiguous float32 on one CUDA device");
+  }
+  if (x->ndim != 4 || w->ndim != 4 || y->ndim != 4 || bias->ndim != 1 || stride < 1 || pad < 0 ||
+      w->shape[1] != x->shape[1] || bias->shape[0] != w->shape[0] || y->shape[0] != x->shape[0] ||
+      y->shape[1] != w->shape[0] || (z && (z->ndim != 4 || memcmp(z->shape, y->shape, sizeof(int64_t) * 4))))
+    return CT_ERR(CT_ERR_VALUE, "fused convolution: shapes do not agree");
+  for (int i = 0; i < 2; i++)
+    if ((x->shape[2 + i] + 2 * pad - w->shape[2 + i]) / stride + 1 != y->shape[2 + i])
+      return CT_ERR(CT_ERR_VALUE, "fused convolution: output size does not agree");
+  ckey k;
+  memset(&k, 0, sizeof k);
+  k.op = CT_OP_convolution;
+  k.dt = CT_FLOAT32;
+  k.nb = 4;
+  k.groups = 1;
+  k.math = ct_cuda_tf32() ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
+  if (!dims_of(x, 2, k.x) || !dims_of(w, 2, k.w) || !dims_of(y, 2, k.y))
+    return CT_ERR(CT_ERR_VALUE, "fused convolution: empty or too large operands");
+  for (int i = 0; i < 2; i++) k.str[i] = stride, k.pad[i] = pad, k.dil[i] = 1;
+  int dev = x->storage->device.index;
+  CT_TRY(ct_cuda_use(dev));
+  cudnnHandle_t h;
+  if (!handle_for(dev, &h)) return CT_ERR(CT_ERR_RUNTIME, "fused convolution: cudnnCreate failed");
+  const centry *e = lookup(&k, h);
+  if (!e) return CT_ERR(CT_ERR_RUNTIME, "fused convolution: cuDNN has no algorithm for this geometry");
+  static cudnnActivationDescriptor_t act[2];
+  pthread_mutex_lock(&D.mu);
+  for (int i = 0; i < 2; i++)
+    if (!act[i] && p_cudnnCreateActivationDescriptor(&act[i]) == CUDNN_STATUS_SUCCESS)
+      p_cudnnSetActivationDescriptor(act[i], i ? CUDNN_ACTIVATION_RELU : CUDNN_ACTIVATION_IDENTITY, CUDNN_PROPAGATE_NAN, 0.0);
+  pthread_mutex_unlock(&D.mu);
+  /* cuDNN's identity activation runs with the implicit-precomputed-GEMM algorithm only */
+  int algo = relu ? e->algo : (int)CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
+  size_t wsz = e->ws;
+  if (!relu && p_cudnnGetConvolutionForwardWorkspaceSize(h, e->xd, e->wd, e->cd, e->yd, (cudnnConvolutionFwdAlgo_t)algo, &wsz))
+    return CT_ERR(CT_ERR_RUNTIME, "fused convolution: no workspace size");
+  void *ws = NULL;
+  if (wsz && !(ws = ct_cuda_tmp_alloc(dev, wsz))) return ct_last_status();
+  float one = 1, a2 = z ? 1.0f : 0.0f;
+  char *yp = (char *)y->storage->data + y->offset * 4;
+  const char *zp = z ? (const char *)z->storage->data + z->offset * 4 : yp;
+  cudnnStatus_t s = p_cudnnConvolutionBiasActivationForward(
+      h, &one, e->xd, (const char *)x->storage->data + x->offset * 4, e->wd, (const char *)w->storage->data + w->offset * 4,
+      e->cd, (cudnnConvolutionFwdAlgo_t)algo, ws, wsz, &a2, e->yd, zp, e->bd,
+      (const char *)bias->storage->data + bias->offset * 4, act[relu ? 1 : 0], e->yd, yp);
+  if (ws) ct_cuda_tmp_free(dev, ws, wsz);
+  if (s != CUDNN_STATUS_SUCCESS) return CT_ERR(CT_ERR_RUNTIME, "cuDNN fused convolution failed: %s", p_cudnnGetErrorString(s));
+  __atomic_add_fetch(&cudnn_calls, 1, __ATOMIC_RELAXED);
+  return ct_cuda_check_launch("conv_bias_act");
 }
 #endif

@@ -749,18 +749,54 @@ struct SgdP {
   float sg, mom;
   bool WD, MOM, FIRST, NEST;
 };
-__global__ void __launch_bounds__(CU_THREADS) k_sgd(SgdP P) {
-  int64_t stride = gridDim.x * (int64_t)blockDim.x;
-  for (int64_t k = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; k < P.n; k += stride) {
-    float d = __fmul_rn(P.g[k], P.sg);
-    if (P.WD) d = adda(d, P.p[k], P.wd);
-    if (P.MOM) {
-      float bk = P.FIRST ? d : adda(__fmul_rn(P.buf[k], P.mom), d, P.omd);
-      P.buf[k] = bk;
-      d = P.NEST ? adda(d, bk, P.m) : bk;
-    }
-    P.p[k] = adda(P.p[k], d, P.nlr);
+/* one element: the per-tensor and the multi-tensor kernels share it (equal bits by construction) */
+struct SgdH {
+  double wd, m, omd, nlr;
+  float sg, mom;
+  bool WD, MOM, NEST;
+};
+__device__ __forceinline__ void sgd_elem(float *p, float *buf, const float *g, int64_t k, const SgdH &H, bool FIRST) {
+  float d = __fmul_rn(g[k], H.sg);
+  if (H.WD) d = adda(d, p[k], H.wd);
+  if (H.MOM) {
+    float bk = FIRST ? d : adda(__fmul_rn(buf[k], H.mom), d, H.omd);
+    buf[k] = bk;
+    d = H.NEST ? adda(d, bk, H.m) : bk;
   }
+  p[k] = adda(p[k], d, H.nlr);
+}
+__global__ void __launch_bounds__(CU_THREADS) k_sgd(SgdP P) {
+  SgdH H = {P.wd, P.m, P.omd, P.nlr, P.sg, P.mom, P.WD, P.MOM, P.NEST};
+  int64_t stride = gridDim.x * (int64_t)blockDim.x;
+  for (int64_t k = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; k < P.n; k += stride)
+    sgd_elem(P.p, P.buf, P.g, k, H, P.FIRST);
+}
+
+/* Multi-tensor SGD: up to SGD_MT parameters per launch, their pointers passed by value in the
+ * kernel's arguments (no device table to upload, so a captured graph replays it as is); each
+ * tensor owns a run of blocks of SGD_CHUNK elements, blk0 the first block of each. */
+#define SGD_MT 64
+#define SGD_CHUNK (CU_THREADS * 8)
+struct SgdMT {
+  float *p[SGD_MT], *buf[SGD_MT];
+  const float *g[SGD_MT];
+  int64_t n[SGD_MT], blk0[SGD_MT + 1];
+  uint64_t first; /* bit t: tensor t's momentum buffer is made from this step's d_p */
+  int nt;
+  SgdH H;
+};
+__global__ void __launch_bounds__(CU_THREADS) k_sgd_mt(const __grid_constant__ SgdMT P) {
+  int64_t b = blockIdx.x;
+  int lo = 0, hi = P.nt - 1; /* the last t with blk0[t] <= b */
+  while (lo < hi) {
+    int mid = (lo + hi + 1) / 2;
+    if (P.blk0[mid] <= b) lo = mid;
+    else hi = mid - 1;
+  }
+  int t = lo;
+  int64_t n = P.n[t], k0 = (b - P.blk0[t]) * SGD_CHUNK, k1 = k0 + SGD_CHUNK < n ? k0 + SGD_CHUNK : n;
+  bool first = (P.first >> t) & 1;
+  for (int64_t k = k0 + threadIdx.x; k < k1; k += blockDim.x) sgd_elem(P.p[t], P.buf[t], P.g[t], k, P.H, first);
 }
 
 static bool fused_usable(const ct_tensor *t, int dev) {
@@ -819,6 +855,108 @@ static bool sgd_fused(ct_tensor *p, ct_tensor *g, ct_pstate *s, const ct_optim_o
   ct_bump_version(p);
   if (s->t[0]) ct_bump_version(s->t[0]);
   return true;
+}
+
+static int64_t sgd_mt_launch_count;
+extern "C" int64_t ct_cuda_sgd_multi_launches(void) { return sgd_mt_launch_count; }
+
+/* SGD over a whole parameter group in ceil(n / SGD_MT) launches: 1 if it updated every
+ * parameter that has a grad; 0 (nothing changed) where any of them needs another path
+ * (then the per-parameter loop runs); -1 a launch failed (the error is set). CT_CUDA_SGD_MT=0 turns it off (tests compare both). */
+extern "C" int ct_cuda_sgd_group_fused(ct_optim *opt, ct_pgroup *gr) {
+  const char *off = getenv("CT_CUDA_SGD_MT");
+  if (!getenv_fast_enabled() || (off && strcmp(off, "0") == 0) || opt->kind != CT_OPTIM_SGD) return 0;
+  const ct_optim_options *o = &gr->o;
+  bool mom = o->momentum != 0;
+  int dev = -1;
+  int64_t cnt = 0;
+  for (int64_t i = 0; i < gr->n; i++) {
+    ct_tensor *p = gr->params[i], *g = p->grad;
+    if (!g) continue;
+    if (dev < 0) dev = p->storage->device.index;
+    if (!gr->st[i].init || !fused_usable(p, dev) || !fused_usable(g, dev) || ct_shares_storage(p, g)) return 0;
+    ct_tensor *b = gr->st[i].t[0];
+    if (b && (!fused_usable(b, dev) || ct_shares_storage(b, p) || ct_shares_storage(b, g))) return 0;
+    /* the kernel assumes no parameter aliases another's memory */
+    for (int64_t j = 0; j < i; j++)
+      if (gr->params[j]->grad && (ct_shares_storage(gr->params[j], p) || ct_shares_storage(gr->params[j]->grad, g)))
+        return 0;
+    cnt++;
+  }
+  if (cnt == 0 || ct_cuda_use(dev) != CT_OK) return 0;
+  /* the momentum buffers of a first step (undone if one cannot be made) */
+  bool *made = (bool *)calloc((size_t)gr->n, sizeof(bool));
+  if (!made) return 0;
+  bool ok = true;
+  for (int64_t i = 0; ok && mom && i < gr->n; i++) {
+    ct_tensor *p = gr->params[i];
+    if (!p->grad || gr->st[i].t[0]) continue;
+    ct_tensor *t = ct_empty_like(p, NULL);
+    if (!t || !fused_usable(t, dev)) {
+      ct_release(t);
+      ok = false;
+      break;
+    }
+    gr->st[i].t[0] = ct_own(t);
+    made[i] = true;
+  }
+  if (!ok) {
+    for (int64_t i = 0; i < gr->n; i++)
+      if (made[i]) {
+        ct_release(gr->st[i].t[0]);
+        gr->st[i].t[0] = NULL;
+      }
+    free(made);
+    return 0;
+  }
+  static SgdMT P; /* 3 KiB: kept off the stack */
+  P.H.wd = o->weight_decay;
+  P.H.m = o->momentum;
+  P.H.omd = 1 - o->dampening;
+  P.H.nlr = -o->lr;
+  P.H.sg = o->maximize ? -1.0f : 1.0f;
+  P.H.mom = (float)o->momentum;
+  P.H.WD = o->weight_decay != 0;
+  P.H.MOM = mom;
+  P.H.NEST = o->nesterov;
+  int64_t i = 0;
+  ct_status st = CT_OK;
+  while (st == CT_OK) {
+    P.nt = 0;
+    P.first = 0;
+    int64_t blocks = 0;
+    for (; i < gr->n && P.nt < SGD_MT; i++) {
+      ct_tensor *p = gr->params[i];
+      if (!p->grad || ct_numel(p) == 0) continue;
+      int t = P.nt++;
+      P.p[t] = (float *)dptr(p);
+      P.g[t] = (const float *)dptr(p->grad);
+      P.buf[t] = mom ? (float *)dptr(gr->st[i].t[0]) : NULL;
+      P.n[t] = ct_numel(p);
+      if (made[i]) P.first |= 1ull << t;
+      P.blk0[t] = blocks;
+      blocks += (P.n[t] + SGD_CHUNK - 1) / SGD_CHUNK;
+    }
+    if (P.nt == 0) break;
+    P.blk0[P.nt] = blocks;
+    /* grid.x allows 2^31 - 1 blocks: more would be a group past 10^13 elements */
+    if (blocks > 0x7fffffff) {
+      st = CT_ERR(CT_ERR_RUNTIME, "SGD.step: too many elements for one launch");
+      break;
+    }
+    k_sgd_mt<<<(unsigned)blocks, CU_THREADS, 0, CU_STREAM(dev)>>>(P);
+    st = ct_cuda_check_launch("sgd (multi-tensor)");
+    sgd_mt_launch_count++;
+    if (i >= gr->n) break;
+  }
+  free(made);
+  if (st != CT_OK) return -1; /* the error is set; launches before it may have run */
+  for (int64_t j = 0; j < gr->n; j++) {
+    if (!gr->params[j]->grad) continue;
+    ct_bump_version(gr->params[j]);
+    if (gr->st[j].t[0]) ct_bump_version(gr->st[j].t[0]);
+  }
+  return 1;
 }
 
 /* Adam/AdamW on a float32 CUDA parameter: true if it updated it, false to leave it to

@@ -13,6 +13,7 @@
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 typedef cublasStatus_t (*pf_create)(cublasHandle_t *);
 typedef cublasStatus_t (*pf_set_stream)(cublasHandle_t, cudaStream_t);
@@ -150,8 +151,56 @@ static ct_tensor *contig_copy(ct_tensor *t) { return contig_copy_as(t, t->dtype)
 extern "C" bool ct_cuda_impl_bf16(void); /* ct_cuda_set_autocast_bf16 (cuda_backend.cu) */
 
 __global__ void k_f32_to_bf16(const float *x, uint16_t *y, int64_t n) {
-  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += gridDim.x * (int64_t)blockDim.x)
-    y[i] = cu_f2bf(x[i]);
+  /* 16-byte loads and 8-byte stores where both pointers allow it (cudaMalloc'd blocks do) */
+  int64_t n4 = ((uintptr_t)x % 16 == 0 && (uintptr_t)y % 8 == 0) ? n / 4 : 0;
+  int64_t step = gridDim.x * (int64_t)blockDim.x, t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x;
+  for (int64_t i = t; i < n4; i += step) {
+    float4 v = ((const float4 *)x)[i];
+    ushort4 o;
+    o.x = cu_f2bf(v.x), o.y = cu_f2bf(v.y), o.z = cu_f2bf(v.z), o.w = cu_f2bf(v.w);
+    ((ushort4 *)y)[i] = o;
+  }
+  for (int64_t i = n4 * 4 + t; i < n; i += step) y[i] = cu_f2bf(x[i]);
+}
+
+/* An operand re-laid with aligned rows: rows [0, R) of L elements (source row stride ld) into rows
+ * of pitch P, rows [R, Rp) and columns [L, P) zero (zero padding of K adds nothing to the product).
+ * MODE 0: float32 -> float32, 1: float32 -> bfloat16, 2: 16-bit -> 16-bit. One 16-byte store per
+ * thread (P is a multiple of 16 bytes), a block per row. */
+template <int MODE>
+__global__ void k_pitch(const void *xv, void *yv, int64_t R, int64_t Rp, int64_t L, int64_t ld, int64_t P) {
+  constexpr int V = MODE == 0 ? 4 : 8;
+  int64_t nv = P / V;
+  for (int64_t r = blockIdx.x; r < Rp; r += gridDim.x)
+    for (int64_t j = threadIdx.x; j < nv; j += blockDim.x) {
+      int64_t i0 = j * V;
+      if (MODE == 0) {
+        const float *x = (const float *)xv + r * ld;
+        float o[4];
+#pragma unroll
+        for (int u = 0; u < 4; u++) o[u] = r < R && i0 + u < L ? x[i0 + u] : 0.0f;
+        ((float4 *)yv)[r * nv + j] = make_float4(o[0], o[1], o[2], o[3]);
+      } else {
+        uint16_t o[8];
+#pragma unroll
+        for (int u = 0; u < 8; u++) {
+          bool in = r < R && i0 + u < L;
+          if (MODE == 1) o[u] = in ? cu_f2bf(((const float *)xv)[r * ld + i0 + u]) : (uint16_t)0;
+          else o[u] = in ? ((const uint16_t *)xv)[r * ld + i0 + u] : (uint16_t)0;
+        }
+        uint4 w;
+        w.x = o[0] | (uint32_t)o[1] << 16, w.y = o[2] | (uint32_t)o[3] << 16;
+        w.z = o[4] | (uint32_t)o[5] << 16, w.w = o[6] | (uint32_t)o[7] << 16;
+        ((uint4 *)yv)[r * nv + j] = w;
+      }
+    }
+}
+
+/* rows of N elements from pitch P back to row stride ldy (the padded GEMM output) */
+template <typename T>
+__global__ void k_unpitch(const T *x, T *y, int64_t M, int64_t N, int64_t P, int64_t ldy) {
+  for (int64_t r = blockIdx.x; r < M; r += gridDim.x)
+    for (int64_t i = threadIdx.x; i < N; i += blockDim.x) y[r * ldy + i] = x[r * P + i];
 }
 
 /* t's elements fill [data, data + numel) exactly: its dims sorted by stride are a contiguous
@@ -182,10 +231,10 @@ static bool dense_perm(const ct_tensor *t) {
  * through the strided copy into a contiguous one. */
 static ct_tensor *bf16_operand(ct_tensor *t, int dev) {
   if (t->dtype != CT_FLOAT32 || !dense_perm(t)) return contig_copy_as(t, CT_BFLOAT16);
+  int64_t n = ct_numel(t);
   ct_tensor *c = ct_tensor_new(t->ndim, t->shape, CT_BFLOAT16, t->storage->device);
   if (!c) return NULL;
   for (int d = 0; d < t->ndim; d++) c->stride[d] = t->shape[d] > 1 ? t->stride[d] : c->stride[d];
-  int64_t n = ct_numel(t);
   k_f32_to_bf16<<<cu_blocks(n), CU_THREADS, 0, CU_STREAM(dev)>>>((const float *)dptr(t), (uint16_t *)dptr(c), n);
   if (ct_cuda_check_launch("bf16 autocast") != CT_OK) {
     ct_release(c);
@@ -231,6 +280,88 @@ static ct_status run_cublas(int dev, const gdesc &g) {
   return ct_cuda_check_launch("gemm");
 }
 
+static bool gemm_pad_on(void) {
+  static int on = -1;
+  if (on < 0) {
+    const char *e = getenv("CT_CUDA_GEMM_PAD");
+    on = !(e && e[0] == '0');
+  }
+  return on;
+}
+
+/* rows [0, R) of L elements (row stride ld) of src into a new [Rp, P] buffer, zero elsewhere */
+static ct_tensor *pitched(int dev, const char *src, ct_dtype sdt, ct_dtype dt, int64_t R, int64_t Rp, int64_t L, int64_t ld,
+                          int64_t P, ct_device where) {
+  int64_t n[1] = {Rp * P};
+  ct_tensor *t = ct_tensor_new(1, n, dt, where);
+  if (!t) return NULL;
+  unsigned grid = (unsigned)(Rp < 65535 ? Rp : 65535);
+  if (dt == CT_FLOAT32) k_pitch<0><<<grid, 256, 0, CU_STREAM(dev)>>>(src, dptr(t), R, Rp, L, ld, P);
+  else if (sdt == CT_FLOAT32) k_pitch<1><<<grid, 256, 0, CU_STREAM(dev)>>>(src, dptr(t), R, Rp, L, ld, P);
+  else k_pitch<2><<<grid, 256, 0, CU_STREAM(dev)>>>(src, dptr(t), R, Rp, L, ld, P);
+  if (ct_cuda_check_launch("gemm operand padding") != CT_OK) {
+    ct_release(t);
+    return NULL;
+  }
+  return t;
+}
+
+/* GEMM operands whose leading dimension or K is not a multiple of 16 bytes (GPT-2's vocabulary of
+ * 50257) make cuBLAS take its slow unaligned kernels: on an H200, 8-13 ms for the 50257-wide bf16
+ * products against 1.5-1.7 ms at 50304, for cuBLAS called by PyTorch as well. For large single
+ * products (>= 1e9 multiply-adds) such operands are re-laid with aligned rows and K zero-padded to
+ * a multiple of 16 bytes (zeros add nothing to the sums); one extra pass over each padded operand.
+ * CT_CUDA_GEMM_PAD=0 turns it off. */
+static bool pad_applies(int64_t M, int64_t N, int64_t K) {
+  return gemm_pad_on() && M >= 16 && N >= 16 && K >= 16 && (double)M * (double)N * (double)K >= 1e9;
+}
+/* a 2-D float32 operand cuBLAS reads in place (one unit stride): under bf16 autocast the padding
+ * pass below rounds it to bfloat16 too (one pass instead of two) */
+static bool unit2d_f32(const ct_tensor *t) {
+  return t->ndim == 2 && t->dtype == CT_FLOAT32 &&
+         ((t->stride[1] == 1 && t->stride[0] >= t->shape[1]) || (t->stride[0] == 1 && t->stride[1] >= t->shape[0]));
+}
+/* a_f32 / b_f32: that operand is still float32 under bf16 autocast and must be rounded here */
+/* n_pad > 0: B also gets N zero-padded to n_pad (the product is computed into an aligned temporary:
+ * an odd N keeps cuBLAS slow even with an aligned output pitch) */
+static ct_status pad_operands(int dev, gdesc *g, ct_tensor **pa, ct_tensor **pb, bool a_f32, bool b_f32, int64_t n_pad) {
+  bool forced = a_f32 || b_f32 || n_pad > 0;
+  if (!forced && (g->batch != 1 || g->dtype == CT_FLOAT64 || !pad_applies(g->M, g->N, g->K))) return CT_OK;
+  int64_t al = 16 / (int64_t)ct_dtype_size(g->in_dtype), Kp = (g->K + al - 1) / al * al;
+  /* A [M, K]: rows of K (a_k == 1) or, transposed, rows of M (a_m == 1); B [K, N]: rows of N or of K */
+  bool a_t = g->a_k != 1, b_t = g->b_n != 1;
+  if ((a_t && g->a_m != 1) || (b_t && g->b_k != 1) || g->batch != 1) {
+    if (forced) return CT_ERR(CT_ERR_RUNTIME, "cuda linalg: bf16 operand layout (internal)");
+    return CT_OK;
+  }
+  int64_t a_ld = a_t ? g->a_k : g->a_m, b_ld = b_t ? g->b_n : g->b_k;
+  bool need_a = a_f32 || Kp != g->K || a_ld % al, need_b = b_f32 || n_pad > 0 || Kp != g->K || b_ld % al;
+  if (!need_a && !need_b) return CT_OK;
+  ct_device where;
+  where.type = CT_DEVICE_CUDA;
+  where.index = dev;
+  if (need_a) {
+    int64_t R = a_t ? g->K : g->M, L = a_t ? g->M : g->K, Rp = a_t ? Kp : g->M, P = a_t ? (g->M + al - 1) / al * al : Kp;
+    if (!(*pa = pitched(dev, g->A, a_f32 ? CT_FLOAT32 : g->in_dtype, g->in_dtype, R, Rp, L, a_ld, P, where)))
+      return ct_last_status();
+    g->A = dptr(*pa);
+    if (a_t) g->a_k = P;
+    else g->a_m = P;
+  }
+  if (need_b) {
+    int64_t Nb = n_pad > 0 ? n_pad : g->N;
+    int64_t R = b_t ? g->N : g->K, L = b_t ? g->K : g->N, Rp = b_t ? Nb : Kp, P = b_t ? Kp : (Nb + al - 1) / al * al;
+    if (!(*pb = pitched(dev, g->B, b_f32 ? CT_FLOAT32 : g->in_dtype, g->in_dtype, R, Rp, L, b_ld, P, where)))
+      return ct_last_status();
+    g->B = dptr(*pb);
+    if (b_t) g->b_n = P;
+    else g->b_k = P;
+  }
+  g->K = Kp;
+  if (n_pad > 0) g->N = n_pad;
+  return CT_OK;
+}
+
 /* The op kernel (same call layout as the CPU's ct_cpu_linalg). */
 static ct_status cu_linalg(const ct_call *c) {
   int dev = ct_cuda_call_dev(c);
@@ -239,7 +370,9 @@ static ct_status cu_linalg(const ct_call *c) {
   int op = c->op;
   bool add = op == CT_OP_addmm || op == CT_OP_baddbmm || op == CT_OP_addmv;
   ct_tensor *a = c->in[add ? 1 : 0], *b = c->in[add ? 2 : 1], *s = add ? c->in[0] : NULL;
-  ct_tensor *ac = NULL, *bc = NULL, *cc = NULL;
+  ct_tensor *ac = NULL, *bc = NULL, *cc = NULL, *pa = NULL, *pb = NULL, *pc = NULL;
+  int64_t pad_cm = 0; /* > 0: C computed into the padded pc, copied back to o's rows of pad_cm */
+  bool a_late = false, b_late = false; /* bf16 autocast: rounded by pad_operands */
   gdesc g;
   memset(&g, 0, sizeof g);
   g.dtype = o->dtype;
@@ -260,9 +393,14 @@ static ct_status cu_linalg(const ct_call *c) {
   if (blas && g.dtype == CT_FLOAT32 && ct_cuda_impl_bf16() && a->shape[a->ndim - 1] > 0 && ct_numel(a) > 0 &&
       ct_numel(b) > 0) {
     /* bf16 autocast: the operands rounded to contiguous bfloat16 copies (cuBLAS's FAST_16BF
-     * compute type may pick TF32 kernels, so the rounding is made explicit) */
-    if (!(ac = bf16_operand(a, dev))) return ct_last_status();
-    if (!(bc = bf16_operand(b, dev))) {
+     * compute type may pick TF32 kernels, so the rounding is made explicit); large single products
+     * round them in pad_operands' pass instead */
+    bool late = (op == CT_OP_mm || op == CT_OP_addmm) && a->ndim == 2 && b->ndim == 2 &&
+                pad_applies(a->shape[0], b->shape[1], a->shape[1]);
+    a_late = late && unit2d_f32(a);
+    b_late = late && unit2d_f32(b);
+    if (!a_late && !(ac = bf16_operand(a, dev))) return ct_last_status();
+    if (!b_late && !(bc = bf16_operand(b, dev))) {
       ct_release(ac);
       return ct_last_status();
     }
@@ -342,16 +480,45 @@ static ct_status cu_linalg(const ct_call *c) {
       else if (op == CT_OP_mv || op == CT_OP_addmv) g.c_m = 1;
     }
     g.C = dptr(C);
+    /* an output whose rows are not a multiple of 16 bytes (GPT-2's 50257-wide logits): N padded to a
+     * multiple of 64 (B's padding rows are zeros), the product computed into aligned rows, then one
+     * copy of the N real columns back */
+    int64_t oal = 16 / (int64_t)ct_dtype_size(g.dtype), N0 = g.N, Np = (g.N + 63) / 64 * 64;
+    bool c_pad = !cc && beta_zero && g.batch == 1 && g.dtype != CT_FLOAT64 && g.M > 1 && g.c_n == 1 && g.c_m % oal &&
+                 pad_applies(g.M, g.N, g.K) && Np <= INT_MAX;
+    if ((st = pad_operands(dev, &g, &pa, &pb, a_late, b_late, c_pad ? Np : 0)) != CT_OK) goto done;
+    if (c_pad) {
+      int64_t ps[1] = {g.M * Np};
+      if (!(pc = ct_tensor_new(1, ps, o->dtype, o->storage->device))) {
+        st = ct_last_status();
+        goto done;
+      }
+      pad_cm = g.c_m;
+      g.C = dptr(pc);
+      g.c_m = Np;
+    }
     if (!beta_zero && (st = ct_cuda_copy_tensor(C, s)) != CT_OK) goto done; /* beta * self joins in cuBLAS */
     if (beta_zero) g.beta = 0;
     if (g.batch == 1) g.a_b = g.b_b = g.c_b = 0;
     st = run_cublas(dev, g);
+    if (st == CT_OK && pc) {
+      /* a kernel, not cudaMemcpy2DAsync: that ran at a fraction of the bandwidth with unaligned
+       * rows (the 50257-wide logits took longer padded than not) */
+      unsigned grid = (unsigned)(g.M < 65535 ? g.M : 65535);
+      size_t isz = ct_dtype_size(g.dtype);
+      if (isz == 4) k_unpitch<float><<<grid, 256, 0, CU_STREAM(dev)>>>((const float *)dptr(pc), (float *)dptr(o), g.M, N0, g.c_m, pad_cm);
+      else k_unpitch<uint16_t><<<grid, 256, 0, CU_STREAM(dev)>>>((const uint16_t *)dptr(pc), (uint16_t *)dptr(o), g.M, N0, g.c_m, pad_cm);
+      st = ct_cuda_check_launch("gemm output copy");
+    }
     if (st == CT_OK && cc) st = ct_cuda_copy_tensor(o, cc);
   }
 done:
   ct_release(ac);
   ct_release(bc);
   ct_release(cc);
+  ct_release(pa);
+  ct_release(pb);
+  ct_release(pc);
   return st;
 }
 

@@ -71,6 +71,23 @@ typedef struct {
 } ct_webgpu_abi_report;
 ct_status ct_webgpu_abi_probe(ct_webgpu_abi_report *r);
 
+/* Capture and replay of a step's dispatches (issue 9, item 5), like a CUDA graph: between
+ * begin and end every op runs as usual and each dispatch is also recorded (its compiled
+ * pipeline, its bind group, its grid and parameter words); a replay re-issues them without
+ * generating WGSL, looking up pipelines or creating bind groups, and without the host-side
+ * work of the ops (index checks, shape logic). The replayed work reads and writes the same
+ * buffers as the captured one, so: change the inputs in place (ct_copy_) between replays,
+ * keep every tensor the capture used or produced alive while replaying (buffers freed during
+ * the capture are held by the graph until ct_webgpu_graph_free), and capture only work whose
+ * host-side constants do not change from step to step (plain SGD does; Adam's bias
+ * correction does not). */
+typedef struct ct_webgpu_graph ct_webgpu_graph;
+ct_status ct_webgpu_capture_begin(void);
+ct_webgpu_graph *ct_webgpu_capture_end(void); /* NULL with the error set on failure */
+ct_status ct_webgpu_graph_replay(ct_webgpu_graph *g);
+int64_t ct_webgpu_graph_dispatches(const ct_webgpu_graph *g);
+void ct_webgpu_graph_free(ct_webgpu_graph *g);
+
 /* Kernel table (webgpu_kernels.c). */
 ct_kernel_fn ct_webgpu_kernel_for(int op);
 

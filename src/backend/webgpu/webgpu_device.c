@@ -428,6 +428,8 @@ ct_status wg_dispatch(wg_pipe *p, int nb, wg_buf *const *bufs, uint32_t gx, uint
 /* With np parameter words, bound last (binding nb) from a ring slot written through the
  * queue: a queue write lands before the batch that reads it is submitted, and the ring
  * has a slot for every dispatch of a batch, so no slot is rewritten before it is read. */
+static bool capture_record(wg_pipe *p, WGPUBindGroup bg, uint32_t gx, uint32_t gy, uint32_t gz,
+                           const uint32_t *params, int np, int slot);
 ct_status wg_dispatch_p(wg_pipe *p, int nb, wg_buf *const *bufs, const uint32_t *params, int np, uint32_t gx,
                         uint32_t gy, uint32_t gz) {
   if (!gx || !gy || !gz) return CT_OK;
@@ -470,10 +472,127 @@ ct_status wg_dispatch_p(wg_pipe *p, int nb, wg_buf *const *bufs, const uint32_t 
   p_wgpuComputePassEncoderSetPipeline(G.pass, p->pipe);
   p_wgpuComputePassEncoderSetBindGroup(G.pass, 0, bg, 0, NULL);
   p_wgpuComputePassEncoderDispatchWorkgroups(G.pass, gx, gy, gz);
-  p_wgpuBindGroupRelease(bg); /* the pass keeps what it uses */
+  if (!capture_record(p, bg, gx, gy, gz, params, np, np ? G.pending : -1))
+    p_wgpuBindGroupRelease(bg); /* the pass keeps what it uses */
   G.cnt.dispatches++;
   if (++G.pending >= MAX_PENDING) wg_flush();
   return CT_OK;
+}
+
+/* ---- capture and replay (see webgpu_backend.h) ---- */
+typedef struct {
+  wg_pipe *p;
+  WGPUBindGroup bg; /* owned by the graph */
+  uint32_t gx, gy, gz;
+  int np, slot; /* parameter words and the ring slot the bind group points at (-1: none) */
+  uint32_t params[PARAM_SLOT / 4];
+} wg_rec;
+struct ct_webgpu_graph {
+  wg_rec *r;
+  int n, cap;
+  bool oom;
+  wg_buf *owned; /* buffers freed while capturing: only the graph's dispatches use them */
+};
+static ct_webgpu_graph *capturing;
+static void wg_free(int dev, void *ptr, size_t nbytes);
+
+static bool capture_record(wg_pipe *p, WGPUBindGroup bg, uint32_t gx, uint32_t gy, uint32_t gz,
+                           const uint32_t *params, int np, int slot) {
+  ct_webgpu_graph *g = capturing;
+  if (!g) return false;
+  if (g->n == g->cap) {
+    int nc = g->cap ? 2 * g->cap : 64;
+    wg_rec *q = realloc(g->r, (size_t)nc * sizeof *q);
+    if (!q) {
+      g->oom = true;
+      return false;
+    }
+    g->r = q, g->cap = nc;
+  }
+  wg_rec *e = &g->r[g->n++];
+  e->p = p, e->bg = bg, e->gx = gx, e->gy = gy, e->gz = gz, e->np = np, e->slot = slot;
+  if (np) memcpy(e->params, params, (size_t)np * 4);
+  return true;
+}
+
+ct_status ct_webgpu_capture_begin(void) {
+  CT_TRY(wg_ready());
+  wg_lock();
+  ct_status st = CT_OK;
+  if (capturing) st = CT_ERR(CT_ERR_RUNTIME, "WebGPU: a capture is already under way");
+  else if (!(capturing = calloc(1, sizeof *capturing))) st = CT_ERR(CT_ERR_OOM, "out of memory");
+  wg_unlock();
+  return st;
+}
+
+ct_webgpu_graph *ct_webgpu_capture_end(void) {
+  wg_lock();
+  ct_webgpu_graph *g = capturing;
+  capturing = NULL;
+  wg_unlock();
+  if (!g) {
+    ct_set_error(CT_ERR_RUNTIME, "WebGPU: no capture is under way");
+    return NULL;
+  }
+  if (g->oom) {
+    ct_webgpu_graph_free(g);
+    ct_set_error(CT_ERR_OOM, "out of memory recording the WebGPU capture");
+    return NULL;
+  }
+  return g;
+}
+
+int64_t ct_webgpu_graph_dispatches(const ct_webgpu_graph *g) { return g ? g->n : 0; }
+
+ct_status ct_webgpu_graph_replay(ct_webgpu_graph *g) {
+  if (!g) return CT_ERR(CT_ERR_VALUE, "ct_webgpu_graph_replay: graph is NULL");
+  CT_TRY(wg_ready());
+  wg_lock();
+  if (capturing) {
+    wg_unlock();
+    return CT_ERR(CT_ERR_RUNTIME, "WebGPU: cannot replay while capturing");
+  }
+  /* each recorded bind group reads its parameters at the ring slot it had at capture: a
+   * slot is written once per batch (queue writes land before the submit), so the batch is
+   * submitted before a slot comes round again */
+  wg_flush();
+  uint64_t used[MAX_PENDING / 64] = {0};
+  for (int i = 0; i < g->n; i++) {
+    wg_rec *e = &g->r[i];
+    if (e->slot >= 0) {
+      if (used[e->slot / 64] >> (e->slot % 64) & 1) {
+        wg_flush();
+        memset(used, 0, sizeof used);
+      }
+      used[e->slot / 64] |= (uint64_t)1 << (e->slot % 64);
+      p_wgpuQueueWriteBuffer(G.queue, G.params->b, (uint64_t)e->slot * PARAM_SLOT, e->params, (size_t)e->np * 4);
+    }
+    ensure_encoder();
+    if (!G.pass) G.pass = p_wgpuCommandEncoderBeginComputePass(G.enc, NULL);
+    p_wgpuComputePassEncoderSetPipeline(G.pass, e->p->pipe);
+    p_wgpuComputePassEncoderSetBindGroup(G.pass, 0, e->bg, 0, NULL);
+    p_wgpuComputePassEncoderDispatchWorkgroups(G.pass, e->gx, e->gy, e->gz);
+    G.cnt.dispatches++;
+  }
+  wg_flush(); /* the slots are free again for eager work */
+  wg_unlock();
+  return CT_OK;
+}
+
+void ct_webgpu_graph_free(ct_webgpu_graph *g) {
+  if (!g) return;
+  wg_lock();
+  for (int i = 0; i < g->n; i++) p_wgpuBindGroupRelease(g->r[i].bg);
+  free(g->r);
+  wg_buf *w = g->owned;
+  wg_unlock();
+  while (w) { /* back to the pool: nothing records into them any more */
+    wg_buf *nx = w->next;
+    G.allocated += (int64_t)w->size; /* wg_free counted them out already */
+    wg_free(0, w, (size_t)w->size);
+    w = nx;
+  }
+  free(g);
 }
 
 /* ---- waiting for the queue: the work-done callback (it carries a message in this
@@ -614,6 +733,12 @@ static void wg_free(int dev, void *ptr, size_t nbytes) {
   if (!w) return;
   wg_lock();
   G.allocated -= (int64_t)w->size;
+  if (capturing) { /* a captured dispatch may use it: kept for the graph's replays */
+    w->next = capturing->owned;
+    capturing->owned = w;
+    wg_unlock();
+    return;
+  }
   /* pooled reuse is safe: every later use is queued after the work that used it */
   if (G.cache_enabled && w->cls >= 0 && G.cached + (int64_t)w->size <= CACHE_LIMIT) {
     w->next = G.free_list[w->cls];

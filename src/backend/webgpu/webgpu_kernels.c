@@ -7,6 +7,8 @@
  * dtype (in-place ops alias freely). Index math is u32: a tensor must fit one binding.
  * Ops without a kernel here fail through the dispatcher's NotImplemented error. */
 #include "webgpu_backend.h"
+#include "ctorch/webgpu.h" /* ct_webgpu(): the convolutions' scratch */
+#include "ops/conv_geom.h"
 #include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -1769,6 +1771,14 @@ static ct_status k_native_norm(const ct_call *c) {
   wg_unlock();
   return st;
 }
+/* WGSL fn terms(r, j) = (g[r, j] * w[j], (x[r, j] - mean[r]) * rstd[r]): the two per-element
+ * factors that both backward kernels (dx per row, dweight/dbias per column) sum */
+static void norm_emit_terms(sb *s, int bg, const ct_tensor *g, int bx, const ct_tensor *x, int64_t N, const char *wj,
+                            const char *mu, int br, const ct_tensor *rstd) {
+  sbf(s, "fn terms(r: u32, j: u32) -> vec2<f32> {\n  let gw = bitcast<f32>(b%d[%lldu + r * %lldu + j]) * %s;\n"
+         "  return vec2<f32>(gw, (bitcast<f32>(b%d[%lldu + r * %lldu + j]) - %s) * bitcast<f32>(b%d[%lldu + r]));\n}\n",
+      bg, (long long)g->offset, (long long)N, wj, bx, (long long)x->offset, (long long)N, mu, br, (long long)rstd->offset);
+}
 static ct_status k_native_norm_backward(const ct_call *c) {
   WG_BEGIN(c);
   bool rms = c->a.k[0];
@@ -1801,22 +1811,17 @@ static ct_status k_native_norm_backward(const ct_call *c) {
     grid(rows, &gx, &gy);
     sb s = {0};
     emit_bindings(&s, &bs2);
+    norm_emit_terms(&s, bg, g, bx, x, N, wj, mu, br, rstd);
     sbf(&s, "%s@compute @workgroup_size(256)\n"
             "fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32) {\n"
             "  let r = wid.y * %uu + wid.x;\n  if (r >= %lldu) { return; }\n"
-            "  let m = %s;\n  let rs = bitcast<f32>(b%d[%lldu + r]);\n  var a: f32 = 0.0;\n  var q: f32 = 0.0;\n"
-            "  for (var j: u32 = li; j < %lldu; j = j + 256u) {\n"
-            "    let gw = bitcast<f32>(b%d[%lldu + r * %lldu + j]) * %s;\n"
-            "    let xh = (bitcast<f32>(b%d[%lldu + r * %lldu + j]) - m) * rs;\n    a = a + gw; q = q + gw * xh;\n  }\n"
+            "  let rs = bitcast<f32>(b%d[%lldu + r]);\n  var a: f32 = 0.0;\n  var q: f32 = 0.0;\n"
+            "  for (var j: u32 = li; j < %lldu; j = j + 256u) { let v = terms(r, j); a = a + v.x; q = q + v.x * v.y; }\n"
             "  let t = red2(li, a, q) / %lld.0;\n"
-            "  for (var j: u32 = li; j < %lldu; j = j + 256u) {\n"
-            "    let gw = bitcast<f32>(b%d[%lldu + r * %lldu + j]) * %s;\n"
-            "    let xh = (bitcast<f32>(b%d[%lldu + r * %lldu + j]) - m) * rs;\n"
-            "    b%d[%lldu + r * %lldu + j] = bitcast<u32>(rs * (gw - %s - xh * t.y));\n  }\n}\n",
-        norm_red_fn, gx, (long long)rows, mu, br, (long long)rstd->offset, (long long)N, bg, (long long)g->offset,
-        (long long)N, wj, bx, (long long)x->offset, (long long)N, (long long)N, (long long)N, bg, (long long)g->offset,
-        (long long)N, wj, bx, (long long)x->offset, (long long)N, bd, (long long)dx->offset, (long long)N,
-        rms ? "0.0" : "t.x");
+            "  for (var j: u32 = li; j < %lldu; j = j + 256u) {\n    let v = terms(r, j);\n"
+            "    b%d[%lldu + r * %lldu + j] = bitcast<u32>(rs * (v.x - %s - v.y * t.y));\n  }\n}\n",
+        norm_red_fn, gx, (long long)rows, br, (long long)rstd->offset, (long long)N, (long long)N, (long long)N, bd,
+        (long long)dx->offset, (long long)N, rms ? "0.0" : "t.x");
     st = launch(&s, &bs2, gx, gy, 1);
   }
   if (st == CT_OK && (dw || db)) {
@@ -1831,16 +1836,14 @@ static ct_status k_native_norm_backward(const ct_call *c) {
     grid(N, &gx, &gy);
     sb s = {0};
     emit_bindings(&s, &bs2);
+    norm_emit_terms(&s, bg, g, bx, x, N, "1.0", mu, br, rstd);
     sbf(&s, "%s@compute @workgroup_size(256)\n"
             "fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32) {\n"
             "  let j = wid.y * %uu + wid.x;\n  if (j >= %lldu) { return; }\n"
             "  var sw: f32 = 0.0;\n  var sb_: f32 = 0.0;\n"
-            "  for (var r: u32 = li; r < %lldu; r = r + 256u) {\n"
-            "    let gv = bitcast<f32>(b%d[%lldu + r * %lldu + j]);\n"
-            "    let xh = (bitcast<f32>(b%d[%lldu + r * %lldu + j]) - %s) * bitcast<f32>(b%d[%lldu + r]);\n"
-            "    sw = sw + gv * xh; sb_ = sb_ + gv;\n  }\n  let t = red2(li, sw, sb_);\n  if (li == 0u) {\n",
-        norm_red_fn, gx, (long long)N, (long long)rows, bg, (long long)g->offset, (long long)N, bx, (long long)x->offset,
-        (long long)N, mu, br, (long long)rstd->offset);
+            "  for (var r: u32 = li; r < %lldu; r = r + 256u) { let v = terms(r, j); sw = sw + v.x * v.y; sb_ = sb_ + v.x; }\n"
+            "  let t = red2(li, sw, sb_);\n  if (li == 0u) {\n",
+        norm_red_fn, gx, (long long)N, (long long)rows);
     if (dw) sbf(&s, "    b%d[%lldu + j] = bitcast<u32>(t.x);\n", bdw, (long long)dw->offset);
     if (db) sbf(&s, "    b%d[%lldu + j] = bitcast<u32>(t.y);\n", bdb, (long long)db->offset);
     sbf(&s, "  }\n}\n");
@@ -1924,6 +1927,476 @@ bool ct_webgpu_optim_update_fused(ct_optim *opt, ct_pgroup *gr, int64_t i) {
   return true;
 }
 
+/* ---- convolution as implicit GEMM (forward, input gradient, weight gradient) ----
+ * The CPU's contract (src/ops/conv.c): k0 spatial dims (1-3), k1 groups, i[0..3) stride,
+ * i[3..6) low padding, i[6..9) dilation; bias (in[2]) on the forward and on the input
+ * gradient (conv_transpose). Each op is one GEMM whose operands are read straight from
+ * the tensors (any strides) by generated index math, never materialised as im2col:
+ *   forward      y[n,o,p]  = sum_{c,k} x[n, c, p*s - pad + k*d] w[o, c, k]     M = N*out, Nc = O/G, K = C/G*ksp
+ *   input grad   gx[n,c,i] = sum_{o,k} gy[n, o, (i + pad - k*d)/s] w[o, c, k]  M = N*in,  Nc = C/G, K = O/G*ksp
+ *   weight grad  gw[o,c,k] = sum_{n,p} gy[n, o, p] x[n, c, p*s - pad + k*d]    M = O/G,   Nc = C/G*ksp, K = N*out
+ * 16x16 output tiles per workgroup with 16-deep shared-memory slices of both operands; the
+ * group rides in workgroup_id.z. When few tiles face a long K (the weight gradient), K is
+ * split over z too, into partial sums that a second dispatch adds in a fixed order (so
+ * results do not depend on scheduling). Sums are float32 in tile order (the CPU's are
+ * double, rounded once): tests allow for that. */
+typedef struct {
+  union { /* the shared geometry (ops/conv_geom.h), its fields read directly */
+    ct_conv_geom base;
+    struct { CT_CONV_GEOM_FIELDS };
+  };
+  int64_t cg, og; /* channels per group: forward input, forward output */
+  int64_t xs[5], ws[5], ys[5]; /* element strides of the x-like, w, y-like operands (N, C, D, H, W) */
+  int64_t xo, wo, yo;
+} cv_geom;
+
+/* x: the [N, C, in] operand, w: [O, C/G, k], y: the [N, O, out] operand */
+static void cv_make(cv_geom *g, const ct_call *c, const ct_tensor *x, const ct_tensor *w, const ct_tensor *y) {
+  memset(g, 0, sizeof *g);
+  int nd = (int)c->a.k[0];
+  ct_conv_geom_make(&g->base, c, x, w, y);
+  g->cg = g->C / g->G, g->og = g->O / g->G;
+  ct_conv_strides5(x, nd, 1, g->xs);
+  ct_conv_strides5(w, nd, 1, g->ws);
+  ct_conv_strides5(y, nd, 1, g->ys);
+  g->xo = x->offset, g->wo = w->offset, g->yo = y->offset;
+}
+
+/* WGSL: `let <p>0, <p>1, <p>2` = the 3 coordinates of linear index `v` over dims sz */
+static void cv_split3(sb *s, const char *p, const char *v, const int64_t *sz) {
+  sbf(s, "  let %s2 = %s %% %lldu; let %s1 = (%s / %lldu) %% %lldu; let %s0 = %s / %lldu;\n", p, v, (long long)sz[2], p,
+      v, (long long)sz[2], (long long)sz[1], p, v, (long long)(sz[2] * sz[1]));
+}
+/* WGSL: element offset `<b> + a*st0 + b*st1 + c0*st2 + c1*st3 + c2*st4` */
+static void cv_off(char *out, size_t n, int64_t base, const int64_t *st, const char *a, const char *b, const char *p) {
+  snprintf(out, n, "%lldu + (%s) * %lldu + (%s) * %lldu + %s0 * %lldu + %s1 * %lldu + %s2 * %lldu", (long long)base, a,
+           (long long)st[0], b, (long long)st[1], p, (long long)st[2], p, (long long)st[3], p, (long long)st[4]);
+}
+/* WGSL body: x at batch n, channel ch, output position o0..o2, tap k0..k2 (0 in the padding) */
+static void cv_emit_xtap(sb *s, const cv_geom *g, int bx, const char *n, const char *ch) {
+  for (int i = 0; i < 3; i++)
+    sbf(s, "  let j%d = i32(o%d * %lldu + k%d * %lldu) - %lld;\n", i, i, (long long)g->s[i], i, (long long)g->d[i],
+        (long long)g->p[i]);
+  sbf(s, "  if (j0 < 0 || j0 >= %lld || j1 < 0 || j1 >= %lld || j2 < 0 || j2 >= %lld) { return 0.0; }\n",
+      (long long)g->in[0], (long long)g->in[1], (long long)g->in[2]);
+  sbf(s, "  let i0 = u32(j0); let i1 = u32(j1); let i2 = u32(j2);\n");
+  char o[400];
+  cv_off(o, sizeof o, g->xo, g->xs, n, ch, "i");
+  sbf(s, "  return bitcast<f32>(b%d[%s]);\n}\n", bx, o);
+}
+
+/* la(m, k, grp) and lb(k, j, grp): the GEMM's operands, for op (binding indices b1, b2) */
+static void cv_emit_operands(sb *s, int op, const cv_geom *g, int b1, int b2) {
+  char o[400];
+  sbf(s, "fn la(m: u32, k: u32, grp: u32) -> f32 {\n");
+  if (op == CT_OP_convolution) { /* x[n, grp*cg + c, o*s - p + k*d] */
+    sbf(s, "  let n = m / %lldu; let q = m %% %lldu; let c = k / %lldu; let r = k %% %lldu;\n", (long long)g->outsp,
+        (long long)g->outsp, (long long)g->ksp, (long long)g->ksp);
+    cv_split3(s, "o", "q", g->out);
+    cv_split3(s, "k", "r", g->k);
+    char ch[80];
+    snprintf(ch, sizeof ch, "grp * %lldu + c", (long long)g->cg);
+    cv_emit_xtap(s, g, b1, "n", ch);
+  } else if (op == CT_OP_convolution_backward_input) { /* gy[n, grp*og + oo, (i + p - k*d) / s] */
+    sbf(s, "  let n = m / %lldu; let q = m %% %lldu; let oo = k / %lldu; let r = k %% %lldu;\n", (long long)g->insp,
+        (long long)g->insp, (long long)g->ksp, (long long)g->ksp);
+    cv_split3(s, "i", "q", g->in);
+    cv_split3(s, "k", "r", g->k);
+    for (int i = 0; i < 3; i++) {
+      sbf(s, "  let a%d = i32(i%d) + %lld - i32(k%d * %lldu);\n", i, i, (long long)g->p[i], i, (long long)g->d[i]);
+      sbf(s, "  if (a%d < 0 || a%d %% %lld != 0 || a%d / %lld >= %lld) { return 0.0; }\n  let o%d = u32(a%d / %lld);\n", i, i,
+          (long long)g->s[i], i, (long long)g->s[i], (long long)g->out[i], i, i, (long long)g->s[i]);
+    }
+    char ch[80];
+    snprintf(ch, sizeof ch, "grp * %lldu + oo", (long long)g->og);
+    cv_off(o, sizeof o, g->yo, g->ys, "n", ch, "o");
+    sbf(s, "  return bitcast<f32>(b%d[%s]);\n}\n", b1, o);
+  } else { /* gy[n, grp*og + m, p] */
+    sbf(s, "  let n = k / %lldu; let q = k %% %lldu;\n", (long long)g->outsp, (long long)g->outsp);
+    cv_split3(s, "o", "q", g->out);
+    char ch[80];
+    snprintf(ch, sizeof ch, "grp * %lldu + m", (long long)g->og);
+    cv_off(o, sizeof o, g->yo, g->ys, "n", ch, "o");
+    sbf(s, "  return bitcast<f32>(b%d[%s]);\n}\n", b1, o);
+  }
+  sbf(s, "fn lb(k: u32, j: u32, grp: u32) -> f32 {\n");
+  if (op == CT_OP_convolution || op == CT_OP_convolution_backward_input) { /* w[grp*og + (j or k/ksp), ...] */
+    bool fwd = op == CT_OP_convolution;
+    sbf(s, "  let a = k / %lldu; let r = k %% %lldu;\n", (long long)g->ksp, (long long)g->ksp);
+    cv_split3(s, "k", "r", g->k);
+    char oc[80];
+    snprintf(oc, sizeof oc, "grp * %lldu + %s", (long long)g->og, fwd ? "j" : "a");
+    cv_off(o, sizeof o, g->wo, g->ws, oc, fwd ? "a" : "j", "k");
+    sbf(s, "  return bitcast<f32>(b%d[%s]);\n}\n", b2, o);
+  } else { /* x[n, grp*cg + c, o*s - p + k*d] with j = (c, k), k = (n, o) */
+    sbf(s, "  let n = k / %lldu; let q = k %% %lldu; let c = j / %lldu; let r = j %% %lldu;\n", (long long)g->outsp,
+        (long long)g->outsp, (long long)g->ksp, (long long)g->ksp);
+    cv_split3(s, "o", "q", g->out);
+    cv_split3(s, "k", "r", g->k);
+    char ch[80];
+    snprintf(ch, sizeof ch, "grp * %lldu + c", (long long)g->cg);
+    cv_emit_xtap(s, g, b2, "n", ch);
+  }
+}
+
+/* fin(m, j, grp, v): the final store of op (output binding bo, bias binding bb or -1) */
+static void cv_emit_fin(sb *s, int op, const cv_geom *g, int bo, int bb, const ct_tensor *bias) {
+  char o[400], ch[80];
+  sbf(s, "fn fin(m: u32, j: u32, grp: u32, v: f32) {\n");
+  if (op == CT_OP_convolution_backward_weight) {
+    sbf(s, "  let c = j / %lldu; let r = j %% %lldu;\n", (long long)g->ksp, (long long)g->ksp);
+    cv_split3(s, "k", "r", g->k);
+    snprintf(ch, sizeof ch, "grp * %lldu + m", (long long)g->og);
+    cv_off(o, sizeof o, g->wo, g->ws, ch, "c", "k");
+    sbf(s, "  b%d[%s] = bitcast<u32>(v);\n}\n", bo, o);
+    return;
+  }
+  bool fwd = op == CT_OP_convolution;
+  int64_t sp = fwd ? g->outsp : g->insp, per = fwd ? g->og : g->cg;
+  sbf(s, "  let n = m / %lldu; let q = m %% %lldu; let ch = grp * %lldu + j;\n", (long long)sp, (long long)sp, (long long)per);
+  cv_split3(s, "o", "q", fwd ? g->out : g->in);
+  cv_off(o, sizeof o, fwd ? g->yo : g->xo, fwd ? g->ys : g->xs, "n", "ch", "o");
+  if (bias)
+    sbf(s, "  b%d[%s] = bitcast<u32>(v + bitcast<f32>(b%d[%lldu + ch * %lldu]));\n}\n", bo, o, bb, (long long)bias->offset,
+        (long long)(bias->ndim ? bias->stride[0] : 0));
+  else sbf(s, "  b%d[%s] = bitcast<u32>(v);\n}\n", bo, o);
+}
+
+static ct_status k_conv(const ct_call *c) {
+  WG_BEGIN(c);
+  int op = c->op;
+  for (int i = 0; i < c->n_in; i++)
+    if (c->in[i]) CT_TRY(need_f32(c, c->in[i]));
+  CT_TRY(need_f32(c, c->out[0]));
+  int nd = (int)c->a.k[0];
+  if (nd < 1 || nd > 3 || c->a.k[1] < 1 || c->in[0]->ndim != nd + 2 || c->in[1]->ndim != nd + 2 || c->out[0]->ndim != nd + 2)
+    return unsupported(c, "Expected 1 to 3 spatial dims.");
+  const ct_tensor *bias = op != CT_OP_convolution_backward_weight && c->n_in > 2 ? c->in[2] : NULL;
+  const ct_tensor *X = op == CT_OP_convolution_backward_input ? c->out[0] : c->in[0];
+  const ct_tensor *Wt = op == CT_OP_convolution_backward_weight ? c->out[0] : c->in[1];
+  const ct_tensor *Y = op == CT_OP_convolution ? c->out[0] : op == CT_OP_convolution_backward_input ? c->in[0] : c->in[1];
+  cv_geom g;
+  cv_make(&g, c, X, Wt, Y);
+  if (ct_numel(c->out[0]) == 0) return CT_OK;
+  int64_t M, Nc, K;
+  if (op == CT_OP_convolution) M = g.N * g.outsp, Nc = g.og, K = g.cg * g.ksp;
+  else if (op == CT_OP_convolution_backward_input) M = g.N * g.insp, Nc = g.cg, K = g.og * g.ksp;
+  else M = g.og, Nc = g.cg * g.ksp, K = g.N * g.outsp;
+  int64_t gx = (Nc + 15) / 16, gy = (M + 15) / 16, tiles = gx * gy * g.G, S = 1, KC = (K + 15) / 16 * 16;
+  if (tiles < 128 && K >= 2048) { /* too few workgroups for a long K: split it */
+    S = (256 + tiles - 1) / tiles;
+    if (S > 64) S = 64;
+    KC = ((K + S - 1) / S + 15) / 16 * 16;
+    S = (K + KC - 1) / KC;
+  }
+  if (KC == 0) KC = 16;
+  if (gx > wg_max_groups() || gy > wg_max_groups() || g.G * S > wg_max_groups())
+    return unsupported(c, "The convolution is too large for one dispatch.");
+  ct_tensor *tmp = NULL;
+  if (S > 1) {
+    ct_options o = ct_opts_dtype(CT_FLOAT32);
+    o.device = ct_webgpu();
+    int64_t n = S * g.G * M * Nc;
+    if (!(tmp = ct_empty(1, &n, o))) return ct_last_status();
+  }
+  wg_lock();
+  const ct_tensor *all[5] = {X, Wt, Y, bias, tmp};
+  ct_status st = CT_OK;
+  for (int i = 0; i < 5 && st == CT_OK; i++)
+    if (all[i] && ct_numel(all[i]) > 0) st = check_extent(all[i]);
+  /* operands: la reads b1, lb reads b2 */
+  const ct_tensor *A = op == CT_OP_convolution ? X : Y, *B = op == CT_OP_convolution_backward_weight ? X : Wt;
+  const ct_tensor *Out = c->out[0];
+  if (st == CT_OK) {
+    bindset bs = {{0}, 0, -1};
+    int b1 = bind_of(&bs, A), b2 = bind_of(&bs, B), bo = -1, bb = -1, bt = -1;
+    if (S == 1) {
+      bo = bind_of(&bs, Out);
+      if (bias) bb = bind_of(&bs, bias);
+    } else bt = bind_of(&bs, tmp);
+    sb s = {0};
+    emit_bindings(&s, &bs);
+    cv_emit_operands(&s, op, &g, b1, b2);
+    if (S == 1) cv_emit_fin(&s, op, &g, bo, bb, bias);
+    sbf(&s, "var<workgroup> As: array<f32, 256>;\nvar<workgroup> Bs: array<f32, 256>;\n"
+            "@compute @workgroup_size(16, 16)\n"
+            "fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {\n"
+            "  let grp = wid.z / %lldu; let sp = wid.z %% %lldu;\n"
+            "  let m = wid.y * 16u + lid.y; let j = wid.x * 16u + lid.x;\n"
+            "  let klo = sp * %lldu; let khi = min(%lldu, klo + %lldu);\n  var acc: f32 = 0.0;\n"
+            "  for (var k0: u32 = klo; k0 < khi; k0 = k0 + 16u) {\n"
+            "    var a: f32 = 0.0; var b: f32 = 0.0;\n"
+            "    if (wid.y * 16u + lid.y < %lldu && k0 + lid.x < khi) { a = la(wid.y * 16u + lid.y, k0 + lid.x, grp); }\n"
+            "    if (wid.x * 16u + lid.x < %lldu && k0 + lid.y < khi) { b = lb(k0 + lid.y, wid.x * 16u + lid.x, grp); }\n"
+            "    As[lid.y * 16u + lid.x] = a; Bs[lid.y * 16u + lid.x] = b;\n    workgroupBarrier();\n"
+            "    for (var kk: u32 = 0u; kk < 16u; kk = kk + 1u) { acc = acc + As[lid.y * 16u + kk] * Bs[kk * 16u + lid.x]; }\n"
+            "    workgroupBarrier();\n  }\n  if (m >= %lldu || j >= %lldu) { return; }\n",
+        (long long)S, (long long)S, (long long)KC, (long long)K, (long long)KC, (long long)M, (long long)Nc, (long long)M,
+        (long long)Nc);
+    if (S == 1) sbf(&s, "  fin(m, j, grp, acc);\n}\n");
+    else
+      sbf(&s, "  b%d[%lldu + ((sp * %lldu + grp) * %lldu + m) * %lldu + j] = bitcast<u32>(acc);\n}\n", bt,
+          (long long)tmp->offset, (long long)g.G, (long long)M, (long long)Nc);
+    st = launch(&s, &bs, (uint32_t)gx, (uint32_t)gy, (uint32_t)(g.G * S));
+  }
+  if (st == CT_OK && S > 1) { /* the partial sums, added in slice order */
+    bindset bs = {{0}, 0, -1};
+    int bt = bind_of(&bs, tmp), bo = bind_of(&bs, Out), bb = bias ? bind_of(&bs, bias) : -1;
+    int64_t total = g.G * M * Nc;
+    uint32_t rx, ry;
+    grid((total + 255) / 256, &rx, &ry);
+    sb s = {0};
+    emit_bindings(&s, &bs);
+    cv_emit_fin(&s, op, &g, bo, bb, bias);
+    sbf(&s, "@compute @workgroup_size(256)\n"
+            "fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32) {\n"
+            "  let e = (wid.y * %uu + wid.x) * 256u + li;\n  if (e >= %lldu) { return; }\n"
+            "  var v: f32 = 0.0;\n"
+            "  for (var sp: u32 = 0u; sp < %lldu; sp = sp + 1u) { v = v + bitcast<f32>(b%d[%lldu + sp * %lldu + e]); }\n"
+            "  let grp = e / %lldu; let m = (e / %lldu) %% %lldu; let j = e %% %lldu;\n  fin(m, j, grp, v);\n}\n",
+        rx, (long long)total, (long long)S, bt, (long long)tmp->offset, (long long)total, (long long)(M * Nc), (long long)Nc,
+        (long long)M, (long long)Nc);
+    st = launch(&s, &bs, rx, ry, 1);
+  }
+  wg_unlock();
+  ct_release(tmp);
+  return st;
+}
+
+/* ---- pooling over [N, C, H, W] (the CPU's contracts, src/backend/cpu/kernels_pool.c):
+ * attributes i[0..2) kernel, i[2..4) stride, i[4..6) padding, i[6..8) dilation; k0
+ * count_include_pad, k1 divisor_override (0: none). Inputs may have any strides; outputs
+ * are the contiguous tensors the ops allocate. Gradients are in gather form or serial per
+ * plane, so no float atomics and results do not depend on scheduling. ---- */
+static bool pool_out_ok(const ct_tensor *t, ct_dtype dt) { return t->dtype == dt && t->ndim == 4 && ct_is_contiguous(t); }
+
+/* WGSL: the element offset of t at (n, c, h, w) (expressions) */
+static void off4(char *out, size_t n, const ct_tensor *t, const char *a, const char *b, const char *h, const char *w) {
+  snprintf(out, n, "%lldu + (%s) * %lldu + (%s) * %lldu + (%s) * %lldu + (%s) * %lldu", (long long)t->offset, a,
+           (long long)t->stride[0], b, (long long)t->stride[1], h, (long long)t->stride[2], w, (long long)t->stride[3]);
+}
+
+/* WGSL frame: one thread per element e of a [N, C, R, S] index space, `n, ch, r, q` its coordinates */
+static void pool_frame(sb *s, uint32_t gx, int64_t total, int64_t C, int64_t R, int64_t S) {
+  sbf(s, "@compute @workgroup_size(256)\n"
+         "fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32) {\n"
+         "  let e = (wid.y * %uu + wid.x) * 256u + li;\n  if (e >= %lldu) { return; }\n"
+         "  let q = e %% %lldu; let r = (e / %lldu) %% %lldu; let pl = e / %lldu; let n = pl / %lldu; let ch = pl %% %lldu;\n",
+      gx, (long long)total, (long long)S, (long long)S, (long long)R, (long long)(R * S), (long long)C, (long long)C);
+}
+
+/* max_pool2d_with_indices and adaptive_max_pool2d: values and argmax (h * W + w), NaN wins,
+ * the first maximum wins ties, windows start at their first in-range position */
+static ct_status k_maxpool(const ct_call *c) {
+  WG_BEGIN(c);
+  const ct_tensor *x = c->in[0];
+  ct_tensor *y = c->out[0], *ix = c->n_out > 1 ? c->out[1] : NULL;
+  CT_TRY(need_f32(c, x));
+  if (x->ndim != 4 || !pool_out_ok(y, CT_FLOAT32) || (ix && !pool_out_ok(ix, CT_INT64)))
+    return unsupported(c, "Expected a 4-D float32 input.");
+  int64_t n = ct_numel(y);
+  if (n == 0) return CT_OK;
+  int64_t C = x->shape[1], H = x->shape[2], Wd = x->shape[3], OH = y->shape[2], OW = y->shape[3];
+  const int64_t *a = c->a.i;
+  bool adaptive = c->op == CT_OP_adaptive_max_pool2d;
+  wg_lock();
+  ct_status st = check_extent(x);
+  if (st == CT_OK) st = check_extent(y);
+  if (st == CT_OK && ix) st = check_extent(ix);
+  if (st != CT_OK) {
+    wg_unlock();
+    return st;
+  }
+  bindset bs = {{0}, 0, -1};
+  int bx = bind_of(&bs, x), by = bind_of(&bs, y), bi = ix ? bind_of(&bs, ix) : -1;
+  uint32_t gx, gy;
+  grid((n + 255) / 256, &gx, &gy);
+  sb s = {0};
+  emit_bindings(&s, &bs);
+  sbf(&s, "fn wisnan(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }\n");
+  pool_frame(&s, gx, n, C, OH, OW);
+  if (adaptive)
+    sbf(&s, "  let h0 = i32(r * %lldu / %lldu); let h1 = i32(((r + 1u) * %lldu + %lldu) / %lldu);\n"
+            "  let w0 = i32(q * %lldu / %lldu); let w1 = i32(((q + 1u) * %lldu + %lldu) / %lldu);\n  let dh = 1; let dw = 1;\n",
+        (long long)H, (long long)OH, (long long)H, (long long)(OH - 1), (long long)OH, (long long)Wd, (long long)OW,
+        (long long)Wd, (long long)(OW - 1), (long long)OW);
+  else
+    sbf(&s, "  let dh = %lld; let dw = %lld;\n  var h0 = i32(r * %lldu) - %lld; var w0 = i32(q * %lldu) - %lld;\n"
+            "  let h1 = min(h0 + %lld, %lld); let w1 = min(w0 + %lld, %lld);\n"
+            "  while (h0 < 0) { h0 = h0 + dh; }\n  while (w0 < 0) { w0 = w0 + dw; }\n",
+        (long long)a[6], (long long)a[7], (long long)a[2], (long long)a[4], (long long)a[3], (long long)a[5],
+        (long long)((a[0] - 1) * a[6] + 1), (long long)H, (long long)((a[1] - 1) * a[7] + 1), (long long)Wd);
+  char o[300];
+  off4(o, sizeof o, x, "n", "ch", "u32(h)", "u32(w)");
+  sbf(&s, "  var best = h0 * %lld + w0;\n  var bv = bitcast<f32>(wzero | 0xff800000u);\n  var found = false;\n"
+          "  for (var h = h0; h < h1 && !found; h = h + dh) {\n    for (var w = w0; w < w1; w = w + dw) {\n"
+          "      let v = bitcast<f32>(b%d[%s]);\n"
+          "      if (v > bv || wisnan(v)) { bv = v; best = h * %lld + w; if (wisnan(v)) { found = true; break; } }\n"
+          "    }\n  }\n  b%d[%lldu + e] = bitcast<u32>(bv);\n",
+      (long long)Wd, bx, o, (long long)Wd, by, (long long)y->offset);
+  if (ix) sbf(&s, "  b%d[2u * (%lldu + e)] = bitcast<u32>(best);\n  b%d[2u * (%lldu + e) + 1u] = 0u;\n", bi,
+              (long long)ix->offset, bi, (long long)ix->offset);
+  sbf(&s, "}\n");
+  st = launch(&s, &bs, gx, gy, 1);
+  wg_unlock();
+  return st;
+}
+
+/* max pools' input gradient: gx = 0, gx[plane][idx] += g. A thread per plane walks its
+ * outputs in order (the CPU's order: overlapping windows sum identically each run); a bad
+ * index raises the device flag (reported at the next synchronisation). */
+static ct_status k_pool_scatter(const ct_call *c) {
+  WG_BEGIN(c);
+  const ct_tensor *g = c->in[0], *ix = c->in[1];
+  ct_tensor *o = c->out[0];
+  CT_TRY(need_f32(c, g));
+  if (ix->dtype != CT_INT64 || g->ndim != 4 || ix->ndim != 4 || !pool_out_ok(o, CT_FLOAT32) || ct_numel(ix) != ct_numel(g))
+    return unsupported(c, "Expected 4-D float32 gradients and int64 indices.");
+  for (int d = 0; d < 4; d++)
+    if (ix->shape[d] != g->shape[d]) return unsupported(c, "Expected indices of the gradient's shape.");
+  int64_t planes = o->shape[0] * o->shape[1], isz = o->shape[2] * o->shape[3];
+  if (ct_numel(o) == 0) return CT_OK;
+  int64_t C = g->shape[1], OH = g->shape[2], OW = g->shape[3];
+  if (g->shape[0] * C != planes) return unsupported(c, "Expected one gradient plane per input plane.");
+  wg_lock();
+  ct_status st = check_extent(o);
+  if (st == CT_OK && ct_numel(g)) st = check_extent(g);
+  if (st == CT_OK && ct_numel(g)) st = check_extent(ix);
+  wg_buf *flag = wg_flag_buffer();
+  if (st == CT_OK && !flag) st = CT_ERR(CT_ERR_OOM, "WebGPU: no flag buffer");
+  if (st != CT_OK) {
+    wg_unlock();
+    return st;
+  }
+  bindset bs = {{0}, 0, -1};
+  int bo = bind_of(&bs, o), bg = -1, bi = -1;
+  bool any = ct_numel(g) > 0;
+  if (any) {
+    bg = bind_of(&bs, g), bi = bind_of(&bs, ix);
+    bs.atomic_idx = bind_buf(&bs, flag);
+  }
+  uint32_t gx, gy;
+  grid((planes + 63) / 64, &gx, &gy);
+  sb s = {0};
+  emit_bindings(&s, &bs);
+  sbf(&s, "@compute @workgroup_size(64)\n"
+          "fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32) {\n"
+          "  let pl = (wid.y * %uu + wid.x) * 64u + li;\n  if (pl >= %lldu) { return; }\n"
+          "  let base = %lldu + pl * %lldu;\n"
+          "  for (var i: u32 = 0u; i < %lldu; i = i + 1u) { b%d[base + i] = 0u; }\n",
+      gx, (long long)planes, (long long)o->offset, (long long)isz, (long long)isz, bo);
+  if (any) {
+    char og[300], oi[300];
+    off4(og, sizeof og, g, "n", "ch", "r", "q");
+    off4(oi, sizeof oi, ix, "n", "ch", "r", "q");
+    sbf(&s, "  let n = pl / %lldu; let ch = pl %% %lldu;\n"
+            "  for (var r: u32 = 0u; r < %lldu; r = r + 1u) {\n    for (var q: u32 = 0u; q < %lldu; q = q + 1u) {\n"
+            "      let io = %s;\n      let k = b%d[2u * io];\n"
+            "      if (b%d[2u * io + 1u] != 0u || k >= %lldu) { atomicMax(&b%d[0], 1u); continue; }\n"
+            "      b%d[base + k] = bitcast<u32>(bitcast<f32>(b%d[base + k]) + bitcast<f32>(b%d[%s]));\n    }\n  }\n",
+        (long long)C, (long long)C, (long long)OH, (long long)OW, oi, bi, bi, (long long)isz, bs.atomic_idx, bo, bo, bg, og);
+  }
+  sbf(&s, "}\n");
+  st = launch(&s, &bs, gx, gy, 1);
+  if (st == CT_OK && any) wg_arm_flag();
+  wg_unlock();
+  return st;
+}
+
+/* avg_pool2d, adaptive_avg_pool2d and their input gradients (gather form: each input
+ * element sums g / divisor over the windows that hold it). The window of output (r, q):
+ * avg: [r*s - p, min(r*s - p + k, H + p)) clipped to [0, H), divisor the unclipped size
+ * (count_include_pad), the clipped size, or divisor_override; adaptive: [floor(r H / R),
+ * ceil((r + 1) H / R)), divisor its size. */
+static void lin_emit_window(sb *s, const ct_call *c, bool adaptive, int64_t H, int64_t Wd, int64_t R, int64_t S) {
+  const int64_t *a = c->a.i;
+  sbf(s, "fn win(r: u32, q: u32) -> vec4<i32> {\n");
+  if (adaptive)
+    sbf(s, "  return vec4<i32>(i32(r * %lldu / %lldu), i32(((r + 1u) * %lldu + %lldu) / %lldu), i32(q * %lldu / %lldu), "
+           "i32(((q + 1u) * %lldu + %lldu) / %lldu));\n}\n",
+        (long long)H, (long long)R, (long long)H, (long long)(R - 1), (long long)R, (long long)Wd, (long long)S,
+        (long long)Wd, (long long)(S - 1), (long long)S);
+  else
+    sbf(s, "  let h0 = i32(r * %lldu) - %lld; let w0 = i32(q * %lldu) - %lld;\n"
+           "  return vec4<i32>(max(h0, 0), min(min(h0 + %lld, %lld), %lld), max(w0, 0), min(min(w0 + %lld, %lld), %lld));\n}\n",
+        (long long)a[2], (long long)a[4], (long long)a[3], (long long)a[5], (long long)a[0], (long long)(H + a[4]),
+        (long long)H, (long long)a[1], (long long)(Wd + a[5]), (long long)Wd);
+  sbf(s, "fn div(r: u32, q: u32, v: vec4<i32>) -> f32 {\n");
+  if (!adaptive && c->a.k[1]) sbf(s, "  return %lld.0;\n}\n", (long long)c->a.k[1]);
+  else if (!adaptive && c->a.k[0])
+    sbf(s, "  let h0 = i32(r * %lldu) - %lld; let w0 = i32(q * %lldu) - %lld;\n"
+           "  return f32((min(h0 + %lld, %lld) - h0) * (min(w0 + %lld, %lld) - w0));\n}\n",
+        (long long)a[2], (long long)a[4], (long long)a[3], (long long)a[5], (long long)a[0], (long long)(H + a[4]),
+        (long long)a[1], (long long)(Wd + a[5]));
+  else sbf(s, "  return f32((v.y - v.x) * (v.w - v.z));\n}\n");
+}
+static ct_status k_lin_pool(const ct_call *c) {
+  WG_BEGIN(c);
+  const ct_tensor *x = c->in[0];
+  ct_tensor *y = c->out[0];
+  CT_TRY(need_f32(c, x));
+  if (x->ndim != 4 || !pool_out_ok(y, CT_FLOAT32)) return unsupported(c, "Expected a 4-D float32 input.");
+  bool bwd = c->op == CT_OP_avg_pool2d_backward || c->op == CT_OP_adaptive_avg_pool2d_backward;
+  bool adaptive = c->op == CT_OP_adaptive_avg_pool2d || c->op == CT_OP_adaptive_avg_pool2d_backward;
+  const ct_tensor *big = bwd ? y : x, *small = bwd ? x : y;
+  int64_t n = ct_numel(y), C = y->shape[1], H = big->shape[2], Wd = big->shape[3], R = small->shape[2], S = small->shape[3];
+  if (n == 0) return CT_OK;
+  if (R < 1 || S < 1) return unsupported(c, "Expected a non-empty pooled size.");
+  if (!adaptive && (c->a.i[2] < 1 || c->a.i[3] < 1)) return unsupported(c, "Expected positive strides.");
+  wg_lock();
+  ct_status st = check_extent(x);
+  if (st == CT_OK) st = check_extent(y);
+  if (st != CT_OK) {
+    wg_unlock();
+    return st;
+  }
+  bindset bs = {{0}, 0, -1};
+  int bx = bind_of(&bs, x), by = bind_of(&bs, y);
+  uint32_t gx, gy;
+  grid((n + 255) / 256, &gx, &gy);
+  sb s = {0};
+  emit_bindings(&s, &bs);
+  lin_emit_window(&s, c, adaptive, H, Wd, R, S);
+  char o[300];
+  if (!bwd) {
+    pool_frame(&s, gx, n, C, R, S);
+    off4(o, sizeof o, x, "n", "ch", "u32(h)", "u32(w)");
+    sbf(&s, "  let v = win(r, q);\n  var acc: f32 = 0.0;\n"
+            "  for (var h = v.x; h < v.y; h = h + 1) { for (var w = v.z; w < v.w; w = w + 1) { acc = acc + bitcast<f32>(b%d[%s]); } }\n"
+            "  if (v.x >= v.y || v.z >= v.w) { b%d[%lldu + e] = 0u; return; }\n"
+            "  b%d[%lldu + e] = bitcast<u32>(acc / div(r, q, v));\n}\n",
+        bx, o, by, (long long)y->offset, by, (long long)y->offset);
+  } else {
+    /* here (r, q) is the input position; the outputs whose windows may hold it lie in a
+     * band: for avg [(r + p - k) / s, (r + p) / s], for adaptive [r R / H - 1, (r + 1) R / H + 1] */
+    pool_frame(&s, gx, n, C, H, Wd);
+    if (adaptive)
+      sbf(&s, "  let r0 = max(i32(r * %lldu / %lldu) - 1, 0); let r1 = min(i32((r + 1u) * %lldu / %lldu) + 1, %lld);\n"
+              "  let q0 = max(i32(q * %lldu / %lldu) - 1, 0); let q1 = min(i32((q + 1u) * %lldu / %lldu) + 1, %lld);\n",
+          (long long)R, (long long)H, (long long)R, (long long)H, (long long)(R - 1), (long long)S, (long long)Wd,
+          (long long)S, (long long)Wd, (long long)(S - 1));
+    else {
+      const int64_t *a = c->a.i;
+      sbf(&s, "  let r0 = max((i32(r) + %lld) / %lld - %lld, 0); let r1 = min((i32(r) + %lld) / %lld, %lld);\n"
+              "  let q0 = max((i32(q) + %lld) / %lld - %lld, 0); let q1 = min((i32(q) + %lld) / %lld, %lld);\n",
+          (long long)a[4], (long long)a[2], (long long)((a[0] + a[2] - 1) / a[2]), (long long)a[4], (long long)a[2],
+          (long long)(R - 1), (long long)a[5], (long long)a[3], (long long)((a[1] + a[3] - 1) / a[3]), (long long)a[5],
+          (long long)a[3], (long long)(S - 1));
+    }
+    off4(o, sizeof o, x, "n", "ch", "u32(oh)", "u32(ow)");
+    sbf(&s, "  var acc: f32 = 0.0;\n  let hr = i32(r); let hq = i32(q);\n"
+            "  for (var oh = r0; oh <= r1; oh = oh + 1) {\n    for (var ow = q0; ow <= q1; ow = ow + 1) {\n"
+            "      let v = win(u32(oh), u32(ow));\n"
+            "      if (hr < v.x || hr >= v.y || hq < v.z || hq >= v.w) { continue; }\n"
+            "      acc = acc + bitcast<f32>(b%d[%s]) / div(u32(oh), u32(ow), v);\n    }\n  }\n"
+            "  b%d[%lldu + e] = bitcast<u32>(acc);\n}\n",
+        bx, o, by, (long long)y->offset);
+  }
+  st = launch(&s, &bs, gx, gy, 1);
+  wg_unlock();
+  return st;
+}
+
 /* ---- the table ---- */
 static ct_kernel_fn table[CT_OP_COUNT];
 static pthread_once_t table_once = PTHREAD_ONCE_INIT;
@@ -1964,6 +2437,11 @@ static void table_init(void) {
   table[CT_OP_addmm] = table[CT_OP_baddbmm] = table[CT_OP_addmv] = k_linalg;
   table[CT_OP_embedding] = k_embedding;
   table[CT_OP_embedding_dense_backward] = k_embedding_backward;
+  table[CT_OP_convolution] = table[CT_OP_convolution_backward_input] = table[CT_OP_convolution_backward_weight] = k_conv;
+  table[CT_OP_max_pool2d_with_indices] = table[CT_OP_adaptive_max_pool2d] = k_maxpool;
+  table[CT_OP_max_pool2d_with_indices_backward] = k_pool_scatter;
+  table[CT_OP_avg_pool2d] = table[CT_OP_avg_pool2d_backward] = k_lin_pool;
+  table[CT_OP_adaptive_avg_pool2d] = table[CT_OP_adaptive_avg_pool2d_backward] = k_lin_pool;
 }
 
 ct_kernel_fn ct_webgpu_kernel_for(int op) {

@@ -291,6 +291,38 @@ INL vf F(gelu_tanh_vec)(vf x) {
 }
 #endif
 
+#ifdef VSCALEF_F
+/* AVX-512, both gelu forms when every lane has |x| < 31.5/8 (all but ~1e-3 of the vectors of a
+ * standard-normal input; 8.2e-5 of its elements lie beyond): gelu = x (1 - q) for x >= 0, x q below,
+ * q(|x|) the lower tail read from 32 degree-5 pieces (gelu_tab_erf / gelu_tab_tanh in fast_ew.c,
+ * relative error 1.1e-7 evaluated in float) picked by vpermt2ps from round(8|x|): no exponential,
+ * no division, 19 vector operations instead of 33 (erf) / 22 (tanh), so the loop keeps up with
+ * memory. Any other lane (large, inf, NaN) sends the whole vector to the full forms above. Error:
+ * q's 1.1e-7 plus three roundings, ~3 ulp at most (bounds 6 and 4 in test_fast_ulp.c). */
+INL vf F(gelu_tab_vec)(vf x, const float (*tab)[32], int tanh_form) {
+  __m512 y = _mm512_abs_ps((__m512)x);
+  if (__builtin_expect(_mm512_cmp_ps_mask(y, _mm512_set1_ps(3.9375f), _CMP_NLT_UQ) != 0, 0)) /* not below, NaN */
+    return tanh_form ? F(gelu_tanh_vec)(x) : F(gelu_erf_vec)(x);
+  const float magic = 12582912.0f;
+  vf t = VFMA_F((vf)y, F(spf)(8.0f), F(spf)(magic));     /* low 5 bits: k = round(8|x|) <= 31 */
+  vf s = VFMA_F(t - magic, F(spf)(-0.125f), (vf)y);     /* |x| - k/8, exact */
+  __m512i ix = (__m512i)t;
+#define GT_(j) ((vf)_mm512_permutex2var_ps(_mm512_load_ps(tab[j]), ix, _mm512_load_ps(tab[j] + 16)))
+  vf q = VFMA_F(GT_(5), s, GT_(4));
+  q = VFMA_F(q, s, GT_(3));
+  q = VFMA_F(q, s, GT_(2));
+  q = VFMA_F(q, s, GT_(1));
+  q = VFMA_F(q, s, GT_(0));
+#undef GT_
+  return x * VBLENDS_F(x, 1.0f - q, q); /* -0: -0 * q = -0 as the reference */
+}
+#define GELU_ERF_V(v) F(gelu_tab_vec)((v), gelu_tab_erf, 0)
+#define GELU_TANH_V(v) F(gelu_tab_vec)((v), gelu_tab_tanh, 1)
+#else
+#define GELU_ERF_V(v) F(gelu_erf_vec)(v)
+#define GELU_TANH_V(v) F(gelu_tanh_vec)(v)
+#endif
+
 /* Stores of a streamed output: NT (non-temporal) stores bypass the caches, so a large output
  * that is not read back soon costs one memory write instead of a read-for-ownership plus a
  * write (what memcpy does for large copies). Used when the caller passes nt (the output is
@@ -365,8 +397,8 @@ TGT static void F(unary)(int op, int gelu_tanh, const float *x, float *y, int64_
     case CT_OP_silu: MAP_ROW(x, y, n, nt, 0.0f, v * F(sigmoidf)(v)); break;
     case CT_OP_tanh: MAP_ROW(x, y, n, nt, 0.0f, F(tanhf)(v)); break;
     case CT_OP_gelu:
-      if (gelu_tanh) MAP_ROW(x, y, n, nt, 0.0f, F(gelu_tanh_vec)(v));
-      else MAP_ROW(x, y, n, nt, 0.0f, F(gelu_erf_vec)(v));
+      if (gelu_tanh) MAP_ROW(x, y, n, nt, 0.0f, GELU_TANH_V(v));
+      else MAP_ROW(x, y, n, nt, 0.0f, GELU_ERF_V(v));
       break;
     default: MAP_ROW(x, y, n, nt, 0.0f, v); break;
   }
@@ -454,8 +486,9 @@ TGT static double F(sum)(const float *x, int64_t n) {
   for (; i < n; i++) s += (double)x[i];
   return s;
 }
-/* max (sign > 0) or min of n >= 1 floats; NaN if any is NaN */
-TGT static float F(minmax)(const float *x, int64_t n, int sign) {
+/* max (sign > 0) or min of n >= 1 floats; NaN if any is NaN. Exact NaN tracking (a compare and an or
+ * per vector on one chain): the fallback of minmax below. */
+TGT static float F(minmax_exact)(const float *x, int64_t n, int sign) {
   vf m = F(spf)(x[0]);
   vi nan = (vi){0};
   int64_t i = 0;
@@ -475,6 +508,45 @@ TGT static float F(minmax)(const float *x, int64_t n, int sign) {
     else if (sign > 0 ? x[i] > r : x[i] < r) r = x[i];
   }
   return any_nan ? NAN : r;
+}
+/* The same with four independent max (min) chains that skip NaN lanes (VMAX_F(v, m) keeps m when v
+ * is NaN) and one chain c += v * 0, which turns NaN when any element is NaN or +-inf: then the exact
+ * loop above decides (inf inputs pay twice; the common case is two vector operations per vector
+ * instead of a compare-select chain whose latency bound the old loop to ~1/3 of memory's pace). */
+TGT static float F(minmax)(const float *x, int64_t n, int sign) {
+  if (n < 4 * NF) return F(minmax_exact)(x, n, sign);
+  vf m0 = F(ldf)(x), m1 = m0, m2 = m0, m3 = m0, c0 = F(spf)(0.0f), c1 = c0, z = c0;
+  int64_t i = 0;
+  if (sign > 0)
+    for (; i + 4 * NF <= n; i += 4 * NF) {
+      vf v0 = F(ldf)(x + i), v1 = F(ldf)(x + i + NF), v2 = F(ldf)(x + i + 2 * NF), v3 = F(ldf)(x + i + 3 * NF);
+      m0 = VMAX_F(v0, m0), m1 = VMAX_F(v1, m1), m2 = VMAX_F(v2, m2), m3 = VMAX_F(v3, m3);
+      c0 = VFMA_F(v0 + v1, z, c0), c1 = VFMA_F(v2 + v3, z, c1);
+    }
+  else
+    for (; i + 4 * NF <= n; i += 4 * NF) {
+      vf v0 = F(ldf)(x + i), v1 = F(ldf)(x + i + NF), v2 = F(ldf)(x + i + 2 * NF), v3 = F(ldf)(x + i + 3 * NF);
+      m0 = VMIN_F(v0, m0), m1 = VMIN_F(v1, m1), m2 = VMIN_F(v2, m2), m3 = VMIN_F(v3, m3);
+      c0 = VFMA_F(v0 + v1, z, c0), c1 = VFMA_F(v2 + v3, z, c1);
+    }
+  /* the last < 4 vectors: the final 4 vectors of the row again (max / min do not mind repeats) */
+  if (i < n) {
+    i = n - 4 * NF;
+    vf v0 = F(ldf)(x + i), v1 = F(ldf)(x + i + NF), v2 = F(ldf)(x + i + 2 * NF), v3 = F(ldf)(x + i + 3 * NF);
+    m0 = sign > 0 ? VMAX_F(v0, m0) : VMIN_F(v0, m0), m1 = sign > 0 ? VMAX_F(v1, m1) : VMIN_F(v1, m1);
+    m2 = sign > 0 ? VMAX_F(v2, m2) : VMIN_F(v2, m2), m3 = sign > 0 ? VMAX_F(v3, m3) : VMIN_F(v3, m3);
+    c0 = VFMA_F(v0 + v1, z, c0), c1 = VFMA_F(v2 + v3, z, c1);
+  }
+  vf c = c0 + c1;
+  for (int k = 0; k < NF; k++)
+    if (c[k] != 0.0f) return F(minmax_exact)(x, n, sign); /* NaN or inf somewhere */
+  m0 = sign > 0 ? VMAX_F(m1, m0) : VMIN_F(m1, m0);
+  m2 = sign > 0 ? VMAX_F(m3, m2) : VMIN_F(m3, m2);
+  m0 = sign > 0 ? VMAX_F(m2, m0) : VMIN_F(m2, m0);
+  float r = m0[0];
+  for (int k = 1; k < NF; k++)
+    if (sign > 0 ? m0[k] > r : m0[k] < r) r = m0[k];
+  return r;
 }
 
 /* mean and biased variance of a contiguous row (two passes in double) */
@@ -523,9 +595,21 @@ INL float F(expn1)(float x) {
   vf v = F(spf)(x);
   return F(expnf)(v)[0];
 }
+/* e^x for x <= 0 or -inf in softmax / log-sum-exp sums: expnf, at AVX-512 one degree lower
+ * (exp_core_d5: relative error 1.05e-7, ~1.5 ulp, one FMA less of ~17 operations per vector in the
+ * softmax loops; the row's result has its own division / log rounding on top) */
+#ifdef VSCALEF_F
+INL vf F(expsm)(vf x) { return F(exp_core_d5)(VMAX_F(F(spf)(-104.0f), x), F(spf)(-0.0f)); }
+#else
+INL vf F(expsm)(vf x) { return F(expnf)(x); }
+#endif
+INL float F(expsm1)(float x) {
+  vf v = F(spf)(x);
+  return F(expsm)(v)[0];
+}
 
-/* max of a row and whether it holds a NaN */
-INL float F(rowmax)(const float *x, int64_t n, bool *nan) {
+/* max of a row and whether it holds a NaN (compare-select chains: the exact form, see rowmax) */
+INL float F(rowmax_exact)(const float *x, int64_t n, bool *nan) {
   vf m0 = F(spf)(-INFINITY), m1 = m0;
   vi bad = (vi){0};
   int64_t i = 0;
@@ -554,6 +638,33 @@ INL float F(rowmax)(const float *x, int64_t n, bool *nan) {
   *nan = any;
   return r;
 }
+/* The same as minmax does it: four max chains that skip NaN lanes and one chain c += v * 0 that turns
+ * NaN when the row holds a NaN or an inf, in which case rowmax_exact decides (the compare-select
+ * chains took a quarter of softmax_row2's time); the same max value */
+INL float F(rowmax)(const float *x, int64_t n, bool *nan) {
+  if (n < 4 * NF) return F(rowmax_exact)(x, n, nan);
+  vf m0 = F(ldf)(x), m1 = m0, m2 = m0, m3 = m0, c0 = F(spf)(0.0f), c1 = c0, z = c0;
+  int64_t i = 0;
+  for (; i + 4 * NF <= n; i += 4 * NF) {
+    vf v0 = F(ldf)(x + i), v1 = F(ldf)(x + i + NF), v2 = F(ldf)(x + i + 2 * NF), v3 = F(ldf)(x + i + 3 * NF);
+    m0 = VMAX_F(v0, m0), m1 = VMAX_F(v1, m1), m2 = VMAX_F(v2, m2), m3 = VMAX_F(v3, m3);
+    c0 = VFMA_F(v0 + v1, z, c0), c1 = VFMA_F(v2 + v3, z, c1);
+  }
+  if (i < n) { /* the last < 4 vectors: the row's final 4 vectors again */
+    i = n - 4 * NF;
+    vf v0 = F(ldf)(x + i), v1 = F(ldf)(x + i + NF), v2 = F(ldf)(x + i + 2 * NF), v3 = F(ldf)(x + i + 3 * NF);
+    m0 = VMAX_F(v0, m0), m1 = VMAX_F(v1, m1), m2 = VMAX_F(v2, m2), m3 = VMAX_F(v3, m3);
+    c0 = VFMA_F(v0 + v1, z, c0), c1 = VFMA_F(v2 + v3, z, c1);
+  }
+  vf c = c0 + c1;
+  for (int k = 0; k < NF; k++)
+    if (c[k] != 0.0f) return F(rowmax_exact)(x, n, nan);
+  m0 = VMAX_F(VMAX_F(m1, m0), VMAX_F(m3, m2));
+  float r = m0[0];
+  for (int k = 1; k < NF; k++) r = m0[k] > r ? m0[k] : r;
+  *nan = false;
+  return r;
+}
 
 /* sum of x [* w] over n <= RB elements */
 INL double F(bsum)(const float *x, const float *w, int64_t n) {
@@ -578,8 +689,8 @@ INL double F(bsumexp)(const float *x, float *y, int64_t n, float m, const float 
   int64_t i = 0;
   for (; i + 4 * NF <= n; i += 4 * NF) {
     F(pf4)(pf, i, 0);
-    vf e0 = F(expnf)(F(ldf)(x + i) - vm), e1 = F(expnf)(F(ldf)(x + i + NF) - vm);
-    vf e2 = F(expnf)(F(ldf)(x + i + 2 * NF) - vm), e3 = F(expnf)(F(ldf)(x + i + 3 * NF) - vm);
+    vf e0 = F(expsm)(F(ldf)(x + i) - vm), e1 = F(expsm)(F(ldf)(x + i + NF) - vm);
+    vf e2 = F(expsm)(F(ldf)(x + i + 2 * NF) - vm), e3 = F(expsm)(F(ldf)(x + i + 3 * NF) - vm);
     if (y) {
       F(stf)(y + i, e0);
       F(stf)(y + i + NF, e1);
@@ -589,13 +700,13 @@ INL double F(bsumexp)(const float *x, float *y, int64_t n, float m, const float 
     a0 += e0, a1 += e1, a2 += e2, a3 += e3;
   }
   for (; i + NF <= n; i += NF) {
-    vf e = F(expnf)(F(ldf)(x + i) - vm);
+    vf e = F(expsm)(F(ldf)(x + i) - vm);
     if (y) F(stf)(y + i, e);
     a0 += e;
   }
   double s = F(hsum)((a0 + a1) + (a2 + a3));
   for (; i < n; i++) {
-    float e = F(expn1)(x[i] - m);
+    float e = F(expsm1)(x[i] - m);
     if (y) y[i] = e;
     s += e;
   }
@@ -650,12 +761,12 @@ INL float F(online_maxsum)(const float *x, int64_t n, double *sum, bool *nan) {
       vf b01 = F(self)(v1 > v0, v1, v0), b23 = F(self)(v3 > v2, v3, v2);
       vf bm = F(self)(b23 > b01, b23, b01);
       vf Mn = F(self)(bm > M, bm, M);
-      vf f = F(expnf)(M - Mn);
+      vf f = F(expsm)(M - Mn);
       M = Mn;
-      A0 = VFMA_F(A0, f, F(expnf)(v0 - M));
-      A1 = A1 * f + F(expnf)(v1 - M);
-      A2 = A2 * f + F(expnf)(v2 - M);
-      A3 = A3 * f + F(expnf)(v3 - M);
+      A0 = VFMA_F(A0, f, F(expsm)(v0 - M));
+      A1 = A1 * f + F(expsm)(v1 - M);
+      A2 = A2 * f + F(expsm)(v2 - M);
+      A3 = A3 * f + F(expsm)(v3 - M);
     }
     for (; i < i1; i += NF) { /* the last < 4 vectors, the final one padded with -inf */
       float tb[NF];
@@ -663,13 +774,13 @@ INL float F(online_maxsum)(const float *x, int64_t n, double *sum, bool *nan) {
       vf v = F(ldf)(tb);
       bad |= v != v;
       vf Mn = F(self)(v > M, v, M);
-      vf f = F(expnf)(M - Mn);
+      vf f = F(expsm)(M - Mn);
       M = Mn;
-      A0 = VFMA_F(A0, f, F(expnf)(v - M));
+      A0 = VFMA_F(A0, f, F(expsm)(v - M));
       A1 *= f, A2 *= f, A3 *= f;
     }
     /* fold the block's float sums into the double lanes (both relative to M now) */
-    vf fb = F(expnf)(M0 - M), A = (A0 + A1) + (A2 + A3);
+    vf fb = F(expsm)(M0 - M), A = (A0 + A1) + (A2 + A3);
     vfh fl, fh, al, ah;
     memcpy(&fl, &fb, sizeof fl);
     memcpy(&fh, (const char *)&fb + sizeof fl, sizeof fh);
@@ -684,7 +795,7 @@ INL float F(online_maxsum)(const float *x, int64_t n, double *sum, bool *nan) {
     any = any || bad[k];
     if (M[k] > mx) mx = M[k];
   }
-  vf g = F(expnf)(M - mx); /* each lane's sum relative to the row max */
+  vf g = F(expsm)(M - mx); /* each lane's sum relative to the row max */
   double s = 0;
   for (int k = 0; k < ND; k++) s += D0[k] * (double)g[k] + D1[k] * (double)g[ND + k];
   *nan = any;
@@ -732,82 +843,89 @@ TGT static void F(softmax_row2)(const float *x, float *y, int64_t n, int log, in
     MAP_ROW(scr, y, n, nt, 0.0f, v * vi_);
   } else {
     vf vi_ = F(spf)((float)(1.0 / s));
-    MAP_ROW(x, y, n, nt, 0.0f, F(expnf)(v - vm) * vi_);
+    MAP_ROW(x, y, n, nt, 0.0f, F(expsm)(v - vm) * vi_);
   }
 }
-/* Rows [0, rows) of softmax / log_softmax with NT stores, for n % NF == 0, NF <= n <= SM_SCR
- * and y VB-aligned: the output of row r - 1 is stored while row r's exponentials are computed
- * (one vector of row r - 1 per vector of row r). Storing a whole row in a loop of its own
- * stalls on the write-combining buffers while the arithmetic units idle; interleaved, the
- * stores drain under the arithmetic. Same arithmetic, order and results as softmax_row2. */
+/* Rows [0, rows) of softmax / log_softmax with NT stores, for n % NF == 0, NF <= n <= SM_SCR and y
+ * VB-aligned, as one three-stage pipeline: each step over a row's positions takes the max of row r
+ * (read from memory), the exponentials and their sum of row r - 1 (from L1, read one step before)
+ * and stores the output of row r - 2. Every loop then reads memory while it computes and stores
+ * (a max pass of its own only loads, an exponential pass only computes: 4-6% more CPU time per
+ * 16M floats in paired runs), and the NT stores drain under the arithmetic instead of stalling a
+ * store loop of their own. Same arithmetic and order per row as softmax_row2 (max in four chains
+ * skipping NaN lanes, sums in four float chains per 4 vectors, the same tails), so the same results;
+ * a NaN (or an x = +inf max) makes the row's sum NaN, which is what marks the row bad. */
 TGT static void F(softmax_rows_nt)(const float *x, float *y, int64_t rows, int64_t n, int log, int64_t ahead) {
   float scr[2][SM_SCR] __attribute__((aligned(64)));
-  const float *xp = NULL, *sp = NULL; /* the previous row's input and exponentials */
-  float *yp = NULL;
-  vf pa = F(spf)(0), pb = pa; /* softmax: y = e * pa; log: y = (x - pa) - pb */
-#define SRN_OUT(j)                                                        \
-  do {                                                                    \
-    if (yp) {                                                             \
-      vf o_ = log ? (F(ldf)(xp + (j)) - pa) - pb : F(ldf)(sp + (j)) * pa; \
-      VSTNT(yp + (j), o_);                                                \
-    }                                                                     \
-  } while (0)
-  for (int64_t r = 0; r <= rows; r++) {
-    if (r == rows) { /* the last row's output */
-      for (int64_t i = 0; i < n; i += NF) SRN_OUT(i);
-      break;
-    }
-    const float *xr = x + r * n, *pf = r + ahead < rows ? x + (r + ahead) * n : NULL;
-    float *sc = scr[r & 1];
-    /* max without a NaN check (VMAX_F skips NaN lanes of x): a NaN in x, or an x = +inf max,
-     * makes the sum NaN below (e^NaN, e^(inf - inf)), which is what marks the row bad */
+  vf pa = F(spf)(0), pb = pa; /* row r - 2's output: softmax y = e * pa; log: y = (x - pa) - pb */
+  float mx_e = 0, m_e = 0;    /* row r - 1's max and the max its exponentials subtract */
+  for (int64_t r = 0; r < rows + 2; r++) {
+    const float *xm = r < rows ? x + r * n : NULL;
+    const float *xe = r >= 1 && r <= rows ? x + (r - 1) * n : NULL;
+    const float *xo = r >= 2 ? x + (r - 2) * n : NULL;
+    float *yo = r >= 2 ? y + (r - 2) * n : NULL, *se = scr[(r + 1) & 1];
+    const float *so = scr[r & 1];
+    const float *pf = r + ahead < rows ? x + (r + ahead) * n : NULL;
     vf q0 = F(spf)(-INFINITY), q1 = q0, q2 = q0, q3 = q0;
+    vf vm = F(spf)(m_e), a0 = F(spf)(0), a1 = a0, a2 = a0, a3 = a0;
+#define SR3_OUT(j)                                                                \
+  do {                                                                            \
+    vf o_ = log ? (F(ldf)(xo + (j)) - pa) - pb : F(ldf)(so + (j)) * pa;           \
+    VSTNT(yo + (j), o_);                                                          \
+  } while (0)
     int64_t i = 0;
     for (; i + 4 * NF <= n; i += 4 * NF) {
-      q0 = VMAX_F(F(ldf)(xr + i), q0), q1 = VMAX_F(F(ldf)(xr + i + NF), q1);
-      q2 = VMAX_F(F(ldf)(xr + i + 2 * NF), q2), q3 = VMAX_F(F(ldf)(xr + i + 3 * NF), q3);
-    }
-    for (; i < n; i += NF) q0 = VMAX_F(F(ldf)(xr + i), q0);
-    q0 = VMAX_F(VMAX_F(q0, q1), VMAX_F(q2, q3));
-    float mx = -INFINITY;
-    for (int k = 0; k < NF; k++) mx = q0[k] > mx ? q0[k] : mx;
-    float m0 = mx == -INFINITY || mx == INFINITY ? 0.0f : mx; /* all -inf: sum 0 (see softmax_row2) */
-    vf vm = F(spf)(m0), a0 = F(spf)(0), a1 = a0, a2 = a0, a3 = a0;
-    i = 0;
-    for (; i + 4 * NF <= n; i += 4 * NF) {
       F(pf4)(pf, i, 0);
-      vf e0 = F(expnf)(F(ldf)(xr + i) - vm), e1 = F(expnf)(F(ldf)(xr + i + NF) - vm);
-      SRN_OUT(i);
-      SRN_OUT(i + NF);
-      vf e2 = F(expnf)(F(ldf)(xr + i + 2 * NF) - vm), e3 = F(expnf)(F(ldf)(xr + i + 3 * NF) - vm);
-      SRN_OUT(i + 2 * NF);
-      SRN_OUT(i + 3 * NF);
-      if (!log) {
-        F(stf)(sc + i, e0);
-        F(stf)(sc + i + NF, e1);
-        F(stf)(sc + i + 2 * NF, e2);
-        F(stf)(sc + i + 3 * NF, e3);
+      if (xm) {
+        q0 = VMAX_F(F(ldf)(xm + i), q0), q1 = VMAX_F(F(ldf)(xm + i + NF), q1);
+        q2 = VMAX_F(F(ldf)(xm + i + 2 * NF), q2), q3 = VMAX_F(F(ldf)(xm + i + 3 * NF), q3);
       }
-      a0 += e0, a1 += e1, a2 += e2, a3 += e3;
+      if (xe) {
+        vf e0 = F(expsm)(F(ldf)(xe + i) - vm), e1 = F(expsm)(F(ldf)(xe + i + NF) - vm);
+        vf e2 = F(expsm)(F(ldf)(xe + i + 2 * NF) - vm), e3 = F(expsm)(F(ldf)(xe + i + 3 * NF) - vm);
+        if (!log) {
+          F(stf)(se + i, e0);
+          F(stf)(se + i + NF, e1);
+          F(stf)(se + i + 2 * NF, e2);
+          F(stf)(se + i + 3 * NF, e3);
+        }
+        a0 += e0, a1 += e1, a2 += e2, a3 += e3;
+      }
+      if (yo) {
+        SR3_OUT(i);
+        SR3_OUT(i + NF);
+        SR3_OUT(i + 2 * NF);
+        SR3_OUT(i + 3 * NF);
+      }
     }
     for (; i < n; i += NF) {
-      vf e = F(expnf)(F(ldf)(xr + i) - vm);
-      SRN_OUT(i);
-      if (!log) F(stf)(sc + i, e);
-      a0 += e;
+      if (xm) q0 = VMAX_F(F(ldf)(xm + i), q0);
+      if (xe) {
+        vf e = F(expsm)(F(ldf)(xe + i) - vm);
+        if (!log) F(stf)(se + i, e);
+        a0 += e;
+      }
+      if (yo) SR3_OUT(i);
     }
-    double s = F(hsum)((a0 + a1) + (a2 + a3));
-    /* PyTorch: a NaN (or e^(inf - inf)) makes the whole row NaN */
-    bool bad = s != s || mx == INFINITY;
-    if (log) {
-      pa = F(spf)(bad ? NAN : mx);
-      pb = F(spf)((float)log_d(s));
-    } else {
-      pa = F(spf)(bad ? NAN : (float)(1.0 / s));
+#undef SR3_OUT
+    if (xe) { /* row r - 1 done: its output factors (a NaN, or e^(inf - inf), makes the row NaN) */
+      double sum = F(hsum)((a0 + a1) + (a2 + a3));
+      bool bad = sum != sum || mx_e == INFINITY;
+      if (log) {
+        pa = F(spf)(bad ? NAN : mx_e);
+        pb = F(spf)((float)log_d(sum));
+      } else {
+        pa = F(spf)(bad ? NAN : (float)(1.0 / sum));
+      }
     }
-    xp = xr, sp = sc, yp = y + r * n;
+    if (xm) { /* row r's max (NaN lanes skipped: the sum above catches them) */
+      q0 = VMAX_F(VMAX_F(q0, q1), VMAX_F(q2, q3));
+      float mx = -INFINITY;
+      for (int k = 0; k < NF; k++) mx = q0[k] > mx ? q0[k] : mx;
+      mx_e = mx;
+      m_e = mx == -INFINITY || mx == INFINITY ? 0.0f : mx;
+    }
   }
-#undef SRN_OUT
 }
 #undef SM_CACHED
 #undef SM_SCR
@@ -1031,6 +1149,8 @@ TGT static void F(ce_bwd_row)(const float *x, const float *w, float *dx, int64_t
 }
 #undef BLOCKS
 #undef RB
+#undef GELU_ERF_V
+#undef GELU_TANH_V
 #undef MAP_ROW
 #undef PF_AHEAD
 #undef MAP1
