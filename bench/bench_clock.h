@@ -19,6 +19,17 @@ static inline double cpu_now(void) {
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
+/* the median of five timings (sorts them in place) */
+static inline double median5(double t[5]) {
+  for (int i = 0; i < 5; i++)
+    for (int j = i + 1; j < 5; j++)
+      if (t[j] < t[i]) {
+        double x = t[i];
+        t[i] = t[j];
+        t[j] = x;
+      }
+  return t[2];
+}
 /* a "Vm...:" line of /proc/self/status, in KiB (-1 where there is none) */
 static inline long status_kb(const char *key) {
   FILE *f = fopen("/proc/self/status", "r");

@@ -92,14 +92,7 @@ static double time_op(op_fn f, void *ctx, int n) {
     }
     t[r] = (now() - t0) * 1e3 / n;
   }
-  for (int i = 0; i < 5; i++)
-    for (int j = i + 1; j < 5; j++)
-      if (t[j] < t[i]) {
-        double x = t[i];
-        t[i] = t[j];
-        t[j] = x;
-      }
-  return t[2];
+  return median5(t);
 }
 
 typedef struct {

@@ -164,16 +164,6 @@ static ct_status infer_step(void *u) {
   r->out = o;
   return CT_OK;
 }
-static double med5(double *t) {
-  for (int i = 0; i < 5; i++)
-    for (int j = i + 1; j < 5; j++)
-      if (t[j] < t[i]) {
-        double x = t[i];
-        t[i] = t[j];
-        t[j] = x;
-      }
-  return t[2];
-}
 static int bench_resnet224(int64_t B, int64_t steps) {
   ct_device dev = ct_cuda(0);
   ct_manual_seed(0);
@@ -210,7 +200,7 @@ static int bench_resnet224(int64_t B, int64_t steps) {
       tg[rep] = (now() - t0) * 1e3 / (double)steps;
     }
     printf("ctorch  resnet18-224 b%lld inference %-4s %-6s eager %8.3f ms  CUDA graph %8.3f ms (%lld nodes; convolutions: %s)\n",
-           (long long)B, tf ? "tf32" : "fp32", folded ? "folded" : "module", med5(te), med5(tg),
+           (long long)B, tf ? "tf32" : "fp32", folded ? "folded" : "module", median5(te), median5(tg),
            (long long)ct_cuda_graph_num_nodes(gr), ct_cuda_cudnn_info());
     fflush(stdout);
     ct_cuda_graph_free(gr);
