@@ -3,8 +3,12 @@
  * device synchronised around the timed loop. Prints one line per precision; the PyTorch peer is
  * bench/bench_cuda_gpt_torch.py, run beside it by tests/cross_backend/gpt_cuda.sh.
  *   bench_cuda_gpt [layers heads width context batch vocab steps precision...]
- * precision: fp32 | tf32 | bf16 (ct_cuda_set_autocast_bf16), each optionally +graph (forward, backward and
+ * precision: fp32 | tf32 | bf16 (ct_cuda_set_autocast_bf16) | bf16o (bf16 + ct_cuda_set_autocast_bf16_outputs:
+ * bfloat16 products' outputs, as torch.autocast), each optionally +graph (forward, backward and
  * clipping replayed as a CUDA graph, the AdamW step eager); default: tf32 bf16 tf32+graph bf16+graph.
+ *   bench_cuda_gpt curve PATH [steps]: the first steps' losses in fp32 and bf16 from weights and a batch written
+ * to PATH for the PyTorch peer (bench_cuda_gpt_torch.py curve PATH).
+ *   bench_cuda_gpt attn [B H T D]: causal attention alone (bf16 tensors; float32 under bf16 autocast).
  *   bench_cuda_gpt mm: the step's matrix-product shapes alone (TF32, bf16 autocast, bfloat16 tensors).
  *   bench_cuda_gpt resnet224 [batch steps]: ResNet-18 224x224 inference (eval), eager and CUDA graph, fp32/tf32,
  * the module's forward and the folded plan (ct_cuda_resnet_infer: batch norm folded, bias+ReLU+residual fused).
@@ -19,6 +23,8 @@
 #include "ctorch.h"
 #include "ctorch/cuda.h"
 #include "ctorch/models.h"
+#include "ctorch/io.h"
+#include "ctorch/train.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +32,7 @@
 #include "bench_clock.h"
 
 const char *ct_cuda_cudnn_info(void); /* the CUDA backend's (k_cudnn.cu) */
+int64_t ct_cuda_sdpa_calls(bool backward); /* k_attention.cu: flash-attention calls so far */
 
 
 #define DIE(...)                          \
@@ -63,13 +70,6 @@ static ct_status fwd_bwd(void *u) {
  * momentum. graph: after two eager steps the whole step (zero_grad in place, forward, loss,
  * backward, SGD: its learning rate is constant) is captured once as a CUDA graph and replayed
  * (test_cuda graph_cnn_step checks replays against an eager twin). */
-/* Mean cross-entropy against class probabilities made by ct_one_hot_unchecked: device ops only
- * (ct_cross_entropy with class indices checks them on the host, which a CUDA graph capture cannot
- * record); the same value for the in-range targets used here. */
-static ct_tensor *ce_device(const ct_tensor *out, const ct_tensor *y) {
-  ct_tensor *oh = ct_one_hot_unchecked(y, ct_size(out, 1), ct_tensor_dtype(out));
-  return oh ? ct_cross_entropy(out, oh, NULL, CT_REDUCTION_MEAN, -100, 0.0) : NULL;
-}
 typedef struct {
   ct_module *m;
   ct_optim *opt;
@@ -78,19 +78,7 @@ typedef struct {
 } rstep;
 static ct_status resnet_step(void *u) {
   rstep *r = u;
-  ct_scope *sc = ct_scope_begin();
-  ct_tensor *out = ct_module_forward(r->m, r->x);
-  ct_tensor *loss = out ? ce_device(out, r->y) : NULL;
-  ct_status st = loss ? CT_OK : ct_last_status();
-  if (st == CT_OK) st = ct_optim_zero_grad(r->opt, r->to_none); /* default in place: the graph keeps the buffers */
-  if (st == CT_OK) st = ct_backward(loss, NULL, false, false);
-  if (st == CT_OK) st = ct_optim_step(r->opt);
-  if (st == CT_OK) {
-    ct_release(r->loss);
-    r->loss = ct_retain(loss);
-  }
-  ct_scope_end(sc);
-  return st;
+  return ct_classifier_train_step(r->m, r->opt, r->x, r->y, r->to_none, true, &r->loss);
 }
 
 static int bench_resnet(int64_t B, int64_t steps, bool graph, bool to_none) {
@@ -281,8 +269,135 @@ static int bench_mm(void) {
   return 0;
 }
 
+/* attn [B H T D]: causal scaled_dot_product_attention as the GPT-2 step runs it ([16, 12, 1024, 64]):
+ * bfloat16 tensors, and float32 tensors under bf16 autocast (what the step runs today); the forward
+ * alone and forward + backward (autograd.grad of q, k, v); ms per call, median of 5 repeats of 20,
+ * device synchronised. The PyTorch peer: bench_cuda_gpt_torch.py attn. */
+static int bench_attn(int64_t B, int64_t H, int64_t T, int64_t D) {
+  ct_generator *g = ct_generator_new(7);
+  int64_t sh[4] = {B, H, T, D};
+  for (int bf = 1; bf >= 0; bf--) {
+    ct_cuda_set_autocast_bf16(!bf);
+    ct_options o = ct_opts_dtype(bf ? CT_BFLOAT16 : CT_FLOAT32);
+    o.device = ct_cuda(0);
+    ct_tensor *x[4];
+    for (int i = 0; i < 4; i++) {
+      ct_tensor *r = ct_randn(4, sh, o, g);
+      if (!r) DIE("attn inputs");
+      x[i] = r;
+      if (i < 3) ct_requires_grad_(x[i], true);
+    }
+    for (int bwd = 0; bwd < 2; bwd++) {
+      double t[5];
+      for (int rep = -1; rep < 5; rep++) {
+        ct_cuda_synchronize(0);
+        double t0 = now();
+        for (int it = 0; it < 20; it++) {
+          ct_scope *sc = ct_scope_begin();
+          bool prev = ct_set_grad_enabled(bwd);
+          ct_tensor *out = ct_scaled_dot_product_attention(x[0], x[1], x[2], NULL, 0, true, NULL, NULL);
+          ct_set_grad_enabled(prev);
+          if (!out) DIE("sdpa");
+          if (bwd) {
+            ct_tensor *gr[3] = {NULL, NULL, NULL};
+            if (ct_autograd_grad(1, &out, &x[3], 3, x, gr, false, false, false) != CT_OK) DIE("sdpa backward");
+            for (int i = 0; i < 3; i++) ct_release(gr[i]);
+          }
+          ct_release(out);
+          ct_scope_end(sc);
+        }
+        ct_cuda_synchronize(0);
+        if (rep >= 0) t[rep] = (now() - t0) * 1e3 / 20;
+      }
+      double ms = median5(t), fl = (bwd ? 3.5 : 1.0) * 4.0 * (double)(B * H * T * T * D) / 2;
+      printf("attn ctorch %-13s %lldx%lldx%lldx%lld causal %-7s %8.3f ms %6.1f TFLOP/s (sdpa calls fwd %lld bwd %lld)\n",
+             bf ? "bf16" : "f32+autocast", (long long)B, (long long)H, (long long)T, (long long)D, bwd ? "fwd+bwd" : "fwd",
+             ms, fl / (ms * 1e-3) / 1e12, (long long)ct_cuda_sdpa_calls(false), (long long)ct_cuda_sdpa_calls(true));
+      fflush(stdout);
+    }
+    for (int i = 0; i < 4; i++) ct_release(x[i]);
+  }
+  ct_cuda_set_autocast_bf16(false);
+  ct_generator_free(g);
+  return 0;
+}
+
+/* curve PATH [steps]: the first steps' losses of GPT-2 124M (batch 16, context 1024) in fp32 and bf16,
+ * against PyTorch from the same weights and batch: the initial parameters (HF names, Conv1D layout)
+ * and the batch (x, y) are written to PATH (safetensors) for `bench_cuda_gpt_torch.py curve PATH`; the
+ * same optimizer (AdamW lr 6e-4, weight decay 0.1, clip 1.0) on one fixed batch. */
+static int bench_curve(const char *path, int64_t steps) {
+  ct_gpt_config cfg = {50257, 1024, 768, 12, 12, 0.0, 1e-5};
+  int64_t shape[2] = {16, 1024};
+  ct_generator *gd = ct_generator_new(7);
+  ct_options oi = ct_opts_dtype(CT_INT64);
+  ct_tensor *xc = ct_randint(0, cfg.vocab_size, 2, shape, &oi, gd),
+            *yc = ct_randint(0, cfg.vocab_size, 2, shape, &oi, gd);
+  if (!xc || !yc) DIE("batch");
+  for (int pi = 0; pi < 2; pi++) {
+    bool bf = pi == 1;
+    ct_generator *g = ct_generator_new(1337);
+    ct_gpt *m = ct_gpt_new_variant(&cfg, true, "tanh", g);
+    if (!m) DIE("model");
+    if (pi == 0) { /* the initial weights and the batch, for the PyTorch peer */
+      const ct_dict *pd = ct_gpt_parameters(m);
+      ct_dict *d = ct_dict_new();
+      for (int64_t i = 0; i < ct_dict_len(pd); i++) ct_dict_set(d, ct_dict_name(pd, i), ct_dict_tensor(pd, i));
+      ct_dict_set(d, "x", xc);
+      ct_dict_set(d, "y", yc);
+      if (ct_safetensors_save(path, d) != CT_OK) DIE("save %s", path);
+      ct_dict_free(d);
+    }
+    if (ct_gpt_to_device(m, ct_cuda(0)) != CT_OK) DIE("to cuda");
+    ct_cuda_set_allow_tf32(false);
+    ct_cuda_set_autocast_bf16(bf);
+    const ct_dict *pd = ct_gpt_parameters(m);
+    int64_t np = ct_dict_len(pd);
+    ct_tensor **P = calloc((size_t)np, sizeof *P);
+    for (int64_t i = 0; i < np; i++) P[i] = ct_dict_tensor(pd, i);
+    ct_optim_options oo = ct_optim_defaults(CT_OPTIM_ADAMW);
+    oo.lr = 6e-4;
+    oo.weight_decay = 0.1;
+    ct_optim *opt = ct_optim_new(CT_OPTIM_ADAMW, np, P, &oo);
+    ct_tensor *x = ct_to_device(xc, ct_cuda(0)), *y = ct_to_device(yc, ct_cuda(0));
+    if (!opt || !x || !y) DIE("optimizer");
+    for (int64_t s = 0; s < steps; s++) {
+      ct_scope *sc = ct_scope_begin();
+      ct_tensor *loss = NULL;
+      double l = 0;
+      if (ct_gpt_forward(m, x, y, true, NULL, NULL, &loss) != CT_OK || ct_item_double(loss, &l) != CT_OK) DIE("forward");
+      if (ct_backward(loss, NULL, false, false) != CT_OK) DIE("backward");
+      ct_tensor *n = ct_clip_grad_norm_(np, P, 1.0, 2.0, false);
+      if (!n) DIE("clip");
+      ct_release(n);
+      if (ct_optim_step(opt) != CT_OK || ct_optim_zero_grad(opt, true) != CT_OK) DIE("step");
+      printf("curve ctorch %s step %lld loss %.6f\n", bf ? "bf16" : "fp32", (long long)s, l);
+      ct_release(loss);
+      ct_scope_end(sc);
+    }
+    fflush(stdout);
+    ct_cuda_set_autocast_bf16(false);
+    ct_release(x);
+    ct_release(y);
+    ct_optim_free(opt);
+    free(P);
+    ct_gpt_free(m);
+    ct_generator_free(g);
+  }
+  ct_release(xc);
+  ct_release(yc);
+  ct_generator_free(gd);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   if (argc >= 2 && !strcmp(argv[1], "mm")) return ct_cuda_is_available() ? bench_mm() : 0;
+  if (argc >= 3 && !strcmp(argv[1], "curve"))
+    return ct_cuda_is_available() ? bench_curve(argv[2], argc > 3 ? atoll(argv[3]) : 10) : 0;
+  if (argc >= 2 && !strcmp(argv[1], "attn"))
+    return ct_cuda_is_available() ? bench_attn(argc > 2 ? atoll(argv[2]) : 16, argc > 3 ? atoll(argv[3]) : 12,
+                                               argc > 4 ? atoll(argv[4]) : 1024, argc > 5 ? atoll(argv[5]) : 64)
+                                  : 0;
   if (argc >= 2 && !strcmp(argv[1], "resnet224")) {
     if (!ct_cuda_is_available()) {
       printf("bench_cuda_gpt: skipped: %s\n", ct_cuda_unavailable_reason());
@@ -347,6 +462,7 @@ int main(int argc, char **argv) {
     const char *p = prec[pi];
     ct_cuda_set_allow_tf32(!strncmp(p, "tf32", 4));
     ct_cuda_set_autocast_bf16(!strncmp(p, "bf16", 4));
+    ct_cuda_set_autocast_bf16_outputs(!strncmp(p, "bf16o", 5)); /* PyTorch-style: bfloat16 activations */
     double t0 = 0, last = 0;
     if (strstr(p, "graph")) {
       gstep c = {m, x, y, NULL, P, np};
@@ -371,19 +487,40 @@ int main(int argc, char **argv) {
       ct_release(c.loss);
       continue;
     }
+    /* "+parts": the device synchronised after each phase (forward, backward, clipping, AdamW +
+     * zero_grad) and each phase timed; "+fwd": forward (with autograd) alone, for a per-op
+     * profile (CT_CUDA_OP_PROFILE=1) of the forward that the full step's profile minus it splits */
+    bool parts = strstr(p, "+parts") != NULL, fwd_only = strstr(p, "+fwd") != NULL;
+    double ph[4] = {0, 0, 0, 0}, tp = 0;
     for (int64_t s = 0; s < steps + 2; s++) {
       if (s == 2) {
         ct_cuda_synchronize(0);
         t0 = now();
+        memset(ph, 0, sizeof ph);
       }
+      if (parts) tp = now();
+#define PHASE(i)               \
+  if (parts) {                 \
+    ct_cuda_synchronize(0);    \
+    double t_ = now();         \
+    ph[i] += t_ - tp;          \
+    tp = t_;                   \
+  }
       ct_scope *sc = ct_scope_begin();
       ct_tensor *loss = NULL;
       if (ct_gpt_forward(m, x, y, true, NULL, NULL, &loss) != CT_OK) DIE("forward (%s)", p);
-      if (ct_backward(loss, NULL, false, false) != CT_OK) DIE("backward (%s)", p);
-      ct_tensor *n = ct_clip_grad_norm_(np, P, 1.0, 2.0, false);
-      if (!n) DIE("clip");
-      ct_release(n);
-      if (ct_optim_step(opt) != CT_OK || ct_optim_zero_grad(opt, true) != CT_OK) DIE("step");
+      PHASE(0)
+      if (!fwd_only) {
+        if (ct_backward(loss, NULL, false, false) != CT_OK) DIE("backward (%s)", p);
+        PHASE(1)
+        ct_tensor *n = ct_clip_grad_norm_(np, P, 1.0, 2.0, false);
+        if (!n) DIE("clip");
+        ct_release(n);
+        PHASE(2)
+        if (ct_optim_step(opt) != CT_OK || ct_optim_zero_grad(opt, true) != CT_OK) DIE("step");
+        PHASE(3)
+      }
+#undef PHASE
       if (s == steps + 1) ct_item_double(loss, &last);
       ct_release(loss);
       ct_scope_end(sc);
@@ -391,6 +528,10 @@ int main(int argc, char **argv) {
     ct_cuda_synchronize(0);
     double ms = (now() - t0) * 1e3 / (double)steps;
     printf("ctorch  %-5s train step %9.2f ms  (%.0f tokens/s, last loss %.4f)\n", p, ms, (double)(B * T) / ms * 1e3, last);
+    if (parts)
+      printf("ctorch  %-5s parts (synchronised): forward %.2f ms, backward %.2f ms, clip %.2f ms, AdamW+zero_grad %.2f ms\n",
+             p, ph[0] * 1e3 / (double)steps, ph[1] * 1e3 / (double)steps, ph[2] * 1e3 / (double)steps,
+             ph[3] * 1e3 / (double)steps);
     fflush(stdout);
   }
   ct_memory_stats ms = ct_memory_get_stats(dev);

@@ -146,6 +146,116 @@ def mm():
     torch.backends.cuda.matmul.allow_tf32 = False
 
 
+def attn(B, H, T, D):
+    """F.scaled_dot_product_attention causal on bfloat16 [B, H, T, D] (what autocast runs in the step):
+    forward alone and forward + backward, ms per call, median of 5 repeats of 20 (as bench_cuda_gpt attn)."""
+    import statistics
+    torch.manual_seed(7)
+    x = [torch.randn(B, H, T, D, device="cuda", dtype=torch.bfloat16, requires_grad=i < 3) for i in range(4)]
+    for bwd in (False, True):
+        ts = []
+        for rep in range(6):
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            for _ in range(20):
+                with torch.set_grad_enabled(bwd):
+                    o = F.scaled_dot_product_attention(x[0], x[1], x[2], is_causal=True)
+                if bwd:
+                    torch.autograd.grad(o, x[:3], x[3])
+            torch.cuda.synchronize()
+            if rep:
+                ts.append((time.perf_counter() - t0) * 1e3 / 20)
+        ms = statistics.median(ts)
+        fl = (3.5 if bwd else 1.0) * 4.0 * B * H * T * T * D / 2
+        print(f"attn torch  {'bf16':<13} {B}x{H}x{T}x{D} causal {'fwd+bwd' if bwd else 'fwd':<7} {ms:8.3f} ms "
+              f"{fl / (ms * 1e-3) / 1e12:6.1f} TFLOP/s", flush=True)
+
+
+def profile(L, H, C, T, B, V, steps):
+    """PyTorch's own bf16 autocast step split into parts: phases timed with the device synchronised
+    between them, then torch.profiler's CUDA time per kernel (the top rows) over `steps` steps."""
+    from torch.profiler import profile as tprof, ProfilerActivity
+    torch.manual_seed(1337)
+    m = GPT(L, H, C, T, V).cuda()
+    opt = torch.optim.AdamW(m.parameters(), lr=6e-4, weight_decay=0.1)
+    x = torch.randint(0, V, (B, T), device="cuda")
+    y = torch.randint(0, V, (B, T), device="cuda")
+    ph = [0.0] * 4
+
+    def step(parts):
+        t = [time.perf_counter()]
+
+        def mark():
+            if parts:
+                torch.cuda.synchronize()
+                t.append(time.perf_counter())
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = m(x, y)
+        mark()
+        loss.backward()
+        mark()
+        torch.nn.utils.clip_grad_norm_(m.parameters(), 1.0)
+        mark()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        mark()
+        if parts:
+            for i in range(4):
+                ph[i] += t[i + 1] - t[i]
+    for _ in range(2):
+        step(False)
+    for _ in range(steps):
+        step(True)
+    print("pytorch bf16  parts (synchronised): " + ", ".join(
+        f"{n} {v * 1e3 / steps:.2f} ms" for n, v in zip(("forward", "backward", "clip", "AdamW+zero_grad"), ph)), flush=True)
+    with tprof(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(steps):
+            step(False)
+        torch.cuda.synchronize()
+    ka = prof.key_averages()
+    try:
+        print(ka.table(sort_by="device_time_total", row_limit=40, max_name_column_width=70), flush=True)
+    except Exception:  # older PyTorch names the column cuda_time_total
+        print(ka.table(sort_by="cuda_time_total", row_limit=40, max_name_column_width=70), flush=True)
+
+
+def curve(path, steps):
+    """The first steps' losses from the weights and batch bench_cuda_gpt curve wrote to path (HF names,
+    Conv1D [in, out] weights: transposed into nn.Linear), fp32 (no TF32) and bf16 autocast, the same AdamW
+    (lr 6e-4, weight decay 0.1) and clipping on the one batch."""
+    from safetensors.torch import load_file
+    sd = load_file(path)
+    x, y = sd.pop("x").cuda(), sd.pop("y").cuda()
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    for prec in ("fp32", "bf16"):
+        m = GPT(12, 12, 768, 1024, 50257).cuda()
+        own = {"wte.weight": "transformer.wte.weight", "wpe.weight": "transformer.wpe.weight",
+               "ln_f.weight": "transformer.ln_f.weight", "ln_f.bias": "transformer.ln_f.bias"}
+        conv = set()
+        for l in range(12):
+            for a, b in (("ln_1", "ln_1"), ("ln_2", "ln_2"), ("c_attn", "attn.c_attn"), ("c_proj", "attn.c_proj"),
+                         ("c_fc", "mlp.c_fc"), ("m_proj", "mlp.c_proj")):
+                for k in ("weight", "bias"):
+                    own[f"h.{l}.{a}.{k}"] = f"transformer.h.{l}.{b}.{k}"
+                    if k == "weight" and not a.startswith("ln"):
+                        conv.add(f"h.{l}.{a}.{k}")
+        with torch.no_grad():
+            for n, p in m.named_parameters():
+                t = sd[own[n]]
+                p.copy_(t.t() if n in conv else t)
+        opt = torch.optim.AdamW(m.parameters(), lr=6e-4, weight_decay=0.1)
+        for s in range(steps):
+            with torch.autocast("cuda", dtype=torch.bfloat16, enabled=prec == "bf16"):
+                loss = m(x, y)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(m.parameters(), 1.0)
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+            print(f"curve torch  {prec} step {s} loss {loss.item():.6f}", flush=True)
+        del m, opt
+
+
 def main():
     a = sys.argv[1:]
     if a and a[0] == "resnet224":
@@ -153,6 +263,15 @@ def main():
         return
     if a and a[0] == "mm":
         mm()
+        return
+    if a and a[0] == "attn":
+        attn(*(int(v) for v in a[1:5])) if len(a) >= 5 else attn(16, 12, 1024, 64)
+        return
+    if a and a[0] == "curve":
+        curve(a[1], int(a[2]) if len(a) > 2 else 10)
+        return
+    if a and a[0] == "profile":
+        profile(*((int(v) for v in a[1:8]) if len(a) >= 8 else (12, 12, 768, 1024, 16, 50257, 3)))
         return
     if a and a[0] == "resnet":
         resnet(int(a[1]) if len(a) > 1 else 16, int(a[2]) if len(a) > 2 else 20, "tf32" in a[3:])

@@ -10,12 +10,19 @@
  * run separately in the same call on the GPU machine.
  * Build: cc -O2 -std=c11 -D_GNU_SOURCE -Iinclude -o BUILD/bench_webgpu bench/bench_webgpu.c \
  *          -Isrc BUILD/libctorch.a -lm -lpthread -ldl   (a CT_CUDA=0 library; else add cudart)
+ * (3) --models: issue 9's model targets: the ResNet-18 CIFAR training step b16 (SGD momentum,
+ *     eager and captured/replayed), ResNet-18 224 and ViT-Tiny/16 inference b1 (eval, eager and
+ *     captured), each first checked against the CPU's output (same weights, same input).
  * Usage: bench_webgpu [--small] [--mm N]... [--tiles 8x8x8,4x4x16,...] [--steps N] [--parts] [--no-gpt] [--no-mm]
+ *        [--models | --resnet-step | --infer] [--diag]
+ * --split-wait: the captured GPT step's wait for the GPU and its loss read timed apart.
+ * --diag: each ResNet layer kind alone at the models' sizes, WebGPU vs CPU (values, gradients).
  *   --small: sizes for SwiftShader (a CPU emulating the GPU): mm 256, GPT 2x32, 64 wide;
  *   --parts: each op kind of the GPT step alone, forward + backward, at the step's sizes.
  * On the H200 device machine: bench/webgpu_h200.sh (builds, then runs this and the peer). */
 #include "ctorch.h"
 #include "ctorch/webgpu.h"
+#include "ctorch/train.h" /* ct_classifier_train_step: device ops only, so a capture can record it */
 #include "backend/webgpu/webgpu_backend.h" /* ct_webgpu_get_counters */
 #include <math.h>
 #include <stdio.h>
@@ -54,6 +61,7 @@ static ct_tensor *randn2(int64_t r, int64_t c, double scale) {
   ct_release(t);
   return s;
 }
+static ct_tensor *f64(const ct_tensor *t) { return nn(ct_to_dtype(t, CT_FLOAT64), "to float64"); }
 static ct_tensor *to_gpu(const ct_tensor *t) { return nn(ct_to_device(t, ct_webgpu()), "to webgpu"); }
 
 /* ||a - b|| / ||b|| with both on the CPU, in double */
@@ -143,6 +151,8 @@ static void init_params(const gcfg *c, ct_tensor **p) {
 }
 
 /* the mean cross-entropy of one batch (every handle made here lives in the caller's scope) */
+static bool gpt_unchecked; /* the loss without the host-side check of the targets (capturable) */
+static bool split_wait;    /* --split-wait: time the captured step's GPU wait and loss read apart */
 static ct_tensor *gpt_loss(const gcfg *c, ct_tensor *const *p, const ct_tensor *idx, const ct_tensor *tgt,
                            const ct_tensor *pos, const ct_tensor *mask) {
   int64_t B = c->B, T = c->T, C = c->C, H = c->H, D = C / H, ns[1] = {C};
@@ -175,6 +185,8 @@ static ct_tensor *gpt_loss(const gcfg *c, ct_tensor *const *p, const ct_tensor *
   x = nn(ct_layer_norm(x, 1, ns, p[P_LNF_W], p[P_LNF_B], 1e-5), "lnf");
   ct_tensor *logits = nn(ct_linear(x, p[P_HEAD], NULL), "head");
   int64_t s2[2] = {B * T, c->V}, s1[1] = {B * T};
+  if (gpt_unchecked)
+    return nn(ct_cross_entropy_unchecked(nn(ct_view(logits, 2, s2), "view"), nn(ct_reshape(tgt, 1, s1), "view")), "loss");
   return nn(ct_cross_entropy(nn(ct_view(logits, 2, s2), "view"), nn(ct_reshape(tgt, 1, s1), "view"), NULL,
                              CT_REDUCTION_MEAN, -100, 0),
             "loss");
@@ -269,6 +281,57 @@ static void bench_gpt(const gcfg *c, int steps) {
          (double)(c1.dispatches - c0.dispatches) / steps, (double)(c1.submits - c0.submits) / steps,
          (double)(c1.uploads - c0.uploads) / steps, (double)(c1.downloads - c0.downloads) / steps,
          (long long)(c1.pipelines - c0.pipelines));
+  /* the same step captured once and replayed (loss read back after each replay, as the eager
+   * steps and the PyTorch peer do); gradients zeroed in place so the graph keeps their buffers */
+  gpt_unchecked = true;
+  ct_scope *sc = ct_scope_begin();
+  OK(ct_webgpu_synchronize());
+  OK(ct_webgpu_capture_begin());
+  ct_tensor *loss = gpt_loss(c, gpu.p, gpu.idx, gpu.tgt, gpu.pos, gpu.mask);
+  OK(ct_optim_zero_grad(gpu.opt, false));
+  OK(ct_backward(loss, NULL, false, false));
+  OK(ct_optim_step(gpu.opt));
+  ct_retain(loss);
+  ct_scope_end(sc);
+  ct_webgpu_graph *gr = ct_webgpu_capture_end();
+  if (!gr) DIE("capture the GPT step");
+  gpt_unchecked = false;
+  ct_webgpu_counters c2 = ct_webgpu_get_counters();
+  double hsum = 0, *tw = calloc((size_t)steps, sizeof *tw), *ti = calloc((size_t)steps, sizeof *ti);
+  for (int k = 0; k < steps; k++) {
+    double t0 = now();
+    OK(ct_webgpu_graph_replay(gr));
+    double t1 = now();
+    hsum += t1 - t0;
+    if (split_wait) OK(ct_webgpu_synchronize()); /* --split-wait: the GPU's part apart from the read */
+    double t2 = now();
+    double l = NAN;
+    OK(ct_item_double(loss, &l));
+    tm[k] = now() - t0, tw[k] = t2 - t1, ti[k] = now() - t2;
+    if (k == 0) first = l;
+    last = l;
+  }
+  ct_webgpu_counters c3 = ct_webgpu_get_counters();
+  med = median(tm, steps);
+  if (split_wait)
+    printf("webgpu captured, per step: wait for the GPU median %.2f ms, then the loss read %.2f ms\n",
+           median(tw, steps) * 1e3, median(ti, steps) * 1e3);
+  free(tw), free(ti);
+  printf("webgpu captured (%lld dispatches): loss %.4f -> %.4f over %d replays (%s); step median %.2f ms, min %.2f ms\n",
+         (long long)ct_webgpu_graph_dispatches(gr), first, last, steps, last < first ? "falls" : "DOES NOT FALL", med * 1e3,
+         tm[0] * 1e3);
+  printf("webgpu per replayed step: %.1f submits, %.1f downloads, %lld pipelines compiled; host (encode + submit) "
+         "%.2f ms mean\n",
+         (double)(c3.submits - c2.submits) / steps, (double)(c3.downloads - c2.downloads) / steps,
+         (long long)(c3.pipelines - c2.pipelines), hsum / steps * 1e3);
+  /* back-to-back replays, one read at the end: the GPU's rate without the per-step round trip */
+  OK(ct_webgpu_synchronize());
+  double tb0 = now();
+  for (int k = 0; k < steps; k++) OK(ct_webgpu_graph_replay(gr));
+  OK(ct_webgpu_synchronize());
+  printf("webgpu captured, %d replays back-to-back: %.2f ms per step\n", steps, (now() - tb0) / steps * 1e3);
+  ct_webgpu_graph_free(gr);
+  ct_release(loss);
   free(tm);
   for (int i = 0; i < n; i++) ct_release(init[i]);
   free(init);
@@ -343,8 +406,267 @@ static void bench_parts(void) {
   ct_release(idx), ct_release(tg), ct_release(mask), ct_release(w), ct_release(w4);
 }
 
+
+/* ---- --diag: the ResNets' layers alone at their sizes, WebGPU vs the CPU in float64 (values and
+ * gradients) ---- */
+typedef ct_tensor *(*dg_fn)(ct_tensor *const *in);
+static ct_tensor *dg_conv(ct_tensor *const *in, int64_t st, int64_t pd) {
+  int64_t s2[2] = {st, st}, p2[2] = {pd, pd};
+  return ct_conv2d(in[0], in[1], NULL, s2, p2, NULL, 1);
+}
+static ct_tensor *dg_c7(ct_tensor *const *in) { return dg_conv(in, 2, 3); }
+static ct_tensor *dg_c3(ct_tensor *const *in) { return dg_conv(in, 1, 1); }
+static ct_tensor *dg_c3s2(ct_tensor *const *in) { return dg_conv(in, 2, 1); }
+static ct_tensor *dg_c1s2(ct_tensor *const *in) { return dg_conv(in, 2, 0); }
+static ct_tensor *dg_bn_train(ct_tensor *const *in) { return ct_batch_norm(in[0], NULL, NULL, in[1], in[2], true, 0.1, 1e-5); }
+static ct_tensor *dg_bn_eval(ct_tensor *const *in) {
+  /* running statistics: in[3], in[4] (not differentiated) */
+  return ct_batch_norm(in[0], in[3], in[4], in[1], in[2], false, 0.1, 1e-5);
+}
+static ct_tensor *dg_maxpool(ct_tensor *const *in) {
+  int64_t k[2] = {3, 3}, st[2] = {2, 2}, pd[2] = {1, 1};
+  return ct_max_pool2d(in[0], k, st, pd, NULL, false, NULL);
+}
+static ct_tensor *dg_avg(ct_tensor *const *in) {
+  int64_t o[2] = {1, 1};
+  return ct_adaptive_avg_pool2d(in[0], o);
+}
+static ct_tensor *dg_relu_add(ct_tensor *const *in) { return ct_relu(ct_add(in[0], in[1])); }
+static ct_tensor *dg_linear(ct_tensor *const *in) { return ct_linear(in[0], in[1], in[2]); }
+typedef struct {
+  const char *name;
+  dg_fn f;
+  int n, ngrad; /* inputs; the first ngrad get gradients */
+  int64_t sh[5][4];
+  int nd[5];
+} dg_case;
+static void diag_case(const dg_case *d) {
+  ct_scope *sc = ct_scope_begin();
+  ct_tensor *ci[5], *gi[5];
+  for (int i = 0; i < d->n; i++) {
+    ct_tensor *r = nn(ct_randn(d->nd[i], d->sh[i], ct_opts(), G), "randn");
+    if (i == 4) r = nn(ct_add_scalar(nn(ct_abs(r), "abs"), ct_sf(0.5)), "var"); /* a positive running variance */
+    ci[i] = nn(ct_detach(f64(r)), "d"), gi[i] = nn(ct_detach(to_gpu(r)), "d"); /* the reference in float64 */
+    if (i < d->ngrad) {
+      OK(ct_requires_grad_(ci[i], true));
+      OK(ct_requires_grad_(gi[i], true));
+    }
+  }
+  ct_tensor *yc = d->f(ci), *yg = d->f(gi);
+  if (!yc || !yg) {
+    printf("%-44s FAILED: %s\n", d->name, ct_last_error());
+    ct_scope_end(sc);
+    return;
+  }
+  double e = rel_err(yg, yc), worst = 0;
+  char gbuf[160] = "";
+  if (d->ngrad) {
+    ct_tensor *w = nn(ct_randn(yc->ndim, yc->shape, ct_opts(), G), "w");
+    OK(ct_backward(nn(ct_sum(nn(ct_mul(yc, f64(w)), "mul")), "sum"), NULL, false, false));
+    OK(ct_backward(nn(ct_sum(nn(ct_mul(yg, to_gpu(w)), "mul")), "sum"), NULL, false, false));
+    for (int i = 0; i < d->ngrad; i++) {
+      double ge = rel_err(ct_grad(gi[i]), ct_grad(ci[i]));
+      worst = ge > worst ? ge : worst;
+      snprintf(gbuf + strlen(gbuf), sizeof gbuf - strlen(gbuf), " g%d %.1e", i, ge);
+    }
+  }
+  printf("%-44s out %.1e%s %s\n", d->name, e, gbuf, e < 1e-4 && worst < 1e-4 ? "ok" : "FAIL");
+  ct_scope_end(sc);
+}
+static void bench_diag(void) {
+  printf("\n== the ResNets' layers alone, WebGPU vs CPU: relative Frobenius error of the output and gradients ==\n");
+  static const dg_case C[] = {
+      {"conv 7x7/2 p3 [1,3,224,224] x [64,3,7,7]", dg_c7, 2, 0, {{1, 3, 224, 224}, {64, 3, 7, 7}}, {4, 4}},
+      {"conv 3x3 p1 [1,64,56,56] x [64,64,3,3]", dg_c3, 2, 0, {{1, 64, 56, 56}, {64, 64, 3, 3}}, {4, 4}},
+      {"conv 3x3/2 p1 [1,64,56,56] x [128,64,3,3]", dg_c3s2, 2, 0, {{1, 64, 56, 56}, {128, 64, 3, 3}}, {4, 4}},
+      {"conv 1x1/2 [1,64,56,56] x [128,64,1,1]", dg_c1s2, 2, 0, {{1, 64, 56, 56}, {128, 64, 1, 1}}, {4, 4}},
+      {"conv 3x3 p1 [1,512,7,7] x [512,512,3,3]", dg_c3, 2, 0, {{1, 512, 7, 7}, {512, 512, 3, 3}}, {4, 4}},
+      {"bn eval [1,64,112,112]", dg_bn_eval, 5, 0, {{1, 64, 112, 112}, {64}, {64}, {64}, {64}}, {4, 1, 1, 1, 1}},
+      {"maxpool 3x3/2 p1 [1,64,112,112]", dg_maxpool, 1, 0, {{1, 64, 112, 112}}, {4}},
+      {"adaptive avg 1x1 [1,512,7,7]", dg_avg, 1, 0, {{1, 512, 7, 7}}, {4}},
+      {"linear [1,512] x [1000,512]", dg_linear, 3, 0, {{1, 512}, {1000, 512}, {1000}}, {2, 2, 1}},
+      {"train conv 3x3 p1 [16,3,32,32] x [64,3,3,3]", dg_c3, 2, 2, {{16, 3, 32, 32}, {64, 3, 3, 3}}, {4, 4}},
+      {"train conv 3x3 p1 [16,64,32,32] x [64,64,3,3]", dg_c3, 2, 2, {{16, 64, 32, 32}, {64, 64, 3, 3}}, {4, 4}},
+      {"train conv 3x3/2 p1 [16,128,16,16] x [256,128,3,3]", dg_c3s2, 2, 2, {{16, 128, 16, 16}, {256, 128, 3, 3}}, {4, 4}},
+      {"train conv 1x1/2 [16,64,32,32] x [128,64,1,1]", dg_c1s2, 2, 2, {{16, 64, 32, 32}, {128, 64, 1, 1}}, {4, 4}},
+      {"train conv 3x3 p1 [16,512,4,4] x [512,512,3,3]", dg_c3, 2, 2, {{16, 512, 4, 4}, {512, 512, 3, 3}}, {4, 4}},
+      {"train bn [16,64,32,32]", dg_bn_train, 3, 3, {{16, 64, 32, 32}, {64}, {64}}, {4, 1, 1}},
+      {"train bn [16,512,4,4]", dg_bn_train, 3, 3, {{16, 512, 4, 4}, {512}, {512}}, {4, 1, 1}},
+      {"train relu(a + b) [16,64,32,32]", dg_relu_add, 2, 2, {{16, 64, 32, 32}, {16, 64, 32, 32}}, {4, 4}},
+      {"train adaptive avg 1x1 [16,512,4,4]", dg_avg, 1, 1, {{16, 512, 4, 4}}, {4}},
+      {"train linear [16,512] x [10,512]", dg_linear, 3, 3, {{16, 512}, {10, 512}, {10}}, {2, 2, 1}},
+  };
+  for (size_t i = 0; i < sizeof C / sizeof *C; i++) diag_case(&C[i]);
+}
+
+/* ---- (3) the models of the Performance section ---- */
+static ct_module *model_on(int kind, ct_device dev) {
+  ct_manual_seed(0); /* the same weights on both devices */
+  ct_module *m = NULL;
+  if (kind == 0) m = ct_resnet18_cifar_new(10);
+  else if (kind == 1) m = ct_resnet18_new(1000);
+  else {
+    ct_vit_config c = ct_vit_config_tiny16(1000);
+    m = ct_vit_new(&c);
+  }
+  if (!m || ct_module_to_device(m, dev) != CT_OK) DIE("model");
+  /* the CPU reference computes in float64: independent of the CPU's float32 fast paths */
+  if (dev.type == CT_DEVICE_CPU && ct_module_to_dtype(m, CT_FLOAT64) != CT_OK) DIE("model to float64");
+  return m;
+}
+static void counters_line(const char *what, ct_webgpu_counters a, ct_webgpu_counters b, int n) {
+  printf("  %s per step: %.0f dispatches, %.1f submits, %.1f uploads, %.1f downloads, %lld pipelines compiled\n", what,
+         (double)(b.dispatches - a.dispatches) / n, (double)(b.submits - a.submits) / n,
+         (double)(b.uploads - a.uploads) / n, (double)(b.downloads - a.downloads) / n,
+         (long long)(b.pipelines - a.pipelines));
+}
+/* median over 5 repeats of the mean time of n back-to-back calls, one synchronize per repeat;
+ * *host: the same for the calls alone (encoding and submitting, before the wait) */
+static double host_part;
+static double time_calls(ct_status (*f)(void *), void *u, int n) {
+  double t[5], h[5];
+  for (int r = 0; r < 5; r++) {
+    OK(ct_webgpu_synchronize());
+    double t0 = now();
+    for (int i = 0; i < n; i++) OK(f(u));
+    h[r] = (now() - t0) / n;
+    OK(ct_webgpu_synchronize());
+    t[r] = (now() - t0) / n;
+  }
+  host_part = median(h, 5);
+  return median(t, 5);
+}
+typedef struct {
+  ct_module *m;
+  ct_optim *opt;
+  ct_tensor *x, *y, *loss;
+  ct_webgpu_graph *g;
+} mstate;
+static ct_status train_eager(void *u) {
+  mstate *s = u;
+  return ct_classifier_train_step(s->m, s->opt, s->x, s->y, false, true, &s->loss);
+}
+static ct_status replay(void *u) { return ct_webgpu_graph_replay(((mstate *)u)->g); }
+static ct_optim *sgd_of(ct_module *m, ct_dict *pd) {
+  ct_module_named_parameters(m, pd);
+  int64_t np = ct_dict_len(pd);
+  ct_tensor **ps = malloc(sizeof *ps * (size_t)np);
+  for (int64_t i = 0; i < np; i++) ps[i] = ct_dict_tensor(pd, i);
+  ct_optim *o = ct_optim_sgd(np, ps, 0.01, 0.9, 0.0);
+  free(ps);
+  if (!o) DIE("sgd");
+  return o;
+}
+static void bench_resnet_step(int64_t B, int steps) {
+  printf("\n== ResNet-18 CIFAR training step, batch %lld, SGD momentum 0.9 lr 0.01, float32 ==\n", (long long)B);
+  ct_module *mc = model_on(0, ct_cpu()), *mg = model_on(0, ct_webgpu());
+  ct_module_train(mc, true), ct_module_train(mg, true);
+  ct_dict *pc = ct_dict_new(), *pg = ct_dict_new();
+  ct_optim *oc = sgd_of(mc, pc), *og = sgd_of(mg, pg);
+  int64_t xs[4] = {B, 3, 32, 32};
+  ct_options io = ct_opts_dtype(CT_INT64);
+  ct_tensor *x = nn(ct_randn(4, xs, ct_opts(), G), "x"), *y = nn(ct_randint(0, 10, 1, &B, &io, G), "y");
+  mstate c = {mc, oc, f64(x), y, NULL, NULL}, g = {mg, og, to_gpu(x), to_gpu(y), NULL, NULL};
+  /* steps 0-1 eager on both, step 2 eager while captured, step 3 a replay: the losses agree */
+  double worst = 0;
+  for (int k = 0; k < 4; k++) {
+    double t0 = now();
+    OK(train_eager(&c));
+    double t1 = now();
+    if (k == 2) OK(ct_webgpu_capture_begin());
+    if (k < 3) OK(train_eager(&g));
+    if (k == 2 && !(g.g = ct_webgpu_capture_end())) DIE("capture");
+    if (k == 3) OK(replay(&g));
+    double lc = NAN, lg = NAN;
+    OK(ct_item_double(c.loss, &lc));
+    OK(ct_item_double(g.loss, &lg));
+    double d = fabs(lg - lc) / fabs(lc);
+    worst = d > worst ? d : worst;
+    printf("step %d (%s): loss cpu %.6f webgpu %.6f rel diff %.1e (cpu %.0f ms, webgpu %.1f ms)\n", k,
+           k < 2 ? "eager" : k == 2 ? "eager, captured" : "replay", lc, lg, d, (t1 - t0) * 1e3, (now() - t1) * 1e3);
+  }
+  printf("check vs cpu over 4 steps: worst rel loss diff %.1e %s; graph of %lld dispatches\n", worst,
+         worst <= 1e-3 ? "ok" : "FAIL", (long long)ct_webgpu_graph_dispatches(g.g));
+  ct_webgpu_counters a = ct_webgpu_get_counters();
+  double te = time_calls(train_eager, &g, 5);
+  ct_webgpu_counters b = ct_webgpu_get_counters();
+  counters_line("eager", a, b, 25);
+  double tr = time_calls(replay, &g, steps);
+  ct_webgpu_counters d = ct_webgpu_get_counters();
+  counters_line("replay", b, d, 5 * steps);
+  printf("  replay: host (encode + submit) %.2f ms of %.2f ms per step\n", host_part * 1e3, tr * 1e3);
+  double lg = NAN;
+  OK(ct_item_double(g.loss, &lg));
+  printf("webgpu resnet18-cifar b%lld train step: eager %.2f ms, captured (replay) %.2f ms (mean of %d back-to-back, "
+         "median of 5); loss now %.4f\n",
+         (long long)B, te * 1e3, tr * 1e3, steps, lg);
+  ct_webgpu_graph_free(g.g);
+  ct_release(c.loss), ct_release(c.x), ct_release(g.loss), ct_release(g.x), ct_release(g.y), ct_release(x), ct_release(y);
+  ct_optim_free(oc), ct_optim_free(og);
+  ct_dict_free(pc), ct_dict_free(pg);
+  ct_module_free(mc), ct_module_free(mg);
+}
+typedef struct {
+  ct_module *m;
+  ct_tensor *x;
+} istate;
+static ct_status infer_once(void *u) {
+  istate *s = u;
+  ct_scope *sc = ct_scope_begin();
+  ct_tensor *o = ct_module_forward(s->m, s->x);
+  ct_scope_end(sc);
+  return o ? CT_OK : ct_last_status();
+}
+static void bench_infer(int kind, int iters) {
+  const char *name = kind == 1 ? "resnet18-224" : "vit-tiny16";
+  printf("\n== %s inference, batch 1, eval, no grad, float32 ==\n", name);
+  bool prev = ct_set_grad_enabled(false);
+  ct_module *mc = model_on(kind, ct_cpu()), *mg = model_on(kind, ct_webgpu());
+  ct_module_eval(mc), ct_module_eval(mg);
+  int64_t xs[4] = {1, 3, 224, 224};
+  ct_tensor *x = nn(ct_randn(4, xs, ct_opts(), G), "x");
+  istate s = {mg, to_gpu(x)};
+  ct_tensor *x64 = f64(x), *rc = nn(ct_module_forward(mc, x64), "cpu forward");
+  ct_release(x64);
+  double t0 = now();
+  ct_tensor *rg = nn(ct_module_forward(mg, s.x), "webgpu forward");
+  double e = rel_err(rg, rc);
+  printf("check vs cpu: rel err %.2e %s (first webgpu forward incl. compiles %.0f ms)\n", e, e < 1e-4 ? "ok" : "FAIL",
+         (now() - t0) * 1e3);
+  ct_webgpu_counters a = ct_webgpu_get_counters();
+  double te = time_calls(infer_once, &s, iters);
+  ct_webgpu_counters b = ct_webgpu_get_counters();
+  counters_line("eager", a, b, 5 * iters);
+  /* capture one forward: its output stays alive (retained) while the graph replays */
+  OK(ct_webgpu_synchronize());
+  OK(ct_webgpu_capture_begin());
+  ct_scope *sc = ct_scope_begin();
+  ct_tensor *out = ct_module_forward(mg, s.x);
+  if (out) ct_retain(out);
+  ct_scope_end(sc);
+  ct_webgpu_graph *gr = ct_webgpu_capture_end();
+  if (!out || !gr) DIE("capture forward");
+  mstate ms = {0};
+  ms.g = gr;
+  ct_tensor *z = nn(ct_zeros_like(out, NULL), "zeros");
+  OK(ct_copy_(out, z)); /* so the check below sees the replay's values */
+  ct_release(z);
+  OK(replay(&ms));
+  double e2 = rel_err(out, rc);
+  printf("replay check vs cpu: rel err %.2e %s; graph of %lld dispatches\n", e2, e2 < 1e-4 ? "ok" : "FAIL",
+         (long long)ct_webgpu_graph_dispatches(gr));
+  double tr = time_calls(replay, &ms, iters);
+  printf("  replay: host (encode + submit) %.3f ms of %.3f ms per forward\n", host_part * 1e3, tr * 1e3);
+  printf("webgpu %s b1 inference: eager %.3f ms, captured (replay) %.3f ms (mean of %d back-to-back, median of 5)\n",
+         name, te * 1e3, tr * 1e3, iters);
+  ct_webgpu_graph_free(gr);
+  ct_release(out), ct_release(rc), ct_release(rg), ct_release(x), ct_release(s.x);
+  ct_module_free(mc), ct_module_free(mg);
+  ct_set_grad_enabled(prev);
+}
+
 int main(int argc, char **argv) {
-  bool small = false, do_mm = true, do_gpt = true, parts = false;
+  bool small = false, do_mm = true, do_gpt = true, parts = false, resnet = false, infer = false, diag = false;
   const char *tiles = "8x8x8,4x4x16,8x4x16,4x8x8,8x8x16";
   int sizes[8], ns = 0, steps = 30;
   for (int i = 1; i < argc; i++) {
@@ -352,11 +674,16 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--no-mm")) do_mm = false;
     else if (!strcmp(argv[i], "--no-gpt")) do_gpt = false;
     else if (!strcmp(argv[i], "--parts")) parts = true;
+    else if (!strcmp(argv[i], "--models")) resnet = infer = true;
+    else if (!strcmp(argv[i], "--resnet-step")) resnet = true;
+    else if (!strcmp(argv[i], "--infer")) infer = true;
+    else if (!strcmp(argv[i], "--diag")) diag = true;
+    else if (!strcmp(argv[i], "--split-wait")) split_wait = true;
     else if (!strcmp(argv[i], "--mm") && i + 1 < argc && ns < 8) sizes[ns++] = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--tiles") && i + 1 < argc) tiles = argv[++i];
     else if (!strcmp(argv[i], "--steps") && i + 1 < argc) steps = atoi(argv[++i]);
     else {
-      fprintf(stderr, "usage: bench_webgpu [--small] [--mm N]... [--tiles T,...] [--steps N] [--no-mm] [--no-gpt]\n");
+      fprintf(stderr, "usage: bench_webgpu [--small] [--mm N]... [--tiles T,...] [--steps N] [--no-mm] [--no-gpt] [--parts] [--models | --resnet-step | --infer] [--diag] [--split-wait]\n");
       return 2;
     }
   }
@@ -372,12 +699,15 @@ int main(int argc, char **argv) {
     else sizes[ns++] = 1024, sizes[ns++] = 2048, sizes[ns++] = 4096;
   }
   if (steps < 1) steps = 1;
+  if (diag) bench_diag();
   if (parts) bench_parts();
   if (do_mm) bench_mm(tiles, sizes, ns, small);
   if (do_gpt) {
     gcfg c = small ? (gcfg){2, 32, 64, 4, 2, 256} : (gcfg){8, 256, 256, 4, 4, 256};
     bench_gpt(&c, small ? 3 : steps);
   }
+  if (resnet) bench_resnet_step(small ? 2 : 16, small ? 2 : 20);
+  if (infer && !small) bench_infer(1, 20), bench_infer(2, 20);
   ct_generator_free(G);
   return 0;
 }

@@ -3,8 +3,13 @@ the same byte-level GPT step (4 layers, 256 wide, 4 heads, context 256, batch 8,
 vocabulary 256, untied head, AdamW lr 1e-3, explicit masked-softmax attention, GELU tanh,
 loss read back each step) and float32 n^3 products. Times: host clock around each step
 with the loss read back (as the C bench), and CUDA events around repeated products;
-medians. Usage: python3 bench/bench_webgpu_torch.py [--steps N]"""
+medians. --models (or WG_MODELS=1): also the models of issue 9's Performance section with the
+models of tests/models_ref.py: the ResNet-18 CIFAR training step b16 (SGD momentum, eager, fp32 and
+TF32) and ResNet-18 224 / ViT-Tiny/16 inference b1 (eval, eager and CUDA graph).
+Usage: python3 bench/bench_webgpu_torch.py [--steps N] [--models] [--no-gpt] [--no-mm]"""
 import math
+import os
+import statistics
 import sys
 import time
 
@@ -101,6 +106,69 @@ def gpt_bench(B=8, T=256, C=256, H=4, L=4, V=256):
           f"min {ts[0] * 1e3:.2f} ms ({steps} steps)")
 
 
+def models_bench(steps=30):
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+    from models_ref import ResNet, VisionTransformer
+    for tf in (False, True):
+        torch.backends.cuda.matmul.allow_tf32 = tf
+        torch.backends.cudnn.allow_tf32 = tf
+        torch.manual_seed(0)
+        m = ResNet(num_classes=10, cifar=True).to(dev).train()
+        x, y = torch.randn(16, 3, 32, 32, device=dev), torch.randint(0, 10, (16,), device=dev)
+        opt = torch.optim.SGD(m.parameters(), lr=0.01, momentum=0.9)
+        ts = []
+        for s in range(steps + 3):
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            loss = F.cross_entropy(m(x), y)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            torch.cuda.synchronize()
+            if s >= 3:
+                ts.append(time.perf_counter() - t0)
+        print(f"torch cuda eager resnet18-cifar b16 train step ({'tf32' if tf else 'fp32'}): median "
+              f"{statistics.median(ts) * 1e3:.2f} ms, min {min(ts) * 1e3:.2f} ms", flush=True)
+    for name in ("resnet18-224", "vit-tiny16"):
+        torch.manual_seed(0)
+        m = (ResNet(num_classes=1000) if name[0] == "r" else VisionTransformer()).to(dev).eval()
+        x = torch.randn(1, 3, 224, 224, device=dev)
+        for tf in (False, True):
+            torch.backends.cuda.matmul.allow_tf32 = tf
+            torch.backends.cudnn.allow_tf32 = tf
+            with torch.inference_mode():
+                s = torch.cuda.Stream()
+                s.wait_stream(torch.cuda.current_stream())
+                with torch.cuda.stream(s):
+                    for _ in range(3):
+                        m(x)
+                torch.cuda.current_stream().wait_stream(s)
+                g = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(g):
+                    m(x)
+                te, tg = [], []
+                for _ in range(5):
+                    torch.cuda.synchronize()
+                    t0 = time.perf_counter()
+                    for _ in range(steps):
+                        m(x)
+                    torch.cuda.synchronize()
+                    te.append((time.perf_counter() - t0) / steps)
+                    t0 = time.perf_counter()
+                    for _ in range(steps):
+                        g.replay()
+                    torch.cuda.synchronize()
+                    tg.append((time.perf_counter() - t0) / steps)
+            print(f"torch cuda {name} b1 inference ({'tf32' if tf else 'fp32'}): eager {statistics.median(te) * 1e3:.3f} ms,"
+                  f" CUDA graph {statistics.median(tg) * 1e3:.3f} ms", flush=True)
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+
+
 print("torch", torch.__version__, torch.cuda.get_device_name(0))
-mm_bench()
-gpt_bench()
+if "--no-mm" not in sys.argv:
+    mm_bench()
+if "--no-gpt" not in sys.argv:
+    gpt_bench()
+if "--models" in sys.argv or os.environ.get("WG_MODELS", "0") == "1":
+    models_bench()

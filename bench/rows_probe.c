@@ -5,11 +5,14 @@
  * bandwidth only if it costs less per float in cache than memcpy does streaming.
  * Build: cc -O2 -Iinclude -Isrc bench/rows_probe.c build/rows/libctorch.a -lm -lpthread \
  *          -L/usr/local/cuda/lib64 -lcudart_static -ldl -lrt -lstdc++ -o build/rows/rows_probe
- *   (the cuda flags only where the library was built with CUDA). CT_SIMD=avx2|portable caps the level. */
+ *   (the cuda flags only where the library was built with CUDA). CT_SIMD=avx2|portable caps the level.
+ * `rows_probe NAME` or `rows_probe NAME1,NAME2,...` runs only those ops; `rows_probe stream [rounds]` the
+ * 16M-float streaming ratios (see stream_mode); ROWS_PROBE_NO_CLOCK=1 skips the clock reading. */
 #include "ctorch.h"
 #include "bench_clock.h"
 #include "backend/cpu/simd/simd.h"
 #include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 typedef struct {
@@ -46,6 +49,14 @@ static const char *names[] = {"gelu_erf", "gelu_tanh", "gelu_erf_far", "gelu_tan
                               "log_softmax", "layer_norm", "max", "exp", "sigmoid", "add", "softmax_nt",
                               "log_softmax_nt", "layer_norm_nt"};
 
+/* whether name is one of the comma-separated names of list */
+static bool in_list(const char *list, const char *name) {
+  size_t n = strlen(name);
+  for (const char *p = list; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
+    if (!strncmp(p, name, n) && (p[n] == ',' || p[n] == 0)) return true;
+  return false;
+}
+
 /* core clock: a chain of dependent adds, one per cycle */
 static double ghz(void) {
   double best = 1e30;
@@ -59,8 +70,69 @@ static double ghz(void) {
   return 200000000.0 / best / 1e9 * 1.0;
 }
 
+/* a copy with non-temporal stores (no read-for-ownership of the destination), the streaming floor of
+ * an op that reads 4 and writes 4 bytes per float: compared with memcpy to tell what memcpy itself
+ * does at 64 MiB (glibc 2.36 uses NT stores only above x86_non_temporal_threshold, 127 MiB here) */
+#if defined(__x86_64__)
+#include <immintrin.h>
+__attribute__((target("avx512f"))) static void nt_copy(float *d, const float *s, size_t n) {
+  for (size_t i = 0; i + 32 <= n; i += 32) {
+    __m512 a = _mm512_loadu_ps(s + i), b = _mm512_loadu_ps(s + i + 16);
+    _mm512_stream_ps(d + i, a);
+    _mm512_stream_ps(d + i + 16, b);
+  }
+  _mm_sfence();
+}
+#endif
+
+/* `rows_probe stream [rounds]`: the 16M-float ops of bench_ctorch's f32_16M ratios ([16384, 1024],
+ * 1 thread) against memcpy of the same 64 MiB, interleaved round by round so that load from other
+ * processes hits every op alike; best wall and best process-CPU time per op over the rounds, as ns per
+ * float and as the ratio of bandwidth to memcpy's (2 floats moved per element, as memcpy) */
+static int stream_mode(int rounds) {
+  int64_t rows = 16384, cols = 1024, n = rows * cols, shape[2] = {rows, cols};
+  ct_manual_seed(1);
+  probe p = {0};
+  p.cols = cols;
+  p.x = ct_randn(2, shape, ct_opts(), NULL);
+  p.w = ct_ones(1, &cols, ct_opts());
+  p.b = ct_zeros(1, &cols, ct_opts());
+  size_t bytes = (size_t)n * 4;
+  float *s = malloc(bytes), *d = malloc(bytes);
+  if (!p.x || !p.w || !p.b || !s || !d) return 1;
+  memset(s, 1, bytes), memset(d, 0, bytes);
+  static const int ops[] = {-1, -2, 8, 0, 1, 4, 5, 6};
+  enum { NOPS = sizeof ops / sizeof ops[0] };
+  double bw[NOPS], bc[NOPS];
+  for (int k = 0; k < NOPS; k++) bw[k] = bc[k] = 1e30;
+  for (int r = 0; r < rounds; r++)
+    for (int k = 0; k < NOPS; k++)
+      for (int rep = 0; rep < 3; rep++) {
+        double t0 = now(), c0 = cpu_now();
+        if (ops[k] == -1) memcpy(d, s, bytes);
+#if defined(__x86_64__)
+        else if (ops[k] == -2 && ct_simd_cpu_level() == CT_SIMD_AVX512 && ((uintptr_t)d & 63) == 0) nt_copy(d, s, (size_t)n);
+#endif
+        else if (ops[k] == -2) memcpy(d, s, bytes);
+        else ct_release(run(&p, ops[k]));
+        double t = now() - t0, c = cpu_now() - c0;
+        if (r || rep) { /* the first call of each op warms its buffers */
+          bw[k] = t < bw[k] ? t : bw[k];
+          bc[k] = c < bc[k] ? c : bc[k];
+        }
+      }
+  printf("stream: 16M floats, 1 thread, best of %d, wall / process CPU time, ratio = memcpy time / op time\n", 3 * rounds - 1);
+  for (int k = 0; k < NOPS; k++)
+    printf("%-12s wall %7.4f ns/float ratio %5.2f   cpu %7.4f ns/float ratio %5.2f\n", ops[k] == -1 ? "memcpy" : ops[k] == -2 ? "nt_copy" : names[ops[k]],
+           bw[k] / (double)n * 1e9, bw[0] / bw[k], bc[k] / (double)n * 1e9, bc[0] / bc[k]);
+  free(s), free(d);
+  ct_release(p.x), ct_release(p.w), ct_release(p.b);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   ct_set_num_threads(1);
+  if (argc > 1 && !strcmp(argv[1], "stream")) return stream_mode(argc > 2 ? atoi(argv[2]) : 5);
   int64_t n = 32768, cols = 1024, shape[2] = {n / cols, cols};
   probe p = {0};
   p.cols = cols;
@@ -72,11 +144,12 @@ int main(int argc, char **argv) {
   p.xfar = ct_from_buffer(far, CT_FLOAT32, 2, shape, ct_opts());
   p.w = ct_ones(1, &cols, ct_opts());
   p.b = ct_zeros(1, &cols, ct_opts());
-  double g = ghz();
-  printf("rows_probe: %s, core clock %.2f GHz (dependent adds), 32K floats in L2, 1 thread\n", ct_simd_level(), g);
+  double g = getenv("ROWS_PROBE_NO_CLOCK") ? 1.0 : ghz();
+  if (getenv("ROWS_PROBE_NO_CLOCK")) printf("rows_probe: %s, clock not read (the cycle columns are ns), 32K floats in L2, 1 thread\n", ct_simd_level());
+  else printf("rows_probe: %s, core clock %.2f GHz (dependent adds), 32K floats in L2, 1 thread\n", ct_simd_level(), g);
   const char *only = argc > 1 ? argv[1] : NULL;
   for (int op = 0; op <= 13; op++) {
-    if (only && !strstr(names[op], only)) continue;
+    if (only && !(strchr(only, ',') ? in_list(only, names[op]) : strstr(names[op], only) != NULL)) continue;
     double best = 1e30;
     for (int b = 0; b < 40; b++) {
       double t0 = cpu_now();

@@ -176,10 +176,10 @@ def main():
     ap.add_argument("--min-lr", type=float, default=-1)
     ap.add_argument("--warmup", type=int, default=100)
     ap.add_argument("--weight-decay", type=float, default=0.1)
-    ap.add_argument("--grad-clip", type=float, default=1.0)
+    ap.add_argument("--grad-clip", type=float, default=0.0)
     ap.add_argument("--dropout", type=float, default=0.0)
-    ap.add_argument("--beta1", type=float, default=0.9)
-    ap.add_argument("--beta2", type=float, default=0.99)
+    ap.add_argument("--beta1", type=float, default=0.85)
+    ap.add_argument("--beta2", type=float, default=0.999)
     ap.add_argument("--seed", type=int, default=1337)
     ap.add_argument("--eval-every", type=int, default=100)
     ap.add_argument("--eval-iters", type=int, default=20)
@@ -193,7 +193,7 @@ def main():
     a = ap.parse_args()
     a.gelu = "tanh" if a.gelu == "tanh" else "none"
     if a.min_lr < 0:
-        a.min_lr = a.lr / 10
+        a.min_lr = a.lr * 0.3
     if a.threads > 0:
         torch_threads.set_threads(a.threads)  # OpenBLAS's pool too: at 1 thread it would use a second core
     with open(a.data, "rb") as f:

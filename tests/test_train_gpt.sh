@@ -21,7 +21,7 @@ expect_run() {
 }
 
 # 1. help and option errors
-expect_run 0 "--beta1 X, --beta2 X AdamW betas (default 0.9, 0.99)" "$C" train-gpt --help
+expect_run 0 "--beta1 X, --beta2 X AdamW betas (default 0.85, 0.999)" "$C" train-gpt --help
 case "$out" in *"--warmup N           linear warmup steps (default 100)"*) ok ;; *) bad "--help: warmup default: $out" ;; esac
 case "$out" in *"the final one uses at least 200"*) ok ;; *) bad "--help: final evaluation: $out" ;; esac
 expect_run 2 "--beta2 expects a number in [0, 0.999999], got '1.5'" "$C" train-gpt --beta2 1.5
@@ -30,6 +30,8 @@ expect_run 2 "--bias must be yes or no, got 'maybe'" "$C" train-gpt --bias maybe
 expect_run 2 "--gelu must be tanh or erf, got 'relu'" "$C" train-gpt --gelu relu
 expect_run 2 "--decay-embeddings must be yes or no, got '1'" "$C" train-gpt --decay-embeddings 1
 expect_run 1 "cannot resume from '$tmp/nowhere'" "$C" train-gpt --resume "$tmp/nowhere"
+expect_run 2 "--batches must be random or epoch, got 'shuffle'" "$C" train-gpt --batches shuffle
+expect_run 2 "--proj-init must be scaled or plain, got '0.02'" "$C" train-gpt --proj-init 0.02
 # --device / --precision / --cuda-graph (issue 7): bad values, and CUDA where there is none (the GPU
 # comparison itself is tests/cross_backend/gpt_cuda.sh, run on a GPU machine)
 expect_run 1 "--device: invalid device string 'gpu'" "$C" train-gpt --device gpu
@@ -55,7 +57,7 @@ done
 for f in model.safetensors config.json checkpoint.safetensors log.json loss.svg; do
   [ -s "$tmp/straight/$f" ] && ok || bad "tiny run did not write $f"
 done
-grep -q '"beta2": 0.98999999999999999' "$tmp/straight/config.json" && ok || bad "config.json lacks beta2 0.99"
+grep -q '"beta2": 0.999,' "$tmp/straight/config.json" && ok || bad "config.json lacks beta2 0.999"
 # by default no biases (nanoGPT's bias=False) and GPT-2's tanh GELU; erf and biases on request
 grep -q '"bias": false' "$tmp/straight/config.json" && grep -q '"activation_function": "gelu_new"' "$tmp/straight/config.json" &&
   ok || bad "config.json lacks the default variant (bias false, gelu_new)"
@@ -75,6 +77,29 @@ got=$(echo "$out" | grep '^step 6 ')
 for f in model.safetensors checkpoint.safetensors; do
   cmp -s "$tmp/straight/$f" "$tmp/split/$f" && ok || bad "resumed run's $f differs from the uninterrupted run's"
 done
+
+# --batches epoch: a short text (164 window starts) and 64 sequences a step cross two epoch boundaries
+# in 6 steps; resumed at step 3 it must continue the same permutations (model and optimizer bytes equal)
+head -c 200 "$tmp/text.txt" > "$tmp/short.txt"
+E=(--data "$tmp/short.txt" --tokenizer char --layers 1 --heads 2 --width 16 --context 16 --batch 64 --eval-every 3
+   --eval-iters 2 --warmup 100 --lr 1e-2 --sample-tokens 0 --quiet --threads 1 --batches epoch)
+expect_run 0 "step 6 train loss" "$C" train-gpt "${E[@]}" --steps 6 --out "$tmp/ep_straight"
+ep_straight=$(echo "$out" | grep '^step 6 ')
+grep -q '"batches": "epoch"' "$tmp/ep_straight/config.json" && ok || bad "config.json lacks batches epoch"
+expect_run 0 "step 3 train loss" "$C" train-gpt "${E[@]}" --steps 3 --out "$tmp/ep_split"
+expect_run 0 "resuming at step 3" "$C" train-gpt --resume "$tmp/ep_split" --steps 6 --quiet --sample-tokens 0 --threads 1
+[ -n "$ep_straight" ] && [ "$ep_straight" = "$(echo "$out" | grep '^step 6 ')" ] && ok ||
+  bad "--batches epoch resumed '$(echo "$out" | grep '^step 6 ')' differs from uninterrupted '$ep_straight'"
+for f in model.safetensors checkpoint.safetensors; do
+  cmp -s "$tmp/ep_straight/$f" "$tmp/ep_split/$f" && ok || bad "--batches epoch: resumed $f differs"
+done
+expect_run 0 "step 6 train loss" "$C" train-gpt "${E[@]}" --steps 6 --batches random
+[ "$(echo "$out" | grep '^step 6 ')" != "$ep_straight" ] && ok || bad "--batches epoch and random gave the same run"
+# --proj-init plain: the same draws, the residual projections sqrt(2 layers) larger -> another loss at step 0
+expect_run 0 "step 0 train loss" "$C" train-gpt "${E[@]}" --steps 0 --layers 2 --proj-init scaled
+scaled0=$(echo "$out" | grep '^step 0 ')
+expect_run 0 "step 0 train loss" "$C" train-gpt "${E[@]}" --steps 0 --layers 2 --proj-init plain
+[ -n "$scaled0" ] && [ "$(echo "$out" | grep '^step 0 ')" != "$scaled0" ] && ok || bad "--proj-init plain: same step 0 as scaled"
 
 # 4. `ctorch sample` on the tiny model: the same seed gives the same text, --explain prints one line per
 # token with its probability, option errors, and Ctrl-C (SIGINT) stops a long generation with "[stopped]"

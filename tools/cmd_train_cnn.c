@@ -8,6 +8,7 @@
 #include "core/internal.h" /* CT_ERR for the command's own failures */
 #include "ctorch.h"
 #include "ctorch/cuda.h"
+#include "ctorch/train.h"
 #include "util/json.h"
 #include "util/trainlog.h"
 #include <errno.h>
@@ -335,9 +336,9 @@ static bool load_data(const cnn_opts *o, dataset *d) {
 }
 
 /* --cuda-graph: gradients zeroed in place, forward, loss, backward of one full batch, captured
- * once as a CUDA graph over fixed device buffers (x, y) and replayed; the loss is cross_entropy
- * against ct_one_hot_unchecked's class probabilities, all on the device (with class indices it
- * checks them on the host, which a capture cannot record); the labels were checked at load. */
+ * once as a CUDA graph over fixed device buffers (x, y) and replayed (ct_classifier_train_step: its
+ * loss does not check the labels on the host, which a capture cannot record; they were checked at
+ * load); the optimizer steps outside the graph. */
 typedef struct {
   ct_module *m;
   ct_optim *opt;
@@ -348,18 +349,7 @@ typedef struct {
 
 static ct_status cnn_fwd_bwd(void *u) {
   cnn_graph *c = u;
-  ct_scope *sc = ct_scope_begin();
-  ct_tensor *out = ct_module_forward(c->m, c->x);
-  ct_tensor *oh = out ? ct_one_hot_unchecked(c->y, ct_size(out, 1), ct_tensor_dtype(out)) : NULL;
-  ct_tensor *loss = oh ? ct_cross_entropy(out, oh, NULL, CT_REDUCTION_MEAN, -100, 0.0) : NULL;
-  ct_status st = loss ? ct_optim_zero_grad(c->opt, false) : ct_last_status();
-  if (st == CT_OK) st = ct_backward(loss, NULL, false, false);
-  if (st == CT_OK) {
-    ct_release(c->loss);
-    c->loss = ct_retain(loss);
-  }
-  ct_scope_end(sc);
-  return st;
+  return ct_classifier_train_step(c->m, c->opt, c->x, c->y, false, false, &c->loss);
 }
 
 /* One batch's forward and backward through the graph (eager for the first step, a short last

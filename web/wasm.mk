@@ -88,7 +88,8 @@ $(WASM_DIR)/test_parity.js: $(WASM_PARITY_OBJ) $(WASM_DIR)/libctorch-st.a web/sr
 	  -sTOTAL_STACK=8MB -sNODERAWFS=1 -sENVIRONMENT=node -sEXIT_RUNTIME=1 --pre-js web/src/node-pre.js \
 	  -o $@ $(WASM_PARITY_OBJ) $(WASM_DIR)/libctorch-st.a
 
-test-wasm: wasm $(WASM_DIR)/test_parity.js $(WASM_DIR)/parity/fixtures.bin
+# TypeScript (npm) so the npm package's declarations are type-checked in CI too
+test-wasm: wasm $(WASM_DIR)/test_parity.js $(WASM_DIR)/parity/fixtures.bin $(WASM_DIR)/tools/node_modules/typescript/package.json
 	node web/test/run_tests.mjs
 
 test-wasm-api: wasm

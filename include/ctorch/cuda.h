@@ -29,6 +29,14 @@ bool ct_cuda_allow_tf32(void);
  * precedence over TF32. Fails only when turned on in a build without CUDA. */
 ct_status ct_cuda_set_autocast_bf16(bool on);
 bool ct_cuda_autocast_bf16(void);
+/* PyTorch's autocast outputs (off by default): while on together with ct_cuda_set_autocast_bf16, the
+ * ops of autocast's lower-precision list (mm, addmm, bmm, baddbmm, and matmul / linear through them)
+ * cast their float32 CUDA operands to bfloat16 (recorded casts: gradients come back as float32) and
+ * return bfloat16, and ops of its float32 list (logsumexp, cross_entropy) cast bfloat16 CUDA inputs
+ * to float32 first; activations between products are then bfloat16, as in torch.autocast. CPU tensors
+ * never change. Fails only when turned on in a build without CUDA. */
+ct_status ct_cuda_set_autocast_bf16_outputs(bool on);
+bool ct_cuda_autocast_bf16_outputs(void); /* both switches on */
 
 /* CUDA graphs (torch.cuda.CUDAGraph): a compiled step. ct_cuda_graph_capture calls fn(user) once
  * with every launch on device `index` recorded instead of run (nothing executes during the

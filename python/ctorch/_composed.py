@@ -66,3 +66,18 @@ def install(torch):
             setattr(torch, name, fn)
         if not hasattr(T, name):
             setattr(T, name, fn)
+
+    # In-place spellings PyTorch 1.13 has as aliases of existing in-place ops (same checks, same history).
+    aliases = (("clamp_min_", lambda self, min: self.clamp_(min=min)),
+               ("clamp_max_", lambda self, max: self.clamp_(max=max)),
+               ("negative_", "neg_"), ("absolute_", "abs_"), ("arccos_", "acos_"), ("arcsin_", "asin_"),
+               ("arctan_", "atan_"), ("arctan2_", "atan2_"), ("divide_", "div_"), ("true_divide_", "div_"),
+               ("subtract_", "sub_"), ("multiply_", "mul_"), ("fix_", "trunc_"), ("not_equal_", "ne_"),
+               ("greater_", "gt_"), ("less_", "lt_"), ("greater_equal_", "ge_"), ("less_equal_", "le_"))
+    for name, target in aliases:
+        if hasattr(T, name):
+            continue
+        if callable(target):
+            setattr(T, name, target)
+        elif hasattr(T, target):
+            setattr(T, name, getattr(T, target))

@@ -49,6 +49,9 @@ struct ct_node {
   ct_saved saved_in[CT_MAX_OP_IN];
   ct_saved saved_out[CT_MAX_OP_OUT];
   ct_attrs a;
+  /* bit j: the backward reads no gradient of output j (batch norm's statistics), so the engine
+   * leaves a missing one NULL instead of filling zeros (a kernel, a graph node) */
+  uint8_t grad_unused_mask;
   bool released;          /* saved tensors freed after a backward without retain_graph */
   uint64_t seq;           /* creation order: later nodes run first among ready ones */
   ct_tensor *leaf;        /* AccumulateGrad: the leaf (strong) */

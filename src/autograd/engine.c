@@ -277,7 +277,7 @@ static ct_status run_engine(int n_roots, ct_tensor *const *roots, ct_tensor *con
       ct_tensor *gin[CT_MAX_OP_IN] = {0};
       if (any) {
         for (int j = 0; j < x->n_out && st == CT_OK; j++)
-          if (!x->gbuf[j]) {
+          if (!x->gbuf[j] && !(x->grad_unused_mask >> j & 1)) {
             x->gbuf[j] = ct_zeros_meta(&x->out_meta[j]);
             if (!x->gbuf[j]) st = ct_last_status();
             else ct_own(x->gbuf[j]);

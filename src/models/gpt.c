@@ -8,6 +8,7 @@
 #include "backend/cpu/simd/simd.h"
 #include "ops/op_table.h"
 #include "ctorch/io.h"
+#include "ctorch/cuda.h"
 #include "util/json.h"
 #include <errno.h>
 #include <math.h>
@@ -320,6 +321,11 @@ static ct_tensor *matvec(const ct_tensor *x2, const ct_tensor *w, bool w_nk, con
   return y;
 }
 
+/* CUDA's PyTorch-style bf16 autocast (ct_cuda_set_autocast_bf16_outputs) applies to x */
+static bool gpt_autocast_out(const ct_tensor *x) {
+  return x->storage->device.type == CT_DEVICE_CUDA && ct_cuda_autocast_bf16_outputs();
+}
+
 /* Conv1D: x [..., in] @ W [in, out] + b, as one addmm over the flattened rows. */
 static ct_tensor *conv1d(const ct_tensor *x, const ct_tensor *w, const ct_tensor *b) {
   int nd = ct_ndim(x);
@@ -331,8 +337,12 @@ static ct_tensor *conv1d(const ct_tensor *x, const ct_tensor *w, const ct_tensor
   ct_tensor *y = x2 ? matvec(x2, w, false, b, &mv) : NULL;
   if (mv) b = NULL; /* added by matvec */
   /* mm then add: the packed GEMM writes a product straight into its output only without a
-   * C0 term, so addmm's bias would send every tile through its scalar write-back */
-  if (x2 && !mv) y = ct_mm(x2, w);
+   * C0 term, so addmm's bias would send every tile through its scalar write-back. Under CUDA's
+   * PyTorch-style bf16 autocast, addmm as HF's Conv1D does: a bfloat16 result with the bias in it */
+  if (x2 && !mv && b && gpt_autocast_out(x)) {
+    y = ct_addmm(b, x2, w, ct_si(1), ct_si(1));
+    b = NULL;
+  } else if (x2 && !mv) y = ct_mm(x2, w);
   ct_release(x2);
   if (y && b) {
     ct_tensor *yb = ct_add(y, b);
@@ -541,8 +551,9 @@ static ct_tensor *trunk(ct_gpt *m, ct_tensor *x, bool training, ct_generator *g,
     y = y ? dropout(y, p, training, g) : NULL;
     x = y ? ct_add(x, y) : NULL;
     h = x ? ct_layer_norm(x, 1, C1, P[L_LN2_W], P[L_LN2_B], c->layer_norm_epsilon) : NULL;
-    h = h ? conv1d(h, P[L_FC_W], NULL) : NULL;
-    h = h ? gelu_bias(h, P[L_FC_B], m->gelu_erf) : NULL;
+    bool fcb = h && gpt_autocast_out(h); /* the bias in the product (bfloat16), see conv1d */
+    h = h ? conv1d(h, P[L_FC_W], fcb ? P[L_FC_B] : NULL) : NULL;
+    h = h ? gelu_bias(h, fcb ? NULL : P[L_FC_B], m->gelu_erf) : NULL;
     h = h ? conv1d(h, P[L_MPROJ_W], P[L_MPROJ_B]) : NULL;
     h = h ? dropout(h, p, training, g) : NULL;
     x = h ? ct_add(x, h) : NULL;

@@ -237,6 +237,11 @@ typedef struct {
   int kind; /* 1: BatchNorm1d, 2: BatchNorm2d */
 } bn_cfg;
 
+#ifdef CT_HAVE_CUDA
+/* src/backend/cuda/k_bn.cu: num_batches_tracked += inc as a kernel argument (no scalar upload) */
+int ct_cuda_bn_count_defer(ct_tensor *count, int64_t inc);
+ct_status ct_cuda_bn_count_finish(ct_tensor *count);
+#endif
 static ct_tensor *bn_forward(ct_module *m, const ct_tensor *x) {
   const bn_cfg *c = m->user;
   if (ct_check_tensor(x, "BatchNorm")) return NULL;
@@ -253,7 +258,13 @@ static ct_tensor *bn_forward(ct_module *m, const ct_tensor *x) {
   ct_tensor *rm = c->track ? ct_mod_b(m, 0) : NULL, *rv = c->track ? ct_mod_b(m, 1) : NULL;
   ct_tensor *nbt = c->track ? ct_mod_b(m, 2) : NULL;
   double factor = c->momentum < 0 ? 0.0 : c->momentum;
-  if (m->training && c->track && nbt) {
+  bool deferred = false;
+#ifdef CT_HAVE_CUDA
+  /* CUDA: the increment rides on the batch norm's running-statistics kernel (graph replays advance
+   * it); momentum None reads the count on the host first, so it keeps the add below */
+  if (m->training && c->track && nbt && c->momentum >= 0) deferred = ct_cuda_bn_count_defer(nbt, 1) == 1;
+#endif
+  if (m->training && c->track && nbt && !deferred) {
     bool prev = ct_set_grad_enabled(false);
     ct_status st = ct_add_scalar_(nbt, ct_si(1));
     ct_set_grad_enabled(prev);
@@ -266,7 +277,15 @@ static ct_tensor *bn_forward(ct_module *m, const ct_tensor *x) {
   }
   bool bn_training = m->training || (!rm && !rv);
   bool use_stats = !m->training || c->track;
-  return ct_batch_norm(x, use_stats ? rm : NULL, use_stats ? rv : NULL, w, b, bn_training, factor, c->eps);
+  ct_tensor *y = ct_batch_norm(x, use_stats ? rm : NULL, use_stats ? rv : NULL, w, b, bn_training, factor, c->eps);
+#ifdef CT_HAVE_CUDA
+  /* also after a failed batch norm: the eager add above happens before it too */
+  if (deferred && ct_cuda_bn_count_finish(nbt) != CT_OK) {
+    ct_release(y);
+    return NULL;
+  }
+#endif
+  return y;
 }
 
 static bool bn_optional(const ct_module *m, const char *name) { return !strcmp(name, "num_batches_tracked"); }

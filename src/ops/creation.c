@@ -427,8 +427,13 @@ ct_status ct_check_view_rebase(const ct_tensor *t) {
   }
 }
 
-/* Checks for writing into t in place (leaf requiring grad, overlap, inference). */
-ct_status ct_check_inplace(const ct_tensor *t) {
+/* Checks for writing into t in place (leaf requiring grad, overlap, inference). allow_overlap: the writes
+ * PyTorch 1.13 lets through an expanded tensor (fill_, zero_, masked_fill_, index_fill_, index_put_) skip
+ * the overlap refusal. */
+static ct_status check_inplace(const ct_tensor *t, bool allow_overlap);
+ct_status ct_check_inplace(const ct_tensor *t) { return check_inplace(t, false); }
+ct_status ct_check_inplace_overlap_ok(const ct_tensor *t) { return check_inplace(t, true); }
+static ct_status check_inplace(const ct_tensor *t, bool allow_overlap) {
   if (ct_grad_mode_recording() && t->base && ct_tensor_requires_grad(t->base)) CT_TRY(ct_check_view_rebase(t));
   if (ct_grad_mode_recording() && t->requires_grad && !t->grad_fn) {
     if (t->base)
@@ -437,7 +442,7 @@ ct_status ct_check_inplace(const ct_tensor *t) {
   }
   if (t->base && ct_grad_mode_recording() && t->base->requires_grad && !t->base->grad_fn)
     return CT_ERR(CT_ERR_RUNTIME, "a view of a leaf Variable that requires grad is being used in an in-place operation.");
-  if (ct_has_internal_overlap(t))
+  if (!allow_overlap && ct_has_internal_overlap(t))
     return CT_ERR(CT_ERR_RUNTIME,
                   "unsupported operation: more than one element of the written-to tensor refers to a single memory "
                   "location. Please clone() the tensor before performing the operation.");
@@ -450,15 +455,32 @@ ct_status ct_check_inplace(const ct_tensor *t) {
 
 ct_status ct_write_result_inplace(ct_tensor *self, ct_tensor *result);
 
-ct_status ct_copy_(ct_tensor *dst, const ct_tensor *src) {
+static ct_status copy_checked(ct_tensor *dst, const ct_tensor *src, bool allow_overlap);
+ct_status ct_copy_(ct_tensor *dst, const ct_tensor *src) { return copy_checked(dst, src, false); }
+/* dst.fill_(src) for a 0-dim src (Python's x[...] = 0-dim value): as copy_, but a fill may write through
+ * an expanded dst, as PyTorch 1.13's fill_ does. */
+ct_status ct_fill_from_tensor_(ct_tensor *dst, const ct_tensor *src) {
+  CT_TRY(ct_check_tensor(src, "fill_"));
+  if (src->ndim != 0)
+    return CT_ERR(CT_ERR_RUNTIME, "fill_ only supports 0-dimension value tensor but got tensor with %d dimensions.",
+                  src->ndim);
+  return copy_checked(dst, src, true);
+}
+
+static ct_status copy_checked(ct_tensor *dst, const ct_tensor *src, bool allow_overlap) {
   CT_TRY(ct_check_tensor(dst, "copy_"));
   CT_TRY(ct_check_tensor(src, "copy_"));
-  CT_TRY(ct_check_inplace(dst));
+  CT_TRY(ct_check_inplace_overlap_ok(dst));
+  if (dst == src) { /* x.copy_(x): PyTorch returns before its overlap check (the version still counts) */
+    ct_bump_version(dst);
+    return CT_OK;
+  }
+  if (!allow_overlap) CT_TRY(ct_check_inplace(dst));
   if (src->storage->device.type != dst->storage->device.type || src->storage->device.index != dst->storage->device.index) {
     /* across devices: move src (differentiably) to dst's device, then copy there */
     ct_tensor *moved = ct_to_device(src, dst->storage->device);
     if (!moved) return ct_last_status();
-    ct_status st = ct_copy_(dst, moved);
+    ct_status st = copy_checked(dst, moved, allow_overlap);
     ct_release(moved);
     return st;
   }
@@ -497,7 +519,7 @@ ct_status ct_copy_(ct_tensor *dst, const ct_tensor *src) {
 
 ct_status ct_fill_(ct_tensor *t, ct_scalar v) {
   CT_TRY(ct_check_tensor(t, "fill_"));
-  CT_TRY(ct_check_inplace(t));
+  CT_TRY(ct_check_inplace_overlap_ok(t)); /* every alias gets the same value: PyTorch allows it */
   if (ct_grad_mode_recording() && ct_tensor_requires_grad(t)) {
     /* the gradient through a fill is zero: t becomes a constant */
     ct_options o = ct_opts_dtype(t->dtype);

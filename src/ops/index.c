@@ -72,6 +72,9 @@ static ct_attrs dim_attrs(int64_t dim) {
   return a;
 }
 
+static ct_status overlap_fill(ct_tensor *self, const char *who, ct_tensor *r, const ct_tensor *mask,
+                              ct_scalar value, const ct_tensor *vt);
+
 /* in-place: compute the out-of-place result, then write it into self */
 static ct_status finish_inplace(ct_tensor *self, ct_tensor *r) {
   if (!r) return ct_last_status();
@@ -98,6 +101,10 @@ ct_tensor *ct_index_select(const ct_tensor *self, int64_t dim, const ct_tensor *
   }
   if (index->dtype != CT_INT64 && index->dtype != CT_INT32) {
     ct_set_error(CT_ERR_RUNTIME, "index_select(): Expected dtype int32 or int64 for index");
+    return NULL;
+  }
+  if (self->ndim && self->shape[dim] == 0 && ct_numel(index) > 0) { /* PyTorch 1.13's wording and type */
+    ct_set_error(CT_ERR_RUNTIME, "index_select(): self indexing axis dim should be positive");
     return NULL;
   }
   if (check_range(index, dim_size(self, dim), RANGE_SELF, CT_ERR_INDEX, dim)) return NULL;
@@ -562,10 +569,30 @@ ct_tensor *ct_index_fill(const ct_tensor *self, int64_t dim, const ct_tensor *in
   ct_tensor *in[2] = {(ct_tensor *)self, (ct_tensor *)index};
   return ct_dispatch_new(CT_OP_index_fill, 2, in, self->ndim, self->shape, self->dtype, &a);
 }
+/* index_fill_ through an expanded self: the positions it selects, as a mask of self's shape */
+static ct_tensor *index_fill_mask(const ct_tensor *self, int64_t dim, const ct_tensor *index) {
+  ct_options o = ct_opts_dtype(CT_BOOL);
+  o.device = self->storage->device;
+  ct_tensor *z = ct_zeros(self->ndim, self->shape, o);
+  ct_tensor *m = z ? ct_index_fill(z, dim, index, ct_sb(true)) : NULL;
+  ct_release(z);
+  return m;
+}
 ct_status ct_index_fill_(ct_tensor *self, int64_t dim, const ct_tensor *index, ct_scalar value) {
   CT_TRY(ct_check_tensor(self, "index_fill_"));
-  CT_TRY(ct_check_inplace(self));
-  return finish_inplace(self, ct_index_fill(self, dim, index, value));
+  CT_TRY(ct_check_inplace_overlap_ok(self));
+  ct_tensor *r = ct_index_fill(self, dim, index, value);
+  if (r && ct_has_internal_overlap(self)) {
+    ct_tensor *m = index_fill_mask(self, dim, index);
+    if (!m) {
+      ct_release(r);
+      return ct_last_status();
+    }
+    ct_status st = overlap_fill(self, "index_fill_", r, m, value, NULL); /* takes r */
+    ct_release(m);
+    return st;
+  }
+  return finish_inplace(self, r);
 }
 ct_tensor *ct_index_fill_tensor(const ct_tensor *self, int64_t dim, const ct_tensor *index, const ct_tensor *value) {
   if (ct_check_tensor(value, "index_fill")) return NULL;
@@ -585,8 +612,19 @@ ct_tensor *ct_index_fill_tensor(const ct_tensor *self, int64_t dim, const ct_ten
 }
 ct_status ct_index_fill_tensor_(ct_tensor *self, int64_t dim, const ct_tensor *index, const ct_tensor *value) {
   CT_TRY(ct_check_tensor(self, "index_fill_"));
-  CT_TRY(ct_check_inplace(self));
-  return finish_inplace(self, ct_index_fill_tensor(self, dim, index, value));
+  CT_TRY(ct_check_inplace_overlap_ok(self));
+  ct_tensor *r = ct_index_fill_tensor(self, dim, index, value);
+  if (r && ct_has_internal_overlap(self)) {
+    ct_tensor *m = index_fill_mask(self, dim, index);
+    if (!m) {
+      ct_release(r);
+      return ct_last_status();
+    }
+    ct_status st = overlap_fill(self, "index_fill_", r, m, ct_si(0), value); /* takes r */
+    ct_release(m);
+    return st;
+  }
+  return finish_inplace(self, r);
 }
 
 ct_status ct_bw_index_fill(ct_node *n, ct_tensor *const *g, ct_tensor **gin) {
@@ -689,16 +727,20 @@ static ct_status check_inplace_broadcast(const ct_tensor *self, const ct_tensor 
 ct_status ct_masked_fill_(ct_tensor *self, const ct_tensor *mask, ct_scalar value) {
   CT_TRY(ct_check_tensor(self, "masked_fill_"));
   CT_TRY(ct_check_tensor(mask, "masked_fill_"));
-  CT_TRY(ct_check_inplace(self));
+  CT_TRY(ct_check_inplace_overlap_ok(self));
   CT_TRY(check_inplace_broadcast(self, mask));
-  return finish_inplace(self, ct_masked_fill(self, mask, value));
+  ct_tensor *r = ct_masked_fill(self, mask, value);
+  if (r && ct_has_internal_overlap(self)) return overlap_fill(self, "masked_fill_", r, mask, value, NULL);
+  return finish_inplace(self, r);
 }
 ct_status ct_masked_fill_tensor_(ct_tensor *self, const ct_tensor *mask, const ct_tensor *value) {
   CT_TRY(ct_check_tensor(self, "masked_fill_"));
   CT_TRY(ct_check_tensor(mask, "masked_fill_"));
-  CT_TRY(ct_check_inplace(self));
+  CT_TRY(ct_check_inplace_overlap_ok(self));
   CT_TRY(check_inplace_broadcast(self, mask));
-  return finish_inplace(self, ct_masked_fill_tensor(self, mask, value));
+  ct_tensor *r = ct_masked_fill_tensor(self, mask, value);
+  if (r && ct_has_internal_overlap(self)) return overlap_fill(self, "masked_fill_", r, mask, ct_si(0), value);
+  return finish_inplace(self, r);
 }
 
 ct_status ct_bw_masked_fill(ct_node *n, ct_tensor *const *g, ct_tensor **gin) {
@@ -1343,14 +1385,62 @@ static ct_status index_put_inplace(ct_tensor *self, const adv_prep *p, const ct_
   return st;
 }
 
+static void warn_expanded(const char *who, const char *example) {
+  ct_warn("Use of %s on expanded tensors is deprecated. Please clone() the tensor before performing this operation. "
+          "This also applies to advanced indexing e.g. %s", who, example);
+}
+
+/* masked_fill_ / index_fill_ through an expanded self (PyTorch 1.13 warns, then writes in place): r, the
+ * out-of-place result, validated the call; the selected elements are written where they live, so a shared
+ * location takes the value when any of its aliases is selected (copying r back would let the last alias win).
+ * Takes r. */
+static ct_status overlap_fill(ct_tensor *self, const char *who, ct_tensor *r, const ct_tensor *mask,
+                              ct_scalar value, const ct_tensor *vt) {
+  bool graph = ct_grad_mode_recording() && (ct_tensor_requires_grad(self) || (vt && ct_tensor_requires_grad(vt)));
+  if (graph) return finish_inplace(self, r);
+  ct_release(r);
+  if (who) warn_expanded(who, "tensor[mask] = scalar");
+  ct_options o = ct_opts_dtype(self->dtype);
+  o.device = self->storage->device;
+  ct_tensor *v = vt ? ct_to_dtype(vt, self->dtype) : ct_scalar_tensor(value, o);
+  ct_tensor *mv = v && vt ? ct_to_device(v, self->storage->device) : (v ? ct_retain(v) : NULL);
+  ct_tensor *m = mv ? ct_expand((ct_tensor *)mask, self->ndim, self->shape) : NULL;
+  ct_tensor *mb = m ? ct_to_dtype(m, CT_BOOL) : NULL; /* uint8 masks select as bool */
+  ct_status st = mb ? CT_OK : ct_last_status();
+  if (st == CT_OK) {
+    adv_prep p;
+    const ct_tensor *idx[1] = {mb};
+    st = adv_prepare(self, 1, idx, &p);
+    if (st == CT_OK) {
+      st = index_put_inplace(self, &p, mv, false);
+      adv_free(&p);
+    }
+  }
+  ct_release(v);
+  ct_release(mv);
+  ct_release(m);
+  ct_release(mb);
+  return st;
+}
+
+/* Writes value where mask (broadcast to self) is true, in place through an overlapping self, without a
+ * warning (tril_/triu_ on an expanded tensor: PyTorch 1.13 zeroes every location one of its aliases selects). */
+ct_status ct_fill_where_overlapping_(ct_tensor *self, const ct_tensor *mask, ct_scalar value) {
+  CT_TRY(ct_check_tensor(self, "fill_"));
+  CT_TRY(ct_check_tensor(mask, "fill_"));
+  ct_tensor *r = ct_retain(self); /* overlap_fill takes a result it does not need here */
+  return overlap_fill(self, NULL, r, mask, value, NULL);
+}
+
 ct_status ct_index_put_tensors_(ct_tensor *self, int n, const ct_tensor *const *indices, const ct_tensor *values,
                                 bool accumulate) {
   CT_TRY(ct_check_tensor(self, "index_put_"));
   CT_TRY(ct_check_tensor(values, "index_put_"));
-  CT_TRY(ct_check_inplace(self));
+  CT_TRY(ct_check_inplace_overlap_ok(self));
   if (n < 0 || (n > 0 && !indices)) return CT_ERR(CT_ERR_VALUE, "index_put_: invalid indices");
   adv_prep p;
   CT_TRY(adv_prepare(self, n, indices, &p));
+  if (ct_has_internal_overlap(self)) warn_expanded("index_put_", "tensor[indices] = tensor");
   ct_status st = index_put_inplace(self, &p, values, accumulate);
   adv_free(&p);
   return st;
@@ -1529,12 +1619,16 @@ static ct_tensor *strip_leading_ones(const ct_tensor *v) {
 ct_status ct_index_put_(ct_tensor *t, int n, const ct_index_item *items, const ct_tensor *value, bool accumulate) {
   CT_TRY(ct_check_tensor(t, "index_put_"));
   CT_TRY(ct_check_tensor(value, "index_put_"));
-  CT_TRY(ct_check_inplace(t));
+  CT_TRY(ct_check_inplace_overlap_ok(t)); /* the view written decides (PyTorch's copy_to) */
   slicing s;
   CT_TRY(apply_slicing(t, n, items, &s));
   ct_tensor *v = strip_leading_ones(value);
   ct_status st = v ? CT_OK : ct_last_status();
-  if (st == CT_OK && !s.any) {
+  if (st == CT_OK && !s.any && !accumulate && value->ndim == 0 && s.view->ndim > 0 &&
+      value->storage->device.type == CT_DEVICE_CPU) {
+    /* a 0-dim CPU value into a view of another shape is a fill (allowed through an expanded view) */
+    st = ct_fill_from_tensor_(s.view, value);
+  } else if (st == CT_OK && !s.any) {
     /* basic indexing: write through the view (copy_ converts the dtype) */
     ct_tensor *e = ct_expand(v, s.view->ndim, s.view->shape);
     if (!e) st = ct_last_status();
@@ -1548,6 +1642,7 @@ ct_status ct_index_put_(ct_tensor *t, int n, const ct_index_item *items, const c
     adv_prep p;
     st = adv_prepare(s.view, s.n_idx, s.idx, &p);
     if (st == CT_OK) {
+      if (ct_has_internal_overlap(s.view)) warn_expanded("index_put_", "tensor[indices] = tensor");
       st = index_put_inplace(s.view, &p, v, accumulate);
       adv_free(&p);
     }

@@ -2,8 +2,31 @@
  * composites PyTorch builds from them (matmul, outer, linear, einsum), with
  * derivative formulas written with public ops so double backward works. */
 #include "reduce_util.h"
+#include "autocast.h"
 #include <stdio.h>
 #include <stdlib.h>
+
+/* bf16 autocast (autocast.h): the float32 CUDA operands cast to bfloat16, the op run on the casts */
+#define AUTOCAST_2(fn, x, y)                                                       \
+  do {                                                                             \
+    const ct_tensor *ac_in[2] = {x, y};                                            \
+    ct_tensor *ac_o[2];                                                            \
+    if (ct_autocast_lower(2, ac_in, ac_o)) {                                       \
+      ct_tensor *ac_r = ac_o[0] ? fn(ac_o[0], ac_o[1]) : NULL;                     \
+      ct_autocast_release(2, ac_o);                                                \
+      return ac_r;                                                                 \
+    }                                                                              \
+  } while (0)
+#define AUTOCAST_3(fn, x, y, z, beta, alpha)                                       \
+  do {                                                                             \
+    const ct_tensor *ac_in[3] = {x, y, z};                                         \
+    ct_tensor *ac_o[3];                                                            \
+    if (ct_autocast_lower(3, ac_in, ac_o)) {                                       \
+      ct_tensor *ac_r = ac_o[0] ? fn(ac_o[0], ac_o[1], ac_o[2], beta, alpha) : NULL; \
+      ct_autocast_release(3, ac_o);                                                \
+      return ac_r;                                                                 \
+    }                                                                              \
+  } while (0)
 
 /* ---- helpers ---- */
 static ct_attrs ab_attrs(ct_scalar beta, ct_scalar alpha) {
@@ -57,6 +80,7 @@ static ct_status check_mm_shapes(const ct_tensor *a, const ct_tensor *b) {
 
 ct_tensor *ct_mm(const ct_tensor *a, const ct_tensor *b) {
   if (ct_check_tensor(a, "mm") || ct_check_tensor(b, "mm")) return NULL;
+  AUTOCAST_2(ct_mm, a, b);
   if (a->ndim != 2) { ct_set_error(CT_ERR_RUNTIME, "self must be a matrix"); return NULL; }
   if (b->ndim != 2) { ct_set_error(CT_ERR_RUNTIME, "mat2 must be a matrix"); return NULL; }
   if (check_same_dtype(a, b) || check_dtype_supported(CT_OP_mm, a->dtype) || check_mm_shapes(a, b)) return NULL;
@@ -85,6 +109,7 @@ ct_status ct_bw_mm(ct_node *n, ct_tensor *const *g, ct_tensor **gin) {
 
 ct_tensor *ct_addmm(const ct_tensor *self, const ct_tensor *m1, const ct_tensor *m2, ct_scalar beta, ct_scalar alpha) {
   if (ct_check_tensor(self, "addmm") || ct_check_tensor(m1, "addmm") || ct_check_tensor(m2, "addmm")) return NULL;
+  AUTOCAST_3(ct_addmm, self, m1, m2, beta, alpha);
   if (m1->ndim != 2) { ct_set_error(CT_ERR_RUNTIME, "mat1 must be a matrix, got %d-D tensor", m1->ndim); return NULL; }
   if (m2->ndim != 2) { ct_set_error(CT_ERR_RUNTIME, "mat2 must be a matrix, got %d-D tensor", m2->ndim); return NULL; }
   if (self->dtype != m2->dtype) { ct_set_error(CT_ERR_RUNTIME, "self and mat2 must have the same dtype"); return NULL; }
@@ -132,6 +157,7 @@ static ct_status check_bmm(const ct_tensor *a, const ct_tensor *b) {
 
 ct_tensor *ct_bmm(const ct_tensor *a, const ct_tensor *b) {
   if (ct_check_tensor(a, "bmm") || ct_check_tensor(b, "bmm")) return NULL;
+  AUTOCAST_2(ct_bmm, a, b);
   if (check_bmm(a, b) || check_same_dtype(a, b) || check_dtype_supported(CT_OP_bmm, a->dtype)) return NULL;
   int64_t shape[3] = {a->shape[0], a->shape[1], b->shape[2]};
   ct_tensor *in[2] = {(ct_tensor *)a, (ct_tensor *)b};
@@ -160,6 +186,7 @@ ct_tensor *ct_baddbmm(const ct_tensor *self, const ct_tensor *b1, const ct_tenso
                       ct_scalar alpha) {
   if (ct_check_tensor(self, "baddbmm") || ct_check_tensor(b1, "baddbmm") || ct_check_tensor(b2, "baddbmm"))
     return NULL;
+  AUTOCAST_3(ct_baddbmm, self, b1, b2, beta, alpha);
   if (check_bmm(b1, b2) || check_same_dtype(b1, b2) || check_dtype_supported(CT_OP_baddbmm, b1->dtype)) return NULL;
   int64_t shape[3] = {b1->shape[0], b1->shape[1], b2->shape[2]};
   ct_tensor *s = prep_self(self, 3, shape, b1->dtype);
@@ -359,6 +386,7 @@ static ct_tensor *matmul_batched(const ct_tensor *a, const ct_tensor *b) {
 
 ct_tensor *ct_matmul(const ct_tensor *a, const ct_tensor *b) {
   if (ct_check_tensor(a, "matmul") || ct_check_tensor(b, "matmul")) return NULL;
+  AUTOCAST_2(ct_matmul, a, b);
   int d1 = a->ndim, d2 = b->ndim;
   if (d1 == 0 || d2 == 0) {
     ct_set_error(CT_ERR_RUNTIME, "both arguments to matmul need to be at least 1D, but they are %dD and %dD", d1, d2);

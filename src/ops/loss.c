@@ -4,6 +4,7 @@
  * op with PyTorch's explicit derivative formulas (written with public ops). Every entry
  * point works inside a scope: temporaries die at its end, the result is kept. */
 #include "pointwise.h"
+#include "autocast.h"
 #include "../backend/cpu/simd/simd.h"
 #include <math.h>
 #include <stdio.h>
@@ -448,6 +449,10 @@ static ct_tensor *weight_view(const ct_tensor *w, int ndim, int cd) {
  * (softmax of the saved input), so double backward works. Other cases take the composed
  * path below, which stays the reference (CT_REFERENCE_KERNELS=1). */
 static bool ce_fusable(const ct_tensor *x, const ct_tensor *t, const ct_tensor *w) {
+  /* CUDA: float32 / bfloat16 logits (k_fast.cu cu_ce_fused); lse and the weight total float32 */
+  if (x->storage->device.type == CT_DEVICE_CUDA && t->storage->device.type == CT_DEVICE_CUDA && ct_numel(x) > 0 &&
+      x->ndim <= 2 && (x->dtype == CT_FLOAT32 || x->dtype == CT_BFLOAT16))
+    return !w || (w->dtype == x->dtype && w->storage->device.type == CT_DEVICE_CUDA);
   if (!ct_fast_enabled() || x->storage->device.type != CT_DEVICE_CPU || t->storage->device.type != CT_DEVICE_CPU)
     return false;
   if ((x->dtype != CT_FLOAT32 && x->dtype != CT_FLOAT64) || x->ndim > 2 || ct_numel(x) == 0) return false;
@@ -471,8 +476,9 @@ static ct_tensor *ce_fused(const ct_tensor *x, const ct_tensor *t, const ct_tens
   c.a.f[0] = ls;
   c.a.k[1] = w != NULL;
   c.out[0] = TRY_T(ct_tensor_new(r == CT_REDUCTION_NONE ? 1 : 0, &N, x->dtype, x->storage->device));
-  c.out[1] = TRY_T(ct_tensor_new(1, &N, x->dtype, x->storage->device));
-  c.out[2] = TRY_T(ct_tensor_new(0, NULL, x->dtype, x->storage->device));
+  ct_dtype sdt = x->dtype == CT_BFLOAT16 ? CT_FLOAT32 : x->dtype; /* saved lse: float32 for bfloat16 logits */
+  c.out[1] = TRY_T(ct_tensor_new(1, &N, sdt, x->storage->device));
+  c.out[2] = TRY_T(ct_tensor_new(0, NULL, sdt, x->storage->device));
   TRY_S(ct_dispatch(&c));
   ct_tensor *res = c.out[0];
   if (r == CT_REDUCTION_NONE && x->ndim == 1) res = TRY_T(ct_reshape(res, 0, NULL));
@@ -563,6 +569,15 @@ ct_status ct_bw_cross_entropy_fused(ct_node *n, ct_tensor *const *g, ct_tensor *
 ct_tensor *ct_cross_entropy(const ct_tensor *x, const ct_tensor *t, const ct_tensor *w, ct_reduction r,
                             int64_t ignore_index, double ls) {
   if (check_two(x, t, "cross_entropy") || check_reduction(r, false)) return NULL;
+  ct_tensor *up; /* bf16 autocast's float32 list (autocast.h) */
+  if (ct_autocast_upcast(x, &up)) {
+    ct_tensor *uw = NULL;
+    bool ws = up && w && ct_autocast_upcast(w, &uw);
+    ct_tensor *res = up && (!ws || uw) ? ct_cross_entropy(up, t, ws ? uw : w, r, ignore_index, ls) : NULL;
+    ct_release(up);
+    ct_release(uw);
+    return res;
+  }
   int cd = x->ndim == 1 ? 0 : 1;
   if (x->ndim == 0) {
     ct_set_error(CT_ERR_VALUE, "Expected 1 or more dimensions (got 0)");

@@ -50,6 +50,12 @@ static ct_tensor *softmax_impl(int op, const ct_tensor *x, int64_t dim, int dtyp
     return NULL;
   }
   ct_dtype dt = dtype >= 0 ? (ct_dtype)dtype : x->dtype;
+  if ((!ct_dtype_is_floating(dt) || dt == CT_FLOAT16) && ct_numel(x) == 0) {
+    /* PyTorch 1.13 returns an empty input before choosing a kernel, whatever its dtype */
+    ct_options o = ct_opts_dtype(dt);
+    o.device = x->storage->device;
+    return ct_empty(x->ndim, x->shape, o);
+  }
   if (!ct_dtype_is_floating(dt) || dt == CT_FLOAT16) {
     bool last = x->ndim == 0 || d == x->ndim - 1;
     nn_not_implemented(last ? (op == CT_OP_softmax ? "softmax_lastdim_kernel_impl" : "log_softmax_lastdim_kernel_impl")
@@ -512,6 +518,9 @@ static bool bn_fusable(const ct_tensor *x, const ct_tensor *const *others) {
 /* t (numel C) as a contiguous [C] tensor (a view where possible, so gradients reach t) */
 static ct_tensor *bn_flat(const ct_tensor *t) {
   if (!t) return NULL;
+  /* already [C] contiguous (BatchNorm's own parameters): the tensor itself, so no view node sits
+   * between the op and the parameter and its gradient is stored without a copy */
+  if (t->ndim == 1 && ct_is_contiguous(t)) return ct_retain((ct_tensor *)t);
   int64_t C = ct_numel(t);
   ct_tensor *r = ct_reshape(t, 1, &C);
   ct_tensor *c = r ? ct_contiguous(r) : NULL;
@@ -566,7 +575,10 @@ static ct_tensor *bn_fused(const ct_tensor *x, ct_tensor *running_mean, ct_tenso
   }
   nn_release_n(5, xc, wc, bc, rm, rv);
   for (int j = 1; j < 4; j++) ct_release(c.out[j]); /* the node keeps what it saved */
-  if (c.out[0] && c.out[0]->grad_fn) c.out[0]->grad_fn->name = "NativeBatchNormBackward0";
+  if (c.out[0] && c.out[0]->grad_fn) {
+    c.out[0]->grad_fn->name = "NativeBatchNormBackward0";
+    c.out[0]->grad_fn->grad_unused_mask = 0xe; /* ct_bw_native_batch_norm reads g[0] only */
+  }
   return c.out[0];
 }
 
@@ -879,6 +891,7 @@ ct_status ct_bw_embedding_backward(ct_node *n, ct_tensor *const *g, ct_tensor **
 
 /* ---- scaled_dot_product_attention: softmax(q k^T * scale + mask) v, composed ---- */
 #include "../backend/cpu/kernels_attention.h"
+#include "../backend/webgpu/webgpu_attention.h"
 static ct_tensor *bool_mask_additive(const ct_tensor *m, ct_dtype dt) {
   return ct_dispatch_new(CT_OP_attn_bool_mask, 1, (ct_tensor *const *)&m, m->ndim, m->shape, dt, NULL);
 }
@@ -920,11 +933,13 @@ static bool sdpa_fused_applies(const ct_tensor *q, const ct_tensor *k, const ct_
         k->dtype != q->dtype || v->dtype != q->dtype || (E != 64 && E != 128) || v->shape[v->ndim - 1] != E)
       return false;
   } else if (q->dtype != CT_FLOAT32 && q->dtype != CT_FLOAT64) return false;
+  /* WebGPU (src/backend/webgpu/webgpu_attention.c): float32, no mask; checked below */
+  bool wgpu = q->storage->device.type == CT_DEVICE_WEBGPU;
   const ct_tensor *ts[4] = {q, k, v, mask};
   for (int i = 0; i < 4; i++)
     if (ts[i] && (ts[i]->storage->device.type != q->storage->device.type ||
                   ts[i]->storage->device.index != q->storage->device.index || ct_numel(ts[i]) == 0 ||
-                  (!cuda && ts[i]->storage->device.type != CT_DEVICE_CPU)))
+                  (!cuda && !wgpu && ts[i]->storage->device.type != CT_DEVICE_CPU)))
       return false;
   if (q->shape[q->ndim - 1] != k->shape[k->ndim - 1] || k->shape[k->ndim - 2] != v->shape[v->ndim - 2]) return false;
   int n1, n2;
@@ -948,6 +963,7 @@ static bool sdpa_fused_applies(const ct_tensor *q, const ct_tensor *k, const ct_
     }
     if (ng != n2 + 2 || memcmp(got, full, sizeof(int64_t) * (size_t)ng) != 0) return false;
   }
+  if (wgpu && !ct_webgpu_sdpa_fits(q, k, v, mask, n2, b2)) return false;
   *nb = n2;
   memcpy(bshape, b2, sizeof(int64_t) * (size_t)n2);
   return true;

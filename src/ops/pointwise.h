@@ -29,6 +29,9 @@ ct_dtype ct_pointwise_compute_dtype(int n, const ct_tensor *const *in, ct_out_ki
  * in-place half of every in-place op). */
 ct_status ct_write_result_inplace(ct_tensor *self, ct_tensor *result);
 ct_status ct_check_inplace(const ct_tensor *t);
+ct_status ct_check_inplace_overlap_ok(const ct_tensor *t); /* the same without the overlap refusal */
+ct_status ct_fill_from_tensor_(ct_tensor *dst, const ct_tensor *src); /* creation.c: fill_ with a 0-dim tensor */
+ct_status ct_fill_where_overlapping_(ct_tensor *self, const ct_tensor *mask, ct_scalar value); /* index.c */
 ct_status ct_check_view_rebase(const ct_tensor *t); /* creation.c: view made without grad / multi-output */
 ct_status ct_fill_nograd(ct_tensor *t, ct_scalar v);
 bool ct_has_internal_overlap(const ct_tensor *t);

@@ -6,6 +6,7 @@
  * value-selecting ops, reduce_tie_mask, prod_excl, cumprod_grad, reduce_div_nz),
  * each with its own derivative so double backward works. */
 #include "reduce_util.h"
+#include "autocast.h"
 #include <math.h>
 #include <stdio.h>
 
@@ -864,17 +865,52 @@ done:
 /* ---- logsumexp -------------------------------------------------------------------------------------- */
 ct_tensor *ct_logsumexp(const ct_tensor *t, int n, const int64_t *dims, bool keepdim) {
   if (ct_check_tensor(t, "logsumexp")) return NULL;
+  ct_tensor *up; /* bf16 autocast's float32 list (autocast.h) */
+  if (ct_autocast_upcast(t, &up)) {
+    ct_tensor *r = up ? ct_logsumexp(up, n, dims, keepdim) : NULL;
+    ct_release(up);
+    return r;
+  }
   if (refuse_dtype(t, "exp_vml_cpu", true, false, false)) return NULL;
   uint32_t mask;
   if (ct_dims_to_mask(t, n, dims, &mask)) return NULL;
   ct_dtype dt = ct_dtype_is_floating(t->dtype) ? t->dtype : ct_get_default_dtype();
   return reduce1(CT_OP_logsumexp, t, mask, keepdim, dt, dt, NULL);
 }
+/* CUDA, float32, the last dim: grad * exp(x - result) in one pass (cross_entropy_fused_backward with no
+ * targets, k_fast.cu) instead of sub, exp and mul, three passes over the GPT loss's 50257-wide logits.
+ * NULL (error cleared) where it does not apply; with grad mode on the composed form (double backward). */
+static ct_tensor *lse_bw_cuda(const ct_tensor *x, const ct_tensor *g, const ct_tensor *r, uint32_t mask) {
+  if (x->storage->device.type != CT_DEVICE_CUDA || ct_is_grad_enabled() || x->ndim < 1 || x->dtype != CT_FLOAT32 ||
+      mask != 1u << (x->ndim - 1) || g->dtype != CT_FLOAT32 || r->dtype != CT_FLOAT32 || !ct_is_contiguous(x) ||
+      ct_numel(x) == 0)
+    return NULL;
+  ct_call c = ct_call_make(CT_OP_cross_entropy_fused_backward);
+  c.n_in = 6;
+  c.n_out = 1;
+  c.in[0] = ct_contiguous(g);
+  c.in[1] = (ct_tensor *)x;
+  c.in[4] = c.in[0] ? ct_contiguous(r) : NULL;
+  c.a.k[0] = CT_REDUCTION_NONE;
+  c.a.k[2] = 1; /* no targets: logsumexp's backward */
+  c.out[0] = c.in[4] ? ct_tensor_new(x->ndim, x->shape, x->dtype, x->storage->device) : NULL;
+  ct_status st = c.out[0] ? ct_run_kernel(&c) : ct_last_status();
+  ct_release(c.in[0]);
+  ct_release(c.in[4]);
+  if (st != CT_OK) {
+    ct_release(c.out[0]);
+    ct_clear_error();
+    return NULL;
+  }
+  return c.out[0];
+}
+
 /* grad * exp(x - result) */
 ct_status ct_bw_logsumexp(ct_node *n, ct_tensor *const *g, ct_tensor **gin) {
   ct_tensor *x = ct_node_saved_in(n, 0), *r = ct_node_saved_out(n, 0);
   if (!x || !r) return ct_last_status();
   uint32_t mask = (uint32_t)n->a.k[0];
+  if ((gin[0] = lse_bw_cuda(x, g[0], r, mask))) return CT_OK;
   bool keep = n->a.k[1] != 0;
   ct_tensor *gk = restore_dims(g[0], mask, keep, x->ndim), *rk = restore_dims(r, mask, keep, x->ndim);
   ct_tensor *d = rk ? ct_sub(x, rk) : NULL, *e = d ? ct_exp(d) : NULL;
@@ -889,6 +925,12 @@ ct_status ct_bw_logsumexp(ct_node *n, ct_tensor *const *g, ct_tensor **gin) {
 /* ---- median / nanmedian of all elements ---------------------------------------------------------------- */
 static ct_tensor *median_all(int op, const char *grad_name, const ct_tensor *t) {
   if (ct_check_tensor(t, "median")) return NULL;
+  if (t->dtype == CT_BOOL && ct_numel(t) == 0) {
+    /* PyTorch 1.13 returns NaN converted to the dtype for an empty input before choosing a kernel: true */
+    ct_options o = ct_opts_dtype(CT_BOOL);
+    o.device = t->storage->device;
+    return ct_full(0, NULL, ct_sb(true), o);
+  }
   if (refuse_dtype(t, "median_cpu", true, false, true)) return NULL;
   ct_tensor *r = reduce1(op, t, full_mask(t), false, t->dtype, t->dtype, NULL);
   ct_name_node(r, grad_name);
@@ -1031,6 +1073,21 @@ ct_tensor *ct_msort(const ct_tensor *t) {
   return v;
 }
 
+/* topk / kthvalue of a 0-dim tensor: PyTorch 1.13 returns (a copy of) it and index 0 without a kernel, so
+ * for every dtype, bool included */
+static ct_status zero_dim_select(const ct_tensor *t, ct_tensor **values, ct_tensor **indices) {
+  ct_options o = ct_opts_dtype(CT_INT64);
+  o.device = t->storage->device;
+  *values = ct_clone(t);
+  *indices = *values ? ct_zeros(0, NULL, o) : NULL;
+  if (!*indices) {
+    ct_release(*values);
+    *values = NULL;
+    return ct_last_status();
+  }
+  return CT_OK;
+}
+
 ct_status ct_topk(const ct_tensor *t, int64_t k, int64_t dim, bool largest, bool sorted, ct_tensor **values,
                   ct_tensor **indices) {
   (void)sorted; /* results are always sorted, a valid order for sorted=False */
@@ -1041,6 +1098,7 @@ ct_status ct_topk(const ct_tensor *t, int64_t k, int64_t dim, bool largest, bool
   if (d < 0) return ct_last_status();
   int64_t size = t->ndim ? t->shape[d] : 1;
   if (k < 0 || k > size) return CT_ERR(CT_ERR_RUNTIME, "selected index k out of range");
+  if (t->ndim == 0 && t->dtype == CT_BOOL && k == 1) return zero_dim_select(t, values, indices);
   if (refuse_dtype(t, "topk_cpu", true, false, true)) return ct_last_status();
   int64_t shape[CT_MAX_DIMS];
   memcpy(shape, t->shape, sizeof shape);
@@ -1066,6 +1124,7 @@ static ct_status select_dim(int op, const char *who, const char *kname, bool no_
     int64_t size = t->ndim ? t->shape[d] : 1;
     if (k < 1 || k > size)
       return CT_ERR(CT_ERR_RUNTIME, "kthvalue(): selected number k out of range for dimension %lld", (long long)d);
+    if (t->ndim == 0 && t->dtype == CT_BOOL) return zero_dim_select(t, values, indices);
   }
   if (kname && refuse_dtype(t, kname, no_half, false, no_bool)) return ct_last_status();
   int nd = 0;

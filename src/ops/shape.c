@@ -613,9 +613,14 @@ ct_tensor *ct_repeat_interleave_tensor(const ct_tensor *t, const ct_tensor *repe
     x = ct_reshape(t, 1, &flat);
     d = 0;
   } else {
+    /* PyTorch 1.13 reads input.size(dim), which refuses any dim of a 0-dim tensor */
+    if (t->ndim == 0) {
+      no_dims_error(dim);
+      return NULL;
+    }
     d = ct_wrap_dim(dim, t->ndim);
     if (d < 0) return NULL;
-    x = t->ndim == 0 ? ct_reshape(t, 1, (int64_t[]){1}) : ct_retain((ct_tensor *)t);
+    x = ct_retain((ct_tensor *)t);
   }
   if (!x) return NULL;
   int64_t size = x->shape[d], nr = ct_numel(repeats);
@@ -730,9 +735,21 @@ ct_tensor *ct_triu(const ct_tensor *t, int64_t k) { return tri(CT_OP_triu, t, k)
 
 static ct_status tri_(int op, ct_tensor *t, int64_t k) {
   CT_TRY(ct_check_tensor(t, op == CT_OP_tril ? "tril_" : "triu_"));
-  CT_TRY(ct_check_inplace(t));
+  CT_TRY(ct_check_inplace_overlap_ok(t)); /* PyTorch 1.13 writes through an expanded tensor */
   ct_tensor *r = tri(op, t, k);
   if (!r) return ct_last_status();
+  if (ct_has_internal_overlap(t) && !(ct_grad_mode_recording() && ct_tensor_requires_grad(t))) {
+    /* zero in place where the other triangle is, so a location is zeroed when any of its aliases is */
+    ct_release(r);
+    ct_options o = ct_opts_dtype(CT_BOOL);
+    o.device = t->storage->device;
+    ct_tensor *ones = ct_ones(t->ndim, t->shape, o);
+    ct_tensor *m = ones ? tri(op == CT_OP_tril ? CT_OP_triu : CT_OP_tril, ones, op == CT_OP_tril ? k + 1 : k - 1) : NULL;
+    ct_status st = m ? ct_fill_where_overlapping_(t, m, ct_si(0)) : ct_last_status();
+    ct_release(m);
+    ct_release(ones);
+    return st;
+  }
   ct_status st = ct_write_result_inplace(t, r);
   ct_release(r);
   return st;

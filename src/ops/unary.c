@@ -92,6 +92,7 @@ static ct_tensor *un(int op, const ct_tensor *x, const ct_attrs *a) {
 }
 static ct_status un_(int op, ct_tensor *x, const ct_attrs *a) {
   CT_TRY(ct_check_tensor(x, ct_op_info_of(op)->id));
+  CT_TRY(ct_check_inplace(x)); /* PyTorch checks the written-to tensor before choosing a kernel */
   CT_TRY(check_dtype(op, a, x->dtype, NULL));
   return ct_pointwise_(op, 1, &x, a, spec_of(op, a).kind);
 }

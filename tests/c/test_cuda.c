@@ -9,6 +9,7 @@
 #include "test.h"
 #include "ctorch/cuda.h"
 #include "ctorch/models.h"
+#include "ctorch/train.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -1073,6 +1074,129 @@ CUDA_TEST(flash_attention) {
   ct_scope_end(s);
 }
 
+/* Head dim 64 takes the mma.sync kernels (k_attention.cu k_fa_*_mma; the cases above with D 64
+ * too): every masking edge of their register tiles — T not a multiple of 64, causal with L < S
+ * and L > S (rows and key blocks partly or wholly masked), a single query, transposed and
+ * head-broadcast inputs — for bfloat16, float16 and float32 under bf16 autocast. Tolerances as
+ * flash_attention's (the products round P and dS to the 16-bit type as the WMMA kernels do). */
+CUDA_TEST(flash_attention_mma64) {
+  ct_scope *s = ct_scope_begin();
+  const double f16 = 5e-3, bf16 = 3e-2;
+  fa_case cs[] = {
+      {CT_BFLOAT16, 2, 3, 100, 100, 64, false, 0, bf16, bf16, true},
+      {CT_BFLOAT16, 1, 2, 70, 150, 64, true, 0, bf16, bf16, true},  /* causal, L < S */
+      {CT_BFLOAT16, 1, 2, 150, 70, 64, true, 0, bf16, bf16, true},  /* causal, L > S */
+      {CT_BFLOAT16, 2, 3, 65, 129, 64, false, 1, bf16, bf16, true}, /* transposed q/k/v */
+      {CT_BFLOAT16, 2, 3, 64, 200, 64, true, 2, bf16, bf16, true},  /* k/v broadcast over heads */
+      {CT_BFLOAT16, 1, 1, 1, 1, 64, true, 0, bf16, bf16, true},     /* one query, one key */
+      {CT_FLOAT16, 2, 2, 200, 200, 64, true, 0, f16, f16, true},
+      {CT_FLOAT16, 1, 3, 33, 97, 64, false, 1, f16, f16, true},
+  };
+  for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) fa_check(&cs[i]);
+  CHECK_OK(ct_cuda_set_autocast_bf16(true));
+  fa_case ca[] = {
+      {CT_FLOAT32, 2, 2, 150, 70, 64, true, 0, 4e-2, 4e-2, true},
+      {CT_FLOAT32, 1, 3, 129, 65, 64, false, 1, 4e-2, 4e-2, true},
+  };
+  for (size_t i = 0; i < sizeof ca / sizeof ca[0]; i++) fa_check(&ca[i]);
+  CHECK_OK(ct_cuda_set_autocast_bf16(false));
+  ct_scope_end(s);
+}
+
+/* The float fast paths of k_fast.cu: logsumexp over the contiguous last dim of float32 (one block
+ * per row, online max/sum in float; rows with NaN, +inf, all -inf and lengths not a multiple of
+ * 4), sums over leading dims (column chunks in double) and GELU's derivative (tanh and erf forms, float32 and bfloat16) against the CPU. float32
+ * sums of ~1000 exp terms in another order: rtol 1e-5; the derivative in float against double:
+ * a few ulp (1e-5); bfloat16 results within one rounding (1e-2). */
+CUDA_TEST(fast_logsumexp_gelu_deriv) {
+  ct_scope *s = ct_scope_begin();
+  int64_t shapes[3][2] = {{37, 1031}, {5, 4096}, {300, 3}};
+  for (int k = 0; k < 3; k++) {
+    ct_tensor *x = rnd(2, shapes[k], CT_FLOAT32, false);
+    ct_tensor *xs = ct_mul_scalar(x, ct_sf(8.0)); /* logits of O(10) */
+    ct_tensor *xg = G(xs);
+    int64_t d = -1;
+    same("logsumexp rows", ct_logsumexp(xs, 1, &d, false), ct_logsumexp(xg, 1, &d, false), 1e-5, 1e-5);
+    same("logsumexp rows keepdim", ct_logsumexp(xs, 1, &d, true), ct_logsumexp(xg, 1, &d, true), 1e-5, 1e-5);
+  }
+  /* special rows: NaN, +inf, all -inf, -inf beside finite values */
+  float v[4][6] = {{1, 2, NAN, 3, 4, 5},
+                   {1, INFINITY, 2, -INFINITY, 3, 4},
+                   {-INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY},
+                   {-INFINITY, 0.5f, -INFINITY, -2, 7, -INFINITY}};
+  int64_t vs[2] = {4, 6}, d = 1;
+  ct_tensor *sp = ct_from_floats(&v[0][0], 2, vs);
+  same("logsumexp special rows", ct_logsumexp(sp, 1, &d, false), ct_logsumexp(G(sp), 1, &d, false), 1e-6, 1e-6);
+  /* sums over leading dims (the bias gradients' column sums): double in both, rounded once */
+  int64_t c2[2] = {1000, 777}, c3[3] = {4, 300, 65}, d0 = 0, d01[2] = {0, 1};
+  ct_tensor *m2 = rnd(2, c2, CT_FLOAT32, false), *m3 = rnd(3, c3, CT_FLOAT32, false);
+  same("sum dim 0", ct_sum_dims(m2, 1, &d0, false), ct_sum_dims(G(m2), 1, &d0, false), 1e-6, 1e-6);
+  same("sum dims 0, 1 keepdim", ct_sum_dims(m3, 2, d01, true), ct_sum_dims(G(m3), 2, d01, true), 1e-6, 1e-6);
+  /* GELU backward through autograd: h * gelu'(x) */
+  int64_t gs[2] = {64, 777};
+  const char *ap[2] = {"tanh", "none"};
+  for (int dt = 0; dt < 2; dt++)
+    for (int a = 0; a < 2; a++) {
+      ct_dtype ty = dt ? CT_BFLOAT16 : CT_FLOAT32;
+      ct_tensor *x = ct_mul_scalar(rnd(2, gs, ty, false), ct_sf(3.0)), *h = rnd(2, gs, ty, false);
+      ct_tensor *xc = ct_detach(x), *xd = G(x);
+      ct_requires_grad_(xc, true);
+      ct_requires_grad_(xd, true);
+      CHECK_OK(ct_backward(ct_sum(ct_mul(ct_gelu(xc, ap[a]), h)), NULL, false, false));
+      CHECK_OK(ct_backward(ct_sum(ct_mul(ct_gelu(xd, ap[a]), G(h))), NULL, false, false));
+      char what[64];
+      snprintf(what, sizeof what, "gelu %s backward %s", ap[a], ct_dtype_name(ty));
+      same(what, ct_grad(xc), ct_grad(xd), dt ? 1e-2 : 1e-5, dt ? 1e-2 : 1e-5);
+    }
+  ct_scope_end(s);
+}
+
+/* k_fast.cu's fills of contiguous tensors (zeros as a memset for every dtype, other 4-byte values
+ * with 16-byte stores, the rest on the reference kernel) and its strided same-dtype copies (dims
+ * merged, innermost dim contiguous in both, 16-byte vectors): transposes, a slice written into a
+ * wider row, a broadcast source, bfloat16, and shapes the vector path must refuse (inner size not
+ * a multiple of the vector, an odd offset). Copies and fills are exact: compared bit for bit. */
+CUDA_TEST(fast_fill_strided_copy) {
+  ct_scope *s = ct_scope_begin();
+  int64_t fs[2] = {33, 129};
+  ct_dtype fd[4] = {CT_FLOAT32, CT_INT64, CT_BFLOAT16, CT_INT32};
+  double fv[3] = {0.0, 3.5, -7.0};
+  for (int d = 0; d < 4; d++)
+    for (int k = 0; k < 3; k++) {
+      ct_options oc = ct_opts_dtype(fd[d]), og = oc;
+      og.device = ct_cuda(0);
+      ct_scalar v = fd[d] == CT_INT64 || fd[d] == CT_INT32 ? ct_si((int64_t)fv[k]) : ct_sf(fv[k]);
+      char what[64];
+      snprintf(what, sizeof what, "full %s %g", ct_dtype_name(fd[d]), fv[k]);
+      same(what, ct_full(2, fs, v, oc), ct_full(2, fs, v, og), 0, 0);
+    }
+  for (int dt = 0; dt < 2; dt++) {
+    ct_dtype ty = dt ? CT_BFLOAT16 : CT_FLOAT32;
+    int64_t sh[4] = {2, 3, 5, 64}, p[4] = {0, 2, 1, 3};
+    ct_tensor *x = rnd(4, sh, ty, false), *xg = G(x);
+    same("transpose(1, 2).contiguous()", ct_contiguous(ct_transpose(x, 1, 2)), ct_contiguous(ct_transpose(xg, 1, 2)), 0, 0);
+    same("permute 0 2 1 3", ct_contiguous(ct_permute(x, 4, p)), ct_contiguous(ct_permute(xg, 4, p)), 0, 0);
+    /* a [.., 64] slice written into [.., 192] rows (the q/k/v split's gradient) */
+    int64_t wsh[3] = {4, 7, 192}, ssh[3] = {4, 7, 64};
+    ct_options oc = ct_opts_dtype(ty), og = oc;
+    og.device = ct_cuda(0);
+    ct_tensor *wc = ct_zeros(3, wsh, oc), *wg = ct_zeros(3, wsh, og), *src = rnd(3, ssh, ty, false);
+    CHECK_OK(ct_copy_(ct_narrow(wc, 2, 64, 64), src));
+    CHECK_OK(ct_copy_(ct_narrow(wg, 2, 64, 64), G(src)));
+    same("slice written into wider rows", wc, wg, 0, 0);
+    /* broadcast source (stride 0 outer dims) */
+    int64_t bsh[3] = {1, 1, 64}, esh[3] = {5, 6, 64};
+    ct_tensor *b = rnd(3, bsh, ty, false);
+    same("expand().contiguous()", ct_contiguous(ct_expand(b, 3, esh)), ct_contiguous(ct_expand(G(b), 3, esh)), 0, 0);
+    /* refused by the vector path: inner 6 elements, and an odd start offset */
+    int64_t osh[3] = {3, 4, 6};
+    ct_tensor *o = rnd(3, osh, ty, false);
+    same("transpose, inner 6", ct_contiguous(ct_transpose(o, 0, 1)), ct_contiguous(ct_transpose(G(o), 0, 1)), 0, 0);
+    same("narrow at offset 1", ct_contiguous(ct_narrow(x, 3, 1, 60)), ct_contiguous(ct_narrow(xg, 3, 1, 60)), 0, 0);
+  }
+  ct_scope_end(s);
+}
+
 /* ---- the GPT step of `ctorch train-gpt --device cuda` ---- */
 
 static bool collect_token(int64_t id, const float *probs, int64_t V, void *user) {
@@ -1540,13 +1664,6 @@ CUDA_TEST(conv_cudnn) {
  * CUDA graph and replayed: losses and weights equal to an eager twin from the same seed, step
  * for step, to the bit (every kernel is deterministic: cuDNN gradients take deterministic
  * algorithms only). */
-/* Mean cross-entropy against class probabilities made by ct_one_hot_unchecked: device ops only
- * (ct_cross_entropy with class indices checks them on the host, which a CUDA graph capture cannot
- * record); the same value for the in-range targets used here. */
-static ct_tensor *ce_device(const ct_tensor *out, const ct_tensor *y) {
-  ct_tensor *oh = ct_one_hot_unchecked(y, ct_size(out, 1), ct_tensor_dtype(out));
-  return oh ? ct_cross_entropy(out, oh, NULL, CT_REDUCTION_MEAN, -100, 0.0) : NULL;
-}
 typedef struct {
   ct_module *m;
   ct_optim *opt;
@@ -1558,19 +1675,7 @@ typedef struct {
 
 static ct_status cnn_step_run(void *u) {
   cnn_step *r = u;
-  ct_scope *sc = ct_scope_begin();
-  ct_tensor *out = ct_module_forward(r->m, r->x);
-  ct_tensor *loss = out ? ce_device(out, r->y) : NULL;
-  ct_status st = loss ? CT_OK : ct_last_status();
-  if (st == CT_OK) st = ct_optim_zero_grad(r->opt, r->none);
-  if (st == CT_OK) st = ct_backward(loss, NULL, false, false);
-  if (st == CT_OK) st = ct_optim_step(r->opt);
-  if (st == CT_OK) {
-    ct_release(r->loss);
-    r->loss = ct_retain(loss);
-  }
-  ct_scope_end(sc);
-  return st;
+  return ct_classifier_train_step(r->m, r->opt, r->x, r->y, r->none, true, &r->loss);
 }
 
 /* none: the captured step sets the gradients to none (backward makes them from the graph's
@@ -1640,6 +1745,73 @@ static void graph_cnn_check(bool none) {
 }
 CUDA_TEST(graph_cnn_step) { graph_cnn_check(false); }
 CUDA_TEST(graph_cnn_step_grads_none) { graph_cnn_check(true); }
+
+/* BatchNorm's num_batches_tracked += 1 on CUDA without a scalar upload (k_bn.cu bn_count_*): on the
+ * running-statistics kernel, or on its own one-thread kernel (CT_CUDA_BN_RUNNING=0: the composed
+ * update); eval leaves it; momentum None (a cumulative average) reads it on the host and so must
+ * see it advanced before the statistics; a captured training forward advances it on every replay.
+ * Outputs and running statistics against the CPU module (the batch is summed in other orders). */
+static ct_status bn_count_fwd(void *u) {
+  void **p = u;
+  ct_tensor *y = ct_module_forward(p[0], p[1]);
+  ct_release(y);
+  return y ? CT_OK : ct_last_status();
+}
+CUDA_TEST(bn_num_batches_tracked_device) {
+  ct_scope *s = ct_scope_begin();
+  int64_t xs[4] = {2, 3, 4, 4};
+  ct_tensor *xc = rnd(4, xs, CT_FLOAT32, false), *x = G(xc);
+  double moms[2] = {0.1, NAN};
+  for (int mi = 0; mi < 2; mi++) {
+    ct_module *m[2] = {ct_batch_norm2d_new(3, 1e-5, moms[mi], true, true),
+                       ct_batch_norm2d_new(3, 1e-5, moms[mi], true, true)}; /* CPU, CUDA */
+    CHECK(m[0] && m[1] && ct_module_to_device(m[1], ct_cuda(0)) == CT_OK);
+    if (!m[0] || !m[1]) {
+      ct_module_free(m[0]);
+      ct_module_free(m[1]);
+      break;
+    }
+    ct_tensor *nbt = ct_module_buffer(m[1], "num_batches_tracked");
+    CHECK(nbt && ct_tensor_device(nbt).type == CT_DEVICE_CUDA);
+    uint64_t v0 = nbt ? ct_version(nbt) : 0;
+    for (int k = 0; k < 4; k++) {
+      if (k & 1) setenv("CT_CUDA_BN_RUNNING", "0", 1);
+      ct_tensor *y0 = ct_module_forward(m[0], xc), *y1 = ct_module_forward(m[1], x);
+      unsetenv("CT_CUDA_BN_RUNNING");
+      CHECK(y0 && y1);
+      if (y0 && y1) same("BatchNorm2d forward", y0, y1, 1e-5, 1e-5);
+      ct_release(y0);
+      ct_release(y1);
+    }
+    ct_module_train(m[1], false);
+    ct_release(ct_module_forward(m[1], x));
+    ct_module_train(m[1], true);
+    int64_t n = -1;
+    if (nbt) CHECK_OK(ct_item_int64(nbt, &n));
+    CHECK(n == 4);
+    CHECK(nbt && ct_version(nbt) >= v0 + 4);
+    const char *bufs[2] = {"running_mean", "running_var"};
+    for (int b = 0; b < 2; b++)
+      same("BatchNorm2d running statistics", ct_module_buffer(m[0], bufs[b]), ct_module_buffer(m[1], bufs[b]), 1e-5,
+           1e-5);
+    if (moms[mi] >= 0 && nbt) {
+      void *p[2] = {m[1], x};
+      ct_cuda_graph *g = ct_cuda_graph_capture(0, bn_count_fwd, p);
+      if (!g) ct_test_fail(__FILE__, __LINE__, "batch norm capture failed: %s", ct_last_error());
+      int64_t before = -1, after = -1;
+      CHECK_OK(ct_item_int64(nbt, &before));
+      for (int k = 0; g && k < 5; k++) CHECK_OK(ct_cuda_graph_replay(g));
+      CHECK_OK(ct_item_int64(nbt, &after));
+      if (g) CHECK(after == before + 5);
+      ct_cuda_graph_free(g);
+    }
+    ct_module_free(m[0]);
+    ct_module_free(m[1]);
+  }
+  ct_release(x);
+  ct_release(xc);
+  ct_scope_end(s);
+}
 
 /* batch_norm through the fused CUDA kernels (k_bn.cu: native_batch_norm and its backward) against
  * the CPU's fused kernels: training (batch statistics over N x H x W, running stats updated) and
@@ -1797,5 +1969,345 @@ CUDA_TEST(bn_running_stats_one_kernel) {
       CHECK_OK(ct_item_double(ct_amax(ct_abs(ct_sub(H(rm[2]), m0)), 0, NULL, false), &moved));
       CHECK(moved > 1e-4);
     }
+  ct_scope_end(s);
+}
+
+/* ---- batch norm's float32 fast kernels (k_bn.cu: 4-wide loads, a channel split over a cluster
+ * of blocks): against the CPU (values and the three gradients, training and eval) on ResNet's
+ * shapes and on shapes that take the 1-wide path (S % 4 != 0, a misaligned start); the same bits
+ * on a rerun (the cluster's partial sums are added in rank order); and against the per-channel
+ * kernels (CT_CUDA_BN_FAST=0), whose sums run in another order (tolerance, not bits). ---- */
+#ifdef CT_HAVE_CUDA
+void ct_cuda_bn_fast_counts(int64_t out[3]);
+#endif
+static void bn_fast_counts(int64_t out[3]) {
+#ifdef CT_HAVE_CUDA
+  ct_cuda_bn_fast_counts(out);
+#else
+  out[0] = out[1] = out[2] = 0;
+#endif
+}
+CUDA_TEST(batch_norm_fast_paths) {
+  ct_scope *s = ct_scope_begin();
+  struct { int64_t shape[4]; int64_t skew; } cs[] = {
+      {{16, 64, 32, 32}, 0}, /* ResNet CIFAR layer1: 4-wide, 4 blocks per channel */
+      {{16, 128, 16, 16}, 0}, {{16, 512, 4, 4}, 0}, {{3, 5, 7, 9}, 0}, /* S = 63: 1-wide */
+      {{4, 8, 16, 16}, 1}, /* a start one element past alignment: 1-wide, clustered */
+  };
+  int64_t c0[3], c1[3];
+  bn_fast_counts(c0);
+  for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) {
+    int64_t *xs = cs[i].shape, C = xs[1], n = xs[0] * xs[1] * xs[2] * xs[3] + cs[i].skew;
+    ct_tensor *flat = ct_add_scalar(ct_mul_scalar(rnd(1, &n, CT_FLOAT32, false), ct_sf(2.0)), ct_sf(3.0));
+    ct_tensor *x0 = ct_reshape(ct_narrow(flat, 0, cs[i].skew, n - cs[i].skew), 4, xs);
+    ct_tensor *w0 = rnd(1, &C, CT_FLOAT32, false), *b0 = rnd(1, &C, CT_FLOAT32, false);
+    ct_tensor *gy = rnd(4, xs, CT_FLOAT32, false);
+    for (int train = 1; train >= 0; train--) {
+      /* d: 0 CPU, 1 CUDA fast, 2 CUDA fast again, 3 CUDA per-channel kernels */
+      ct_tensor *out[4][4];
+      for (int d = 0; d < 4; d++) {
+        ct_tensor *x = d ? G(x0) : ct_clone(x0), *w = d ? G(w0) : ct_clone(w0), *b = d ? G(b0) : ct_clone(b0);
+        if (d && cs[i].skew) x = ct_reshape(ct_narrow(G(flat), 0, cs[i].skew, n - cs[i].skew), 4, xs);
+        ct_tensor *rm = ct_mul_scalar(w, ct_sf(0.5)), *rv = ct_add_scalar(ct_abs(b), ct_sf(0.5));
+        ct_tensor *leaf[3] = {x, w, b};
+        for (int k = 0; k < 3; k++) {
+          leaf[k] = ct_detach(leaf[k]);
+          ct_requires_grad_(leaf[k], true);
+        }
+        if (d == 3) setenv("CT_CUDA_BN_FAST", "0", 1);
+        ct_tensor *y = ct_batch_norm(leaf[0], rm, rv, leaf[1], leaf[2], train, 0.1, 1e-5);
+        CHECK(y != NULL);
+        if (y) CHECK_OK(ct_backward(ct_sum(ct_mul(y, d ? G(gy) : gy)), NULL, false, false));
+        if (d == 3) unsetenv("CT_CUDA_BN_FAST");
+        out[d][0] = y ? H(y) : NULL;
+        for (int k = 0; k < 3; k++) out[d][k + 1] = ct_grad(leaf[k]) ? H(ct_grad(leaf[k])) : NULL;
+      }
+      const char *nm[4] = {"y", "grad x", "grad weight", "grad bias"};
+      for (int k = 0; k < 4; k++) {
+        char what[120];
+        snprintf(what, sizeof what, "batch_norm fast [%lld,%lld,%lld,%lld]%s %s %s", (long long)xs[0], (long long)C,
+                 (long long)xs[2], (long long)xs[3], cs[i].skew ? " misaligned" : "", train ? "train" : "eval", nm[k]);
+        CHECK(out[0][k] && out[1][k] && out[2][k] && out[3][k]);
+        if (!out[0][k] || !out[1][k] || !out[2][k] || !out[3][k]) continue;
+        /* float32 results of double sums over up to 16384 values: the CPU rounds its partials in
+         * another order, and dweight sums g (x - mean) over the channel (values near 1e2) */
+        same(what, out[0][k], out[1][k], 1e-5, k >= 2 ? 1e-4 : 1e-5);
+        same(what, out[1][k], out[2][k], 0, 0);
+        same(what, out[3][k], out[1][k], 1e-5, k >= 2 ? 1e-4 : 1e-5);
+      }
+    }
+  }
+  bn_fast_counts(c1);
+  CHECK(c1[0] > c0[0]); /* 4-wide */
+  CHECK(c1[1] > c0[1]); /* 1-wide */
+  CHECK(c1[2] > c0[2]); /* clustered */
+  ct_scope_end(s);
+}
+
+/* relu's gradient through the contiguous float32 kernel (k_pointwise.cu k_relu_grad4: numel a
+ * multiple of 4, 16-byte aligned) and through the generic iterator (odd numel, a transposed
+ * gradient): bit-equal to the CPU, NaN inputs included (x <= 0 ? 0 : h keeps NaN's h). */
+CUDA_TEST(relu_grad_fast) {
+  ct_scope *s = ct_scope_begin();
+  int64_t shapes[3][2] = {{64, 256}, {7, 9}, {33, 20}};
+  for (int i = 0; i < 3; i++) {
+    ct_tensor *x0 = rnd(2, shapes[i], CT_FLOAT32, true), *g0 = rnd(2, shapes[i], CT_FLOAT32, true);
+    if (i == 2) g0 = ct_contiguous(ct_t(ct_contiguous(ct_t(g0)))); /* same values */
+    ct_tensor *r[2];
+    for (int d = 0; d < 2; d++) {
+      ct_tensor *x = ct_detach(d ? G(x0) : x0);
+      ct_requires_grad_(x, true);
+      ct_tensor *gy = d ? G(g0) : g0;
+      if (i == 2) gy = ct_t(ct_contiguous(ct_t(gy))); /* a non-contiguous gradient: the generic path */
+      ct_tensor *y = ct_relu(x);
+      CHECK(y != NULL);
+      if (y) CHECK_OK(ct_backward(y, gy, false, false));
+      r[d] = ct_grad(x) ? H(ct_grad(x)) : NULL;
+    }
+    CHECK(r[0] && r[1]);
+    if (r[0] && r[1]) same("relu gradient", r[0], r[1], 0, 0);
+  }
+  ct_scope_end(s);
+}
+
+/* ct_cross_entropy_unchecked (include/ctorch/train.h, the graph-safe loss of the CUDA graph steps),
+ * on the CPU: equal to cross_entropy with class indices (another rounding order: log_softmax then
+ * a one-hot dot, 1e-6), its gradient likewise; bad arguments fail with an error, never a crash;
+ * ct_classifier_train_step refuses a missing module/optimizer. */
+TEST(cross_entropy_unchecked_cpu) {
+  ct_scope *s = ct_scope_begin();
+  int64_t xs[2] = {6, 5}, n = 6;
+  ct_tensor *x = rnd(2, xs, CT_FLOAT32, false), *y = ct_randint(0, 5, 1, &n, NULL, NULL);
+  ct_tensor *a = ct_detach(x), *b = ct_detach(x);
+  ct_requires_grad_(a, true);
+  ct_requires_grad_(b, true);
+  ct_tensor *la = ct_cross_entropy_unchecked(a, y), *lb = ct_cross_entropy(b, y, NULL, CT_REDUCTION_MEAN, -100, 0.0);
+  CHECK(la && lb);
+  if (la && lb) {
+    CHECK_OK(ct_backward(la, NULL, false, false));
+    CHECK_OK(ct_backward(lb, NULL, false, false));
+    tt_same_as_cpu(__FILE__, __LINE__, "cpu", "cross_entropy_unchecked", lb, la, 1e-6, 1e-6);
+    tt_same_as_cpu(__FILE__, __LINE__, "cpu", "cross_entropy_unchecked grad", ct_grad(b), ct_grad(a), 1e-6, 1e-6);
+  }
+  int64_t m = 4;
+  CHECK(ct_cross_entropy_unchecked(x, ct_randint(0, 5, 1, &m, NULL, NULL)) == NULL); /* batch mismatch */
+  CHECK(strstr(ct_last_error(), "Expected input batch_size (6) to match target batch_size (4).") != NULL);
+  CHECK(ct_cross_entropy_unchecked(x, ct_to_dtype(y, CT_FLOAT32)) == NULL);      /* float targets */
+  CHECK(ct_cross_entropy_unchecked(ct_reshape(x, 1, (int64_t[]){30}), y) == NULL); /* 1-D logits */
+  CHECK(ct_cross_entropy_unchecked(NULL, y) == NULL);
+  CHECK(ct_classifier_train_step(NULL, NULL, x, y, true, true, NULL) != CT_OK);
+  ct_scope_end(s);
+}
+
+/* cross_entropy with class indices on CUDA (k_fast.cu cu_ce_fused / cu_ce_fused_backward: one fused
+ * forward, one fused backward from the saved float32 logsumexp) against the CPU, for reductions
+ * mean / sum / none, class weights, label smoothing and ignored targets. float32 logits: rel 1e-5
+ * (the row sums run in another order; atol 1e-6 for gradients that are differences of O(1) terms);
+ * bfloat16 logits against the CPU's float32 on the same bfloat16 values: the loss and each gradient
+ * element are rounded to bfloat16 once (2^-9 relative), so rel 1e-2. Then logsumexp's fused
+ * backward (the GPT loss's), special rows included, and a reduction over another dim (composed). */
+CUDA_TEST(cross_entropy_fused) {
+  ct_scope *s = ct_scope_begin();
+  int64_t shapes[3][2] = {{37, 1031}, {300, 3}, {2, 50257}};
+  ct_reduction reds[3] = {CT_REDUCTION_MEAN, CT_REDUCTION_SUM, CT_REDUCTION_NONE};
+  for (int k = 0; k < 3; k++)
+    for (int dt = 0; dt < 2; dt++)
+      for (int v = 0; v < 5; v++) {
+        ct_dtype ty = dt ? CT_BFLOAT16 : CT_FLOAT32;
+        int64_t N = shapes[k][0], C = shapes[k][1], ign = v == 4 ? -100 : (v == 2 ? 1 : -100);
+        int64_t *tb = malloc(sizeof(int64_t) * (size_t)N);
+        for (int64_t i = 0; i < N; i++) tb[i] = (v == 4 && i % 5 == 0) ? -100 : (i * 7919 + 3) % C;
+        ct_tensor *t = ct_from_buffer(tb, CT_INT64, 1, &N, ct_opts_dtype(CT_INT64));
+        free(tb);
+        ct_tensor *x = ct_mul_scalar(rnd(2, shapes[k], ty, false), ct_sf(4.0));
+        ct_tensor *w = v == 3 || v == 4 ? ct_add_scalar(ct_abs(rnd(1, &C, ty, false)), ct_sf(0.5)) : NULL;
+        double ls = v >= 3 ? 0.1 : 0.0;
+        ct_reduction r = reds[v % 3];
+        ct_tensor *xc = ct_to_dtype(x, CT_FLOAT32), *wc = w ? ct_to_dtype(w, CT_FLOAT32) : NULL, *xd = G(x);
+        xc = ct_detach(xc);
+        ct_requires_grad_(xc, true);
+        ct_requires_grad_(xd, true);
+        ct_tensor *lc = ct_cross_entropy(xc, t, wc, r, ign, ls), *ld = ct_cross_entropy(xd, G(t), w ? G(w) : NULL, r, ign, ls);
+        CHECK(lc && ld);
+        if (!lc || !ld) continue;
+        CHECK(ct_tensor_dtype(ld) == ty);
+        ct_tensor *gw = r == CT_REDUCTION_NONE ? rnd(1, &N, ty, false) : NULL;
+        CHECK_OK(ct_backward(lc, gw ? ct_to_dtype(gw, CT_FLOAT32) : NULL, false, false));
+        CHECK_OK(ct_backward(ld, gw ? G(gw) : NULL, false, false));
+        char what[96];
+        double rt = dt ? 1e-2 : 1e-5, at = dt ? 1e-5 : 1e-6;
+        snprintf(what, sizeof what, "cross_entropy %s [%lld, %lld] case %d", ct_dtype_name(ty), (long long)N, (long long)C, v);
+        same(what, lc, ct_to_dtype(ld, CT_FLOAT32), rt, at);
+        snprintf(what, sizeof what, "cross_entropy grad %s [%lld, %lld] case %d", ct_dtype_name(ty), (long long)N,
+                 (long long)C, v);
+        same(what, ct_grad(xc), ct_to_dtype(ct_grad(xd), CT_FLOAT32), rt, at);
+      }
+  /* every target ignored: a mean of nothing is NaN, the gradient zeros (both as the CPU) */
+  {
+    int64_t xs[2] = {4, 9}, n = 4;
+    ct_tensor *x = rnd(2, xs, CT_FLOAT32, false), *t = ct_full(1, &n, ct_si(-100), ct_opts_dtype(CT_INT64));
+    ct_tensor *xc = ct_detach(x), *xd = G(x);
+    ct_requires_grad_(xc, true);
+    ct_requires_grad_(xd, true);
+    ct_tensor *lc = ct_cross_entropy(xc, t, NULL, CT_REDUCTION_MEAN, -100, 0), *ld = ct_cross_entropy(xd, G(t), NULL, CT_REDUCTION_MEAN, -100, 0);
+    same("cross_entropy all ignored", lc, ld, 0, 0);
+    CHECK_OK(ct_backward(ld, NULL, false, false));
+    CHECK_OK(ct_backward(lc, NULL, false, false));
+    same("cross_entropy all ignored grad", ct_grad(xc), ct_grad(xd), 0, 0);
+    /* an out-of-range target fails with PyTorch's message, no crash */
+    ct_tensor *bad = ct_full(1, &n, ct_si(9), ct_opts_dtype(CT_INT64));
+    CHECK(ct_cross_entropy(xd, G(bad), NULL, CT_REDUCTION_MEAN, -100, 0) == NULL);
+    CHECK(strstr(ct_last_error(), "Target 9 is out of bounds.") != NULL);
+  }
+  /* logsumexp's backward on CUDA: g * exp(x - lse) in one pass, keepdim or not, special rows */
+  for (int kd = 0; kd < 2; kd++) {
+    int64_t xs[2] = {37, 1031}, d = -1, n = 37;
+    ct_tensor *x = ct_mul_scalar(rnd(2, xs, CT_FLOAT32, false), ct_sf(8.0)), *h = rnd(1, &n, CT_FLOAT32, false);
+    if (kd) h = ct_reshape(h, 2, (int64_t[]){37, 1});
+    ct_tensor *xc = ct_detach(x), *xd = G(x);
+    ct_requires_grad_(xc, true);
+    ct_requires_grad_(xd, true);
+    CHECK_OK(ct_backward(ct_sum(ct_mul(ct_logsumexp(xc, 1, &d, kd), h)), NULL, false, false));
+    CHECK_OK(ct_backward(ct_sum(ct_mul(ct_logsumexp(xd, 1, &d, kd), G(h))), NULL, false, false));
+    same(kd ? "logsumexp backward keepdim" : "logsumexp backward", ct_grad(xc), ct_grad(xd), 1e-5, 1e-7);
+  }
+  {
+    float v[4][6] = {{1, 2, NAN, 3, 4, 5},
+                     {1, INFINITY, 2, -INFINITY, 3, 4},
+                     {-INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY, -INFINITY},
+                     {-INFINITY, 0.5f, -INFINITY, -2, 7, -INFINITY}};
+    int64_t vs[2] = {4, 6}, d = 1;
+    ct_tensor *sp = ct_from_floats(&v[0][0], 2, vs), *xc = ct_detach(sp), *xd = G(sp);
+    ct_requires_grad_(xc, true);
+    ct_requires_grad_(xd, true);
+    CHECK_OK(ct_backward(ct_sum(ct_logsumexp(xc, 1, &d, false)), NULL, false, false));
+    CHECK_OK(ct_backward(ct_sum(ct_logsumexp(xd, 1, &d, false)), NULL, false, false));
+    same("logsumexp backward special rows", ct_grad(xc), ct_grad(xd), 1e-6, 1e-7);
+    /* over dim 0 (not the fused case): the composed backward */
+    ct_tensor *yc = ct_detach(sp), *yd = G(sp);
+    int64_t d0 = 0;
+    ct_requires_grad_(yc, true);
+    ct_requires_grad_(yd, true);
+    CHECK_OK(ct_backward(ct_sum(ct_logsumexp(yc, 1, &d0, false)), NULL, false, false));
+    CHECK_OK(ct_backward(ct_sum(ct_logsumexp(yd, 1, &d0, false)), NULL, false, false));
+    same("logsumexp backward dim 0", ct_grad(yc), ct_grad(yd), 1e-6, 1e-7);
+  }
+  ct_scope_end(s);
+}
+
+/* PyTorch-style bf16 autocast (ct_cuda_set_autocast_bf16_outputs with ct_cuda_set_autocast_bf16):
+ * float32 CUDA operands of mm / addmm / bmm / matmul are cast to bfloat16 and the result is
+ * bfloat16: equal to the CPU's float32 product of the rounded operands, rounded once (rel 1e-2:
+ * one bf16 rounding, float32 accumulation in another order); the float32 gradients come back
+ * through the recorded casts: the bfloat16 product of the incoming gradient rounded to bfloat16,
+ * against the CPU's float32 product of the same rounded values (rel 1e-2, atol 1e-3 for sums that
+ * cancel; a reference with the unrounded gradient differs by ~sqrt(K) 2^-9 |h||b|, 0.04 here, as
+ * the first H200 run showed). logsumexp and cross_entropy upcast bfloat16
+ * inputs (float32 results). Only one switch on, or CPU tensors: unchanged. A GPT with biases
+ * (addmm with the bias, bfloat16 activations): loss within 2e-2 of the float32 one on the same
+ * weights, every parameter's gradient float32 and within 6% (relative L2) of the float32 one. */
+CUDA_TEST(autocast_bf16_outputs) {
+  ct_scope *s = ct_scope_begin();
+  int64_t as[2] = {33, 70}, bs[2] = {70, 45}, nb = 45;
+  ct_tensor *a = rnd(2, as, CT_FLOAT32, false), *b = rnd(2, bs, CT_FLOAT32, false), *bias = rnd(1, &nb, CT_FLOAT32, false);
+  ct_tensor *ar = ct_to_dtype(ct_to_dtype(a, CT_BFLOAT16), CT_FLOAT32), *br = ct_to_dtype(ct_to_dtype(b, CT_BFLOAT16), CT_FLOAT32);
+  ct_tensor *biasr = ct_to_dtype(ct_to_dtype(bias, CT_BFLOAT16), CT_FLOAT32);
+  ct_tensor *h = rnd(2, (int64_t[]){33, 45}, CT_FLOAT32, false);
+  ct_tensor *hr = ct_to_dtype(ct_to_dtype(h, CT_BFLOAT16), CT_FLOAT32);
+  ct_tensor *ac = ct_detach(ar);
+  ct_requires_grad_(ac, true);
+  ct_tensor *ref = ct_mm(ac, br), *refb = ct_addmm(biasr, ar, br, ct_si(1), ct_si(1));
+  /* the product's incoming gradient reaches it through the cast to bfloat16: rounded h */
+  CHECK_OK(ct_backward(ct_sum(ct_mul(ref, hr)), NULL, false, false));
+  CHECK_OK(ct_cuda_set_autocast_bf16_outputs(true));
+  CHECK(!ct_cuda_autocast_bf16_outputs()); /* needs both switches */
+  ct_tensor *only = ct_mm(G(a), G(b));
+  CHECK(only && ct_tensor_dtype(only) == CT_FLOAT32);
+  CHECK_OK(ct_cuda_set_autocast_bf16(true));
+  CHECK(ct_cuda_autocast_bf16_outputs());
+  ct_tensor *ad = G(a);
+  ct_requires_grad_(ad, true);
+  ct_tensor *p = ct_mm(ad, G(b)), *pb = ct_addmm(G(bias), G(a), G(b), ct_si(1), ct_si(1));
+  ct_tensor *pm = ct_matmul(ct_unsqueeze(G(a), 0), G(b)), *pbmm = ct_bmm(ct_unsqueeze(G(a), 0), ct_unsqueeze(G(b), 0));
+  ct_tensor *pcpu = ct_mm(a, b);
+  CHECK(p && pb && pm && pbmm && pcpu);
+  if (p) CHECK_OK(ct_backward(ct_sum(ct_mul(p, G(h))), NULL, false, false));
+  int64_t ls[2] = {7, 300}, n7 = 7, dl = 1;
+  ct_tensor *lg = rnd(2, ls, CT_BFLOAT16, false), *tg = ct_randint(0, 300, 1, &n7, NULL, NULL);
+  ct_tensor *lse = ct_logsumexp(G(lg), 1, &dl, false), *ce = ct_cross_entropy(G(lg), G(tg), NULL, CT_REDUCTION_MEAN, -100, 0);
+  CHECK_OK(ct_cuda_set_autocast_bf16(false));
+  CHECK_OK(ct_cuda_set_autocast_bf16_outputs(false));
+  if (p && pb && pm && pbmm && pcpu) {
+    CHECK(ct_tensor_dtype(p) == CT_BFLOAT16 && ct_tensor_dtype(pb) == CT_BFLOAT16 && ct_tensor_dtype(pm) == CT_BFLOAT16 &&
+          ct_tensor_dtype(pbmm) == CT_BFLOAT16);
+    CHECK(ct_tensor_dtype(pcpu) == CT_FLOAT32);
+    same("autocast mm", ref, ct_to_dtype(p, CT_FLOAT32), 1e-2, 1e-2);
+    same("autocast addmm", refb, ct_to_dtype(pb, CT_FLOAT32), 1e-2, 1e-2);
+    same("autocast matmul", ct_unsqueeze(ref, 0), ct_to_dtype(pm, CT_FLOAT32), 1e-2, 1e-2);
+    same("autocast bmm", ct_unsqueeze(ref, 0), ct_to_dtype(pbmm, CT_FLOAT32), 1e-2, 1e-2);
+    CHECK(ct_grad(ad) && ct_tensor_dtype(ct_grad(ad)) == CT_FLOAT32);
+    same("autocast mm gradient", ct_grad(ac), ct_grad(ad), 1e-2, 1e-3);
+  }
+  CHECK(lse && ce);
+  if (lse && ce) {
+    CHECK(ct_tensor_dtype(lse) == CT_FLOAT32 && ct_tensor_dtype(ce) == CT_FLOAT32);
+    ct_tensor *lf = ct_to_dtype(lg, CT_FLOAT32);
+    same("autocast logsumexp", ct_logsumexp(lf, 1, &dl, false), lse, 1e-5, 1e-5);
+    same("autocast cross_entropy", ct_cross_entropy(lf, tg, NULL, CT_REDUCTION_MEAN, -100, 0), ce, 1e-5, 1e-5);
+  }
+  /* bfloat16 sums over leading dims (the bias gradients under the mode, k_fast.cu's column sums):
+   * double accumulation rounded once, as the reference: within one bfloat16 rounding */
+  int64_t c2[2] = {1000, 777}, d0 = 0;
+  ct_tensor *m2 = rnd(2, c2, CT_BFLOAT16, false);
+  same("bfloat16 sum dim 0", ct_sum_dims(m2, 1, &d0, false), ct_sum_dims(G(m2), 1, &d0, false), 1e-2, 1e-2);
+  /* a GPT with biases, forward and backward, float32 vs the mode, the same weights */
+  ct_gpt_config cfg = {53, 16, 64, 2, 2, 0.0, 1e-5};
+  ct_gpt *m[2];
+  for (int k = 0; k < 2; k++) {
+    ct_generator *g = ct_generator_new(5);
+    m[k] = ct_gpt_new_variant(&cfg, true, "tanh", g);
+    ct_generator_free(g);
+  }
+  CHECK(m[0] && m[1]);
+  if (m[0] && m[1]) {
+    int64_t xb[32], yb[32];
+    for (int i = 0; i < 32; i++) {
+      xb[i] = (i * 5 + 1) % 53;
+      yb[i] = (i * 7 + 2) % 53;
+    }
+    ct_tensor *x = G(ct_from_buffer(xb, CT_INT64, 2, (int64_t[]){2, 16}, ct_opts_dtype(CT_INT64)));
+    ct_tensor *y = G(ct_from_buffer(yb, CT_INT64, 2, (int64_t[]){2, 16}, ct_opts_dtype(CT_INT64)));
+    ct_tensor *l[2] = {NULL, NULL};
+    for (int k = 0; k < 2; k++) {
+      CHECK_OK(ct_gpt_to_device(m[k], ct_cuda(0)));
+      CHECK_OK(ct_cuda_set_autocast_bf16(k == 1));
+      CHECK_OK(ct_cuda_set_autocast_bf16_outputs(k == 1));
+      CHECK_OK(ct_gpt_forward(m[k], x, y, true, NULL, NULL, &l[k]));
+      if (l[k]) CHECK_OK(ct_backward(l[k], NULL, false, false));
+      CHECK_OK(ct_cuda_set_autocast_bf16(false));
+      CHECK_OK(ct_cuda_set_autocast_bf16_outputs(false));
+    }
+    if (l[0] && l[1]) {
+      CHECK(ct_tensor_dtype(l[1]) == CT_FLOAT32);
+      same("gpt loss under PyTorch-style bf16 autocast", H(l[0]), l[1], 2e-2, 0);
+      const ct_dict *d0 = ct_gpt_parameters(m[0]), *d1 = ct_gpt_parameters(m[1]);
+      for (int64_t i = 0; i < ct_dict_len(d0); i++) {
+        ct_tensor *g0 = ct_grad(ct_dict_tensor(d0, i)), *g1 = ct_grad(ct_dict_tensor(d1, i));
+        CHECK(g0 && g1);
+        if (!g0 || !g1) continue;
+        CHECK(ct_tensor_dtype(g1) == CT_FLOAT32);
+        double num = 0, den = 0;
+        CHECK_OK(ct_item_double(ct_norm(ct_sub(g1, g0), 2.0, 0, NULL, false), &num));
+        CHECK_OK(ct_item_double(ct_norm(g0, 2.0, 0, NULL, false), &den));
+        if (!(num <= 0.06 * den + 1e-6)) {
+          CHECK(num <= 0.06 * den + 1e-6);
+          printf("  parameter %lld: gradient relative L2 difference %.3g\n", (long long)i, num / (den + 1e-30));
+        }
+      }
+    }
+    ct_release(l[0]);
+    ct_release(l[1]);
+  }
+  for (int k = 0; k < 2; k++) ct_gpt_free(m[k]);
   ct_scope_end(s);
 }

@@ -178,3 +178,65 @@ TEST(fast_softmax_rows_accuracy) {
       free(v), free(ref), free(out), free(dm);
     }
 }
+
+/* The softmax exponential itself (expsm; at AVX-512 a 32-entry table of 2^(j/32) and a degree-2
+ * polynomial): rows whose max is 0, so x - max = x is exact and only the exponential, the sum and the
+ * division round; x swept over [-104.5, 0] (every table entry, the subnormal results below -87.3,
+ * the clamp at -104) with -inf entries. softmax within 3 + 0.06 |x| ulp (the exponential's 1.75 +
+ * 0.05 |x|: ln2 as one float; the sum and the division ~1; 6 + 0.06 |x| for the online sum, whose
+ * per-lane rescalings round a few times more), -inf -> exactly 0; every row kernel:
+ * rows of 1024 with NT stores forced (softmax_rows_nt) and without (softmax_row2, kept exponentials),
+ * 1000 (unaligned rows), 40000 (online max and sum). */
+TEST(fast_softmax_exp_sweep) {
+  static const int64_t lens[] = {1024, 1024, 1000, 40000};
+  ct_simd_isa was = ct_simd_active();
+  for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
+    int64_t n = lens[li], shape[2] = {2, n}, total = 2 * n;
+    int nt = li == 0;
+    double *v = malloc(sizeof(double) * (size_t)total), *ref = malloc(sizeof(double) * (size_t)total);
+    float *out = malloc(sizeof(float) * (size_t)total);
+    for (int64_t r = 0; r < 2; r++)
+      for (int64_t i = 0; i < n; i++) /* row 1 shifted by a third of a table step */
+        v[r * n + i] = i == 0 ? 0.0 : i % 97 == 3 ? -INFINITY : (double)(float)(-104.5 * (double)i / (double)n - (double)r * 0.0072);
+    for (int64_t r = 0; r < 2; r++) {
+      double s = 0;
+      for (int64_t i = 0; i < n; i++) s += exp(v[r * n + i]);
+      for (int64_t i = 0; i < n; i++) ref[r * n + i] = exp(v[r * n + i]) / s;
+    }
+    ct_tensor *x = tt_from(v, 2, shape, CT_FLOAT32);
+    CHECK(x != NULL);
+    for (int l = 0; x && l <= (int)ct_simd_cpu_level(); l++) {
+      ct_simd_force((ct_simd_isa)l);
+      if (nt) ct_fast_set_nt_min_bytes(0);
+      ct_tensor *y = ct_softmax(x, -1, -1);
+      ct_fast_set_nt_min_bytes((int64_t)4 << 20);
+      CHECK(y != NULL);
+      if (!y) continue;
+      CHECK_OK(ct_copy_to_buffer(y, out, CT_FLOAT32, total));
+      ct_release(y);
+      double worst = 0;
+      int64_t wi = 0;
+      for (int64_t i = 0; i < total; i++) {
+        double e;
+        if (isinf(v[i])) {
+          e = out[i] == 0.0f ? 0 : 1e9;
+        } else {
+          int ex;
+          frexp(ref[i], &ex);
+          double ulp = fmax(ldexp(1.0, ex - 24), 0x1p-149);
+          e = fabs((double)out[i] - ref[i]) / ulp / ((n > 16384 ? 6.0 : 3.0) + 0.06 * fabs(v[i]));
+        }
+        if (!(e <= worst)) worst = e, wi = i;
+      }
+      if (getenv("CT_TEST_VERBOSE"))
+        printf("  softmax exp sweep n=%lld nt=%d [%s]: %.2f of the bound at x=%.9g\n", (long long)n, nt,
+               ct_simd_isa_name((ct_simd_isa)l), worst, v[wi]);
+      if (!(worst <= 1))
+        ct_test_fail(__FILE__, __LINE__, "softmax exp sweep n=%lld nt=%d [%s]: %.2f of the bound at x=%.9g (got %.9g, want %.9g)",
+                     (long long)n, nt, ct_simd_isa_name((ct_simd_isa)l), worst, v[wi], (double)out[wi], ref[wi]);
+    }
+    ct_simd_force(was);
+    ct_release(x);
+    free(v), free(ref), free(out);
+  }
+}

@@ -510,6 +510,41 @@ WG_TEST(bool_ternary_cat) {
 }
 
 /* ---- a small training run: an MLP, cross-entropy, AdamW, 20 steps, losses per step ---- */
+/* The WebGPU-vs-CPU training loops: `steps` steps of the same model (parameters p on the CPU,
+ * q on WebGPU; loss(params, x, t) builds the mean loss) stepped by oc / og; each step's losses
+ * agree within 1e-3 relative. Returns the worst per-step relative difference; *first / *last:
+ * the CPU's first and last losses; *pipes1 (if not NULL): the pipeline count after step 1. */
+typedef ct_tensor *(*twin_loss_fn)(ct_tensor *const *p, const ct_tensor *x, const ct_tensor *t);
+static double twin_train(int steps, twin_loss_fn loss, ct_optim *oc, ct_optim *og, ct_tensor *const *p,
+                         ct_tensor *const *q, const ct_tensor *x, const ct_tensor *gx, const ct_tensor *t,
+                         const ct_tensor *gt, double *first, double *last, int64_t *pipes1) {
+  double worst = 0;
+  for (int step = 0; oc && og && step < steps; step++) {
+    ct_scope *ss = ct_scope_begin();
+    ct_tensor *l = loss(p, x, t), *gl = loss(q, gx, gt);
+    double lc = NAN, lg = NAN;
+    CHECK_OK(l ? ct_item_double(l, &lc) : ct_last_status());
+    CHECK_OK(gl ? ct_item_double(gl, &lg) : ct_last_status());
+    double rel = fabs(lg - lc) / fabs(lc);
+    if (!(rel <= 1e-3)) ct_test_fail(__FILE__, __LINE__, "step %d: loss webgpu %.8g, cpu %.8g", step, lg, lc);
+    if (rel > worst) worst = rel;
+    if (step == 0) *first = lc;
+    *last = lc;
+    CHECK_OK(ct_optim_zero_grad(oc, true));
+    CHECK_OK(ct_optim_zero_grad(og, true));
+    CHECK_OK(ct_backward(l, NULL, false, false));
+    CHECK_OK(ct_backward(gl, NULL, false, false));
+    CHECK_OK(ct_optim_step(oc));
+    CHECK_OK(ct_optim_step(og));
+    ct_scope_end(ss);
+    if (step == 1 && pipes1) *pipes1 = ct_webgpu_get_counters().pipelines;
+  }
+  return worst;
+}
+
+static ct_tensor *mlp_loss(ct_tensor *const *p, const ct_tensor *x, const ct_tensor *t) {
+  return ct_cross_entropy(ct_linear(ct_relu(ct_linear(x, p[0], p[1])), p[2], p[3]), t, NULL, CT_REDUCTION_MEAN, -100, 0);
+}
 WG_TEST(mlp_adamw_20_steps) {
   ct_scope *sc = ct_scope_begin();
   int64_t sx[2] = {16, 10}, s1[2] = {24, 10}, sb1[1] = {24}, s2[2] = {4, 24}, sb2[1] = {4};
@@ -532,34 +567,76 @@ WG_TEST(mlp_adamw_20_steps) {
   CHECK(oc && og);
   double first = 0, last = 0;
   int64_t pipes1 = -1;
-  for (int step = 0; oc && og && step < 20; step++) {
-    ct_scope *ss = ct_scope_begin();
-    ct_tensor *l = ct_cross_entropy(ct_linear(ct_relu(ct_linear(x, p[0], p[1])), p[2], p[3]), t, NULL,
-                                    CT_REDUCTION_MEAN, -100, 0);
-    ct_tensor *gl = ct_cross_entropy(ct_linear(ct_relu(ct_linear(gx, q[0], q[1])), q[2], q[3]), gt, NULL,
-                                     CT_REDUCTION_MEAN, -100, 0);
-    double lc = NAN, lg = NAN;
-    CHECK_OK(l ? ct_item_double(l, &lc) : ct_last_status());
-    CHECK_OK(gl ? ct_item_double(gl, &lg) : ct_last_status());
-    if (!(fabs(lg - lc) <= 1e-3 * fabs(lc))) ct_test_fail(__FILE__, __LINE__, "step %d: loss webgpu %.8g, cpu %.8g", step, lg, lc);
-    if (step == 0) first = lc;
-    last = lc;
-    CHECK_OK(ct_optim_zero_grad(oc, true));
-    CHECK_OK(ct_optim_zero_grad(og, true));
-    CHECK_OK(ct_backward(l, NULL, false, false));
-    CHECK_OK(ct_backward(gl, NULL, false, false));
-    CHECK_OK(ct_optim_step(oc));
-    CHECK_OK(ct_optim_step(og));
-    ct_scope_end(ss);
-    /* AdamW's step size changes every step: it travels in a parameter buffer, so the
-     * steps after the first two compile nothing */
-    if (step == 1) pipes1 = ct_webgpu_get_counters().pipelines;
-  }
+  twin_train(20, mlp_loss, oc, og, p, q, x, gx, t, gt, &first, &last, &pipes1);
+  /* AdamW's step size changes every step: it travels in a parameter buffer, so the steps
+   * after the first two compile nothing */
   CHECK(last < first); /* it trains */
   CHECK(ct_webgpu_get_counters().pipelines == pipes1);
   for (int k = 0; k < 4; k++) SAME("params after 20 AdamW steps", p[k], q[k], 1e-3, 1e-5);
   ct_optim_free(oc);
   ct_optim_free(og);
+  ct_scope_end(sc);
+}
+
+/* ---- int64 add/sub (two words with the carry; BatchNorm's num_batches_tracked += 1) ---- */
+WG_TEST(int64_add) {
+  ct_scope *sc = ct_scope_begin();
+  double av[8] = {0, -1, 4294967295.0, -4294967296.0, 1099511627776.0, -5, 123456789012.0, 4294967296.0};
+  double bv[8] = {1, 1, 1, -1, -1099511627775.0, -7, 987654321, -1};
+  int64_t s8[1] = {8};
+  ct_tensor *a = tt_from(av, 1, s8, CT_INT64), *b = tt_from(bv, 1, s8, CT_INT64), *ga = W(a), *gb = W(b);
+  SAME("int64 a + b (carries, signs)", ct_add(a, b), ct_add(ga, gb), 0, 0);
+  SAME("int64 a - b", ct_sub(a, b), ct_sub(ga, gb), 0, 0);
+  ct_tensor *g2 = ct_clone(ga);
+  CHECK_OK(ct_add_scalar_(g2, ct_si(1)));
+  SAME("int64 a += 1", ct_add_scalar(a, ct_si(1)), g2, 0, 0);
+  /* a BatchNorm2d training forward on WebGPU counts its batches on the device */
+  ct_module *bn = ct_batch_norm2d_new(3, 1e-5, 0.1, true, true);
+  CHECK(bn && ct_module_to_device(bn, ct_webgpu()) == CT_OK);
+  int64_t sx[4] = {2, 3, 4, 4};
+  ct_tensor *x = W(rnd(4, sx));
+  for (int k = 0; bn && k < 3; k++) CHECK(ct_module_forward(bn, x) != NULL);
+  double nb = -1;
+  CHECK_OK(bn ? ct_item_double(ct_module_buffer(bn, "num_batches_tracked"), &nb) : ct_last_status());
+  CHECK(nb == 3);
+  ct_module_free(bn);
+  ct_scope_end(sc);
+}
+
+/* ---- the fused SGD kernel (one dispatch per parameter after the first step) against the
+ * CPU: momentum with dampening, Nesterov, weight decay, maximize, 6 steps each ---- */
+WG_TEST(sgd_fused_variants) {
+  ct_scope *sc = ct_scope_begin();
+  int64_t sx[2] = {16, 10}, s1[2] = {24, 10}, sb1[1] = {24}, s2[2] = {4, 24}, sb2[1] = {4}, st[1] = {16};
+  const int64_t *shp[4] = {s1, sb1, s2, sb2};
+  int nds[4] = {2, 1, 2, 1};
+  double tv[16];
+  for (int i = 0; i < 16; i++) tv[i] = (i * 5) % 4;
+  ct_tensor *x = rnd(2, sx), *gx = W(x), *t = tt_from(tv, 1, st, CT_INT64), *gt = W(t);
+  struct { double mom, damp, wd; bool nest, maxi; } V[4] = {
+      {0.9, 0, 0, false, false}, {0.9, 0.3, 0.01, false, false}, {0.8, 0, 0.05, true, false}, {0.5, 0, 0, false, true}};
+  for (int v = 0; v < 4; v++) {
+    ct_tensor *p[4], *q[4];
+    for (int k = 0; k < 4; k++) {
+      p[k] = ct_detach(ct_mul_scalar(rnd(nds[k], shp[k]), ct_sf(0.3)));
+      q[k] = ct_detach(W(p[k]));
+      CHECK_OK(ct_requires_grad_(p[k], true));
+      CHECK_OK(ct_requires_grad_(q[k], true));
+    }
+    ct_optim_options o = ct_optim_defaults(CT_OPTIM_SGD);
+    o.lr = 0.1, o.momentum = V[v].mom, o.dampening = V[v].damp, o.weight_decay = V[v].wd, o.nesterov = V[v].nest;
+    o.maximize = V[v].maxi;
+    ct_optim *oc = ct_optim_new(CT_OPTIM_SGD, 4, p, &o), *og = ct_optim_new(CT_OPTIM_SGD, 4, q, &o);
+    CHECK(oc && og);
+    double first = 0, last = 0;
+    int64_t d0 = ct_webgpu_get_counters().dispatches;
+    twin_train(6, mlp_loss, oc, og, p, q, x, gx, t, gt, &first, &last, NULL);
+    CHECK(ct_webgpu_get_counters().dispatches > d0);
+    CHECK(V[v].maxi ? last > first : last < first);
+    for (int k = 0; k < 4; k++) SAME("params after 6 SGD steps", p[k], q[k], 1e-4, 1e-6);
+    ct_optim_free(oc);
+    ct_optim_free(og);
+  }
   ct_scope_end(sc);
 }
 
@@ -935,6 +1012,9 @@ static ct_tensor *cnn_fwd(ct_tensor *const *p, const ct_tensor *x) {
   h = ct_max_pool2d(ct_relu(ct_conv2d(h, p[2], p[3], s1, z, s1, 1)), k2, NULL, NULL, NULL, false, NULL);
   return ct_linear(ct_flatten(h, 1, -1), p[4], p[5]);
 }
+static ct_tensor *cnn_loss(ct_tensor *const *p, const ct_tensor *x, const ct_tensor *t) {
+  return ct_cross_entropy(cnn_fwd(p, x), t, NULL, CT_REDUCTION_MEAN, -100, 0);
+}
 WG_TEST(cnn_training_parity_50_steps) {
   ct_scope *sc = ct_scope_begin();
   int64_t shp[6][4] = {{4, 1, 5, 5}, {4}, {8, 4, 3, 3}, {8}, {10, 32}, {10}};
@@ -955,27 +1035,7 @@ WG_TEST(cnn_training_parity_50_steps) {
   o.lr = 0.01;
   ct_optim *oc = ct_optim_new(CT_OPTIM_ADAM, 6, p, &o), *og = ct_optim_new(CT_OPTIM_ADAM, 6, q, &o);
   CHECK(oc && og);
-  double first = 0, last = 0, worst = 0;
-  for (int step = 0; oc && og && step < 50; step++) {
-    ct_scope *ss = ct_scope_begin();
-    ct_tensor *l = ct_cross_entropy(cnn_fwd(p, x), t, NULL, CT_REDUCTION_MEAN, -100, 0);
-    ct_tensor *gl = ct_cross_entropy(cnn_fwd(q, gx), gt, NULL, CT_REDUCTION_MEAN, -100, 0);
-    double lc = NAN, lg = NAN;
-    CHECK_OK(l ? ct_item_double(l, &lc) : ct_last_status());
-    CHECK_OK(gl ? ct_item_double(gl, &lg) : ct_last_status());
-    double rel = fabs(lg - lc) / fabs(lc);
-    if (!(rel <= 1e-3)) ct_test_fail(__FILE__, __LINE__, "step %d: loss webgpu %.8g, cpu %.8g", step, lg, lc);
-    if (rel > worst) worst = rel;
-    if (step == 0) first = lc;
-    last = lc;
-    CHECK_OK(ct_optim_zero_grad(oc, true));
-    CHECK_OK(ct_optim_zero_grad(og, true));
-    CHECK_OK(ct_backward(l, NULL, false, false));
-    CHECK_OK(ct_backward(gl, NULL, false, false));
-    CHECK_OK(ct_optim_step(oc));
-    CHECK_OK(ct_optim_step(og));
-    ct_scope_end(ss);
-  }
+  double first = 0, last = 0, worst = twin_train(50, cnn_loss, oc, og, p, q, x, gx, t, gt, &first, &last, NULL);
   printf("test_webgpu: CNN 50 Adam steps: loss %.5f -> %.5f, worst per-step |webgpu - cpu| / cpu = %.2e (gate 1e-3)\n",
          first, last, worst);
   CHECK(last < 0.5 * first); /* it trains */
@@ -990,7 +1050,7 @@ WG_TEST(cnn_training_parity_50_steps) {
  * loss and parameter by parameter (the same kernels in the same order: exactly); replays
  * compile nothing and issue the captured dispatches only. ---- */
 #ifndef __EMSCRIPTEN__
-static ct_tensor *mlp_sgd_step(ct_optim *o, ct_tensor *const *p, const ct_tensor *x, const ct_tensor *t) {
+static ct_tensor *mlp_opt_step(ct_optim *o, ct_tensor *const *p, const ct_tensor *x, const ct_tensor *t) {
   ct_scope *sc = ct_scope_begin();
   ct_tensor *l = ct_cross_entropy(ct_linear(ct_relu(ct_linear(x, p[0], p[1])), p[2], p[3]), t, NULL, CT_REDUCTION_MEAN,
                                   -100, 0);
@@ -1020,7 +1080,7 @@ WG_TEST(capture_replay) {
   /* step 0: model b's step runs eagerly while it is captured */
   CHECK_OK(ct_webgpu_capture_begin());
   CHECK_ERR(ct_webgpu_capture_begin(), "already under way");
-  ct_tensor *lb = mlp_sgd_step(ob, b, x, t);
+  ct_tensor *lb = mlp_opt_step(ob, b, x, t);
   ct_webgpu_graph *g = ct_webgpu_capture_end();
   CHECK(g && lb && ct_webgpu_graph_dispatches(g) > 10);
   CHECK(ct_webgpu_capture_end() == NULL);
@@ -1033,7 +1093,7 @@ WG_TEST(capture_replay) {
       CHECK(c1.dispatches - c0.dispatches == ct_webgpu_graph_dispatches(g));
       CHECK(c1.pipelines == c0.pipelines && c1.uploads == c0.uploads && c1.downloads == c0.downloads);
     }
-    ct_tensor *la = mlp_sgd_step(oa, a, x, t);
+    ct_tensor *la = mlp_opt_step(oa, a, x, t);
     double va = NAN, vb = NAN;
     CHECK_OK(ct_item_double(la, &va));
     CHECK_OK(ct_item_double(lb, &vb)); /* the replay wrote the captured loss tensor */
@@ -1045,6 +1105,74 @@ WG_TEST(capture_replay) {
   CHECK(last < first);
   for (int k = 0; k < 4; k++) SAME("parameters after 6 eager / 1 captured + 5 replayed steps", ct_to_device(a[k], ct_cpu()), b[k], 0, 0);
   CHECK_ERR(ct_webgpu_graph_replay(NULL), "graph is NULL");
+  ct_webgpu_graph_free(g);
+  ct_release(lb);
+  ct_optim_free(oa);
+  ct_optim_free(ob);
+  ct_scope_end(sc);
+}
+
+/* ---- capture and replay of an AdamW step (issue 9): the step count, bias corrections and
+ * learning rate are host state that moves every step; the fused kernel's captured dispatch
+ * recomputes them at each replay, so 1 captured + 5 replayed steps equal 6 eager steps of a
+ * twin bit for bit (a learning-rate change between replays included), the host's step count
+ * advances as the eager one, and a replay uploads only the moved words. ---- */
+WG_TEST(capture_replay_adamw) {
+  ct_scope *sc = ct_scope_begin();
+  int64_t sx[2] = {8, 6}, s1[2] = {12, 6}, sb1[1] = {12}, s2[2] = {3, 12}, sb2[1] = {3}, st[1] = {8};
+  const int64_t *shp[4] = {s1, sb1, s2, sb2};
+  int nds[4] = {2, 1, 2, 1};
+  ct_tensor *a[4], *b[4];
+  for (int k = 0; k < 4; k++) {
+    ct_tensor *h = ct_mul_scalar(rnd(nds[k], shp[k]), ct_sf(0.4));
+    a[k] = ct_detach(W(h)), b[k] = ct_detach(W(h));
+    CHECK_OK(ct_requires_grad_(a[k], true));
+    CHECK_OK(ct_requires_grad_(b[k], true));
+  }
+  double tv[8] = {0, 2, 1, 1, 2, 0, 0, 1};
+  ct_tensor *x = W(rnd(2, sx)), *t = W(tt_from(tv, 1, st, CT_INT64));
+  ct_optim_options o = ct_optim_defaults(CT_OPTIM_ADAMW);
+  o.lr = 0.05;
+  o.weight_decay = 0.1;
+  ct_optim *oa = ct_optim_new(CT_OPTIM_ADAMW, 4, a, &o), *ob = ct_optim_new(CT_OPTIM_ADAMW, 4, b, &o);
+  CHECK(oa && ob);
+  /* step 0 eager on both: Adam's state exists before the capture (its first step makes it) */
+  ct_release(mlp_opt_step(oa, a, x, t));
+  ct_release(mlp_opt_step(ob, b, x, t));
+  CHECK_OK(ct_webgpu_capture_begin());
+  ct_tensor *lb = mlp_opt_step(ob, b, x, t);
+  ct_webgpu_graph *g = ct_webgpu_capture_end();
+  CHECK(g && lb);
+  double first = 0, last = 0;
+  for (int step = 1; g && lb && step < 7; step++) {
+    if (step == 4) { /* a scheduler's change between replays reaches the replayed update */
+      CHECK_OK(ct_optim_set_lr(oa, 0, 0.02));
+      CHECK_OK(ct_optim_set_lr(ob, 0, 0.02));
+    }
+    ct_webgpu_counters c0 = ct_webgpu_get_counters();
+    if (step > 1) CHECK_OK(ct_webgpu_graph_replay(g));
+    ct_webgpu_counters c1 = ct_webgpu_get_counters();
+    if (step > 1) CHECK(c1.pipelines == c0.pipelines && c1.downloads == c0.downloads);
+    ct_tensor *la = mlp_opt_step(oa, a, x, t);
+    double va = NAN, vb = NAN;
+    CHECK_OK(ct_item_double(la, &va));
+    CHECK_OK(ct_item_double(lb, &vb));
+    if (va != vb) ct_test_fail(__FILE__, __LINE__, "step %d: eager loss %.9g, replayed %.9g", step, va, vb);
+    if (step == 1) first = va;
+    last = va;
+    ct_release(la);
+  }
+  CHECK(last < first);
+  for (int k = 0; k < 4; k++) SAME("parameters after 7 eager / 2 eager + 5 replayed AdamW steps", ct_to_device(a[k], ct_cpu()), b[k], 0, 0);
+  ct_dict *da = ct_dict_new(), *db = ct_dict_new();
+  CHECK_OK(ct_optim_state_dict(oa, da));
+  CHECK_OK(ct_optim_state_dict(ob, db));
+  double sa = NAN, sb = NAN;
+  CHECK_OK(ct_item_double(ct_dict_get(da, "state.0.step"), &sa));
+  CHECK_OK(ct_item_double(ct_dict_get(db, "state.0.step"), &sb));
+  CHECK(sa == 7 && sb == 7); /* the replays counted their steps on the host */
+  ct_dict_free(da);
+  ct_dict_free(db);
   ct_webgpu_graph_free(g);
   ct_release(lb);
   ct_optim_free(oa);

@@ -544,16 +544,19 @@ static bool wino_eligible(const ct_conv_geom *g, ct_dtype dt) {
   if (g->k[0] != 1 || g->in[0] != 1 || g->k[1] != 3 || g->k[2] != 3) return false; /* 2-d, 3x3 */
   for (int i = 1; i < 3; i++)
     if (g->s[i] != 1 || g->d[i] != 1 || g->p[i] > 2 || g->out[i] < 1) return false;
-  /* The weight transform writes 16 O C floats per call, as much as a GEMM of ~4 tiles per weight
-   * saves: with fewer tiles than 2 (C + O) (ResNet-18's 8x8 and 4x4 layers at batch 16) im2col
-   * measured faster. */
+  /* The weight transform writes 16 O C floats per call. With the transforms vectorised and the
+   * planes' strides padded (wino_ld), Winograd measured faster than im2col from (C + O) / 2 tiles:
+   * ResNet-18 CIFAR's 8x8 layers at batch 16 (256 tiles, C + O = 512) forward 9.7 -> 7.4 ms and
+   * input gradient 10.5 -> 7.8 ms of CPU at 1 thread; its 4x4 layers (64 tiles, C + O = 1024)
+   * were slower (10.9 -> 12.4 ms) and stay on im2col (bench/bench_conv_cifar.py); (C + O) / 4
+   * would switch those at batch 64, which was not measured. */
   int64_t tiles = g->N * ((g->out[1] + 1) / 2) * ((g->out[2] + 1) / 2);
 #if defined(__wasm_simd128__)
   /* WebAssembly: the GEMM (no FMA, 4-wide) costs more against the transforms than on x86, so
    * Winograd pays from fewer tiles (ResNet-18 batch 1's 28x28 .. 7x7 layers: 196 .. 16 tiles) */
   return tiles >= WINO_WASM_MIN_TILES;
 #else
-  return tiles >= 2 * (g->C + g->O);
+  return 2 * tiles >= g->C + g->O;
 #endif
 }
 
@@ -563,12 +566,22 @@ typedef struct {
   float *y, *U, *V, *M;
   int64_t n0, T, TH, TW; /* chunk's first sample, tiles in the chunk, tiles per sample along H, W */
   int failed;            /* a task could not get its scratch */
+  int64_t uld, vld, mld; /* distance between two of the 16 planes of U, V, M (wino_ld) */
 } wino_ctx;
+
+/* Plane stride for n floats per plane: n rounded up to 16 floats (64 B), plus 16 when that is a
+ * multiple of 256 floats. The transforms read or write the 16 planes together; at a power-of-two
+ * stride (O C = 16384 at 128 channels, C T = 8192 nb) the 16 streams map to one L1 set and miss on
+ * every access (perf: wino_out_range / wino_in_range / wino_wt_range stalled on their loads). */
+static int64_t wino_ld(int64_t n) {
+  int64_t ld = (n + 15) / 16 * 16;
+  return ld % 256 == 0 ? ld + 16 : ld;
+}
 
 /* tasks (o, c): U[e, o, c] = (G g G^T)[e] */
 static void wino_wt_range(void *vq, int64_t begin, int64_t end) {
   wino_ctx *q = vq;
-  int64_t OC = q->g->O * q->g->C;
+  int64_t OC = q->uld;
   for (int64_t t = begin; t < end; t++) {
     const float *k = q->w + t * 9;
     float a[4][3];
@@ -588,95 +601,159 @@ static void wino_wt_range(void *vq, int64_t begin, int64_t end) {
   }
 }
 
-/* Scratch rows of one transform task: 4 x (2 TW + 2) floats, or NULL (q->failed set). */
+/* Scratch of one transform task: 8 rows of PW = 2 TW + 2 floats, or NULL (q->failed set). */
 static float *wino_rows(wino_ctx *q) {
-  float *r = malloc(sizeof(float) * (size_t)(4 * (2 * q->TW + 2)));
+  float *r = malloc(sizeof(float) * (size_t)(8 * (2 * q->TW + 2)));
   if (!r) __atomic_store_n(&q->failed, 1, __ATOMIC_RELAXED);
   return r;
 }
 
-/* tasks (sample s, channel c): V[., c, s * tiles + tile] = B^T d B of every tile. Per row of tiles,
- * B^T runs down the columns of the 4 input rows (zero-padded into scratch: no bounds tests), then
- * B along each tile's 4 columns, writing each of the 16 planes contiguously. */
+/* 8 floats as one GCC/clang vector (any alignment): the transforms below run 8 tiles (or columns)
+ * at a time, as AVX2 vectors in the AVX2 clone and as SSE/SIMD128 pairs in the portable one. The
+ * same operations in the same order as the scalar tails, so results do not depend on the level. */
+typedef float wino_v8 __attribute__((vector_size(32), aligned(4), may_alias));
+#define V8LD(p) (*(const wino_v8 *)(const void *)(p))
+#define V8ST(p, v) (*(wino_v8 *)(void *)(p) = (v))
+#define V8EVEN(a, b) __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14)
+#define V8ODD(a, b) __builtin_shufflevector(a, b, 1, 3, 5, 7, 9, 11, 13, 15)
+
+/* Input transform, tasks (sample s, channel c): V[., c, s * tiles + tile] = B^T d B of every tile.
+ * Per row of tiles: the 4 input rows zero-padded into scratch (no bounds tests after), B^T down the
+ * columns (rows d0 - d2, d1 + d2, d2 - d1, d1 - d3), then B along each tile's columns 2tw .. 2tw+3
+ * (the same combinations), writing each of the 16 planes contiguously. Full vectors only where
+ * all 8 tiles are this row's: the next tiles in V may be another task's.
+ * Output transform, tasks (sample s, output channel o): y's 2x2 tiles = A^T M A, a row of tiles at
+ * a time (A^T down the 16 planes: m0 + m1 + m2, m1 - m2 - m3; A along the row into two output rows
+ * of scratch, then copied, clipped at the far edges). */
+#define DEFINE_WINO_XFORM(SUF, ATTR)                                                                     \
+  ATTR static void wino_in_##SUF(wino_ctx *q, int64_t begin, int64_t end, float *b) {                    \
+    const ct_conv_geom *g = q->g;                                                                        \
+    const int64_t C = g->C, IH = g->in[1], IW = g->in[2], ph = g->p[1], pw = g->p[2];                    \
+    const int64_t TW = q->TW, PW = 2 * TW + 2, tps = q->TH * TW, CT = q->vld;                            \
+    const int64_t hi = pw + IW < PW ? pw + IW : PW; /* padded columns [pw, hi) hold x */                 \
+    float *pr[4] = {b, b + PW, b + 2 * PW, b + 3 * PW}, *bt[4] = {b + 4 * PW, b + 5 * PW, b + 6 * PW, b + 7 * PW}; \
+    for (int64_t t = begin; t < end; t++) {                                                              \
+      int64_t s = t / C, c = t % C;                                                                      \
+      const float *xp = q->x + ((q->n0 + s) * C + c) * IH * IW;                                          \
+      for (int64_t th = 0; th < q->TH; th++) {                                                           \
+        for (int i = 0; i < 4; i++) {                                                                    \
+          int64_t ih = 2 * th - ph + i;                                                                  \
+          if (ih < 0 || ih >= IH) {                                                                      \
+            memset(pr[i], 0, sizeof(float) * (size_t)PW);                                                \
+            continue;                                                                                    \
+          }                                                                                              \
+          memset(pr[i], 0, sizeof(float) * (size_t)pw);                                                  \
+          memcpy(pr[i] + pw, xp + ih * IW, sizeof(float) * (size_t)(hi - pw));                           \
+          memset(pr[i] + hi, 0, sizeof(float) * (size_t)(PW - hi));                                      \
+        }                                                                                                \
+        int64_t col = 0;                                                                                 \
+        for (; col + 8 <= PW; col += 8) {                                                                \
+          wino_v8 d0 = V8LD(pr[0] + col), d1 = V8LD(pr[1] + col), d2 = V8LD(pr[2] + col), d3 = V8LD(pr[3] + col); \
+          V8ST(bt[0] + col, d0 - d2);                                                                    \
+          V8ST(bt[1] + col, d1 + d2);                                                                    \
+          V8ST(bt[2] + col, d2 - d1);                                                                    \
+          V8ST(bt[3] + col, d1 - d3);                                                                    \
+        }                                                                                                \
+        for (; col < PW; col++) {                                                                        \
+          float d0 = pr[0][col], d1 = pr[1][col], d2 = pr[2][col], d3 = pr[3][col];                      \
+          bt[0][col] = d0 - d2;                                                                          \
+          bt[1][col] = d1 + d2;                                                                          \
+          bt[2][col] = d2 - d1;                                                                          \
+          bt[3][col] = d1 - d3;                                                                          \
+        }                                                                                                \
+        float *v = q->V + c * q->T + s * tps + th * TW;                                                  \
+        for (int i = 0; i < 4; i++) {                                                                    \
+          const float *u = bt[i];                                                                        \
+          float *e0 = v + (int64_t)(i * 4) * CT, *e1 = e0 + CT, *e2 = e1 + CT, *e3 = e2 + CT;            \
+          int64_t tw = 0;                                                                                \
+          for (; tw + 8 <= TW; tw += 8) { /* reads u[2tw .. 2tw + 17] <= u[PW - 1] */                   \
+            wino_v8 lo = V8LD(u + 2 * tw), hi8 = V8LD(u + 2 * tw + 8);                                   \
+            wino_v8 lo2 = V8LD(u + 2 * tw + 2), hi2 = V8LD(u + 2 * tw + 10);                             \
+            wino_v8 w0 = V8EVEN(lo, hi8), w1 = V8ODD(lo, hi8), w2 = V8EVEN(lo2, hi2), w3 = V8ODD(lo2, hi2); \
+            V8ST(e0 + tw, w0 - w2);                                                                      \
+            V8ST(e1 + tw, w1 + w2);                                                                      \
+            V8ST(e2 + tw, w2 - w1);                                                                      \
+            V8ST(e3 + tw, w1 - w3);                                                                      \
+          }                                                                                              \
+          for (; tw < TW; tw++) {                                                                        \
+            const float *w = u + 2 * tw;                                                                 \
+            e0[tw] = w[0] - w[2];                                                                        \
+            e1[tw] = w[1] + w[2];                                                                        \
+            e2[tw] = w[2] - w[1];                                                                        \
+            e3[tw] = w[1] - w[3];                                                                        \
+          }                                                                                              \
+        }                                                                                                \
+      }                                                                                                  \
+    }                                                                                                    \
+  }                                                                                                      \
+  ATTR static void wino_out_##SUF(wino_ctx *q, int64_t begin, int64_t end, float *rows) {                \
+    const ct_conv_geom *g = q->g;                                                                        \
+    const int64_t O = g->O, OH = g->out[1], OW = g->out[2], TW = q->TW, tps = q->TH * TW, OT = q->mld;   \
+    for (int64_t t = begin; t < end; t++) {                                                              \
+      int64_t s = t / O, o = t % O;                                                                      \
+      float *yp = q->y + ((q->n0 + s) * O + o) * OH * OW;                                                \
+      for (int64_t th = 0; th < q->TH; th++) {                                                           \
+        const float *m = q->M + o * q->T + s * tps + th * TW;                                            \
+        float *y0 = rows, *y1 = rows + 2 * TW;                                                           \
+        int64_t tw = 0;                                                                                  \
+        for (; tw + 8 <= TW; tw += 8) {                                                                  \
+          wino_v8 a0[4], a1[4];                                                                          \
+          for (int k = 0; k < 4; k++) {                                                                  \
+            wino_v8 m0 = V8LD(m + k * OT + tw), m1 = V8LD(m + (4 + k) * OT + tw);                        \
+            wino_v8 m2 = V8LD(m + (8 + k) * OT + tw), m3 = V8LD(m + (12 + k) * OT + tw);                 \
+            a0[k] = m0 + m1 + m2;                                                                        \
+            a1[k] = m1 - m2 - m3;                                                                        \
+          }                                                                                              \
+          wino_v8 ev0 = a0[0] + a0[1] + a0[2], od0 = a0[1] - a0[2] - a0[3];                              \
+          wino_v8 ev1 = a1[0] + a1[1] + a1[2], od1 = a1[1] - a1[2] - a1[3];                              \
+          V8ST(y0 + 2 * tw, __builtin_shufflevector(ev0, od0, 0, 8, 1, 9, 2, 10, 3, 11));               \
+          V8ST(y0 + 2 * tw + 8, __builtin_shufflevector(ev0, od0, 4, 12, 5, 13, 6, 14, 7, 15));         \
+          V8ST(y1 + 2 * tw, __builtin_shufflevector(ev1, od1, 0, 8, 1, 9, 2, 10, 3, 11));               \
+          V8ST(y1 + 2 * tw + 8, __builtin_shufflevector(ev1, od1, 4, 12, 5, 13, 6, 14, 7, 15));         \
+        }                                                                                                \
+        for (; tw < TW; tw++) {                                                                          \
+          float a0[4], a1[4];                                                                            \
+          for (int k = 0; k < 4; k++) {                                                                  \
+            float m0 = m[k * OT + tw], m1 = m[(4 + k) * OT + tw], m2 = m[(8 + k) * OT + tw], m3 = m[(12 + k) * OT + tw]; \
+            a0[k] = m0 + m1 + m2;                                                                        \
+            a1[k] = m1 - m2 - m3;                                                                        \
+          }                                                                                              \
+          y0[2 * tw] = a0[0] + a0[1] + a0[2];                                                            \
+          y0[2 * tw + 1] = a0[1] - a0[2] - a0[3];                                                        \
+          y1[2 * tw] = a1[0] + a1[1] + a1[2];                                                            \
+          y1[2 * tw + 1] = a1[1] - a1[2] - a1[3];                                                        \
+        }                                                                                                \
+        memcpy(yp + 2 * th * OW, y0, sizeof(float) * (size_t)OW);                                        \
+        if (2 * th + 1 < OH) memcpy(yp + (2 * th + 1) * OW, y1, sizeof(float) * (size_t)OW);             \
+      }                                                                                                  \
+    }                                                                                                    \
+  }
+DEFINE_WINO_XFORM(port, )
+#if defined(__x86_64__)
+DEFINE_WINO_XFORM(avx2, __attribute__((target("avx2,fma"))))
+#endif
+
 static void wino_in_range(void *vq, int64_t begin, int64_t end) {
   wino_ctx *q = vq;
-  const ct_conv_geom *g = q->g;
-  const int64_t C = g->C, IH = g->in[1], IW = g->in[2], ph = g->p[1], pw = g->p[2];
-  const int64_t TW = q->TW, PW = 2 * TW + 2, tps = q->TH * TW, CT = C * q->T;
-  const int64_t hi = pw + IW < PW ? pw + IW : PW; /* padded columns [pw, hi) hold x */
   float *b = wino_rows(q);
   if (!b) return;
-  float *b0 = b, *b1 = b + PW, *b2 = b + 2 * PW, *b3 = b + 3 * PW;
-  for (int64_t t = begin; t < end; t++) {
-    int64_t s = t / C, c = t % C;
-    const float *xp = q->x + ((q->n0 + s) * C + c) * IH * IW;
-    for (int64_t th = 0; th < q->TH; th++) {
-      const float *r[4];
-      for (int i = 0; i < 4; i++) {
-        int64_t ih = 2 * th - ph + i;
-        r[i] = ih >= 0 && ih < IH ? xp + ih * IW : NULL; /* padded column col is r[i][col - pw] */
-      }
-      /* B^T d down the columns: rows d0 - d2, d1 + d2, d2 - d1, d1 - d3 (zero outside x) */
-      for (int64_t col = 0; col < PW; col++) {
-        bool in = col >= pw && col < hi;
-        int64_t iw = col - pw;
-        float d0 = in && r[0] ? r[0][iw] : 0.0f, d1 = in && r[1] ? r[1][iw] : 0.0f;
-        float d2 = in && r[2] ? r[2][iw] : 0.0f, d3 = in && r[3] ? r[3][iw] : 0.0f;
-        b0[col] = d0 - d2;
-        b1[col] = d1 + d2;
-        b2[col] = d2 - d1;
-        b3[col] = d1 - d3;
-      }
-      /* (B^T d) B along each tile's columns 2tw .. 2tw+3: the same combinations */
-      float *v = q->V + c * q->T + s * tps + th * TW;
-      const float *bi[4] = {b0, b1, b2, b3};
-      for (int i = 0; i < 4; i++) {
-        const float *u = bi[i];
-        float *e0 = v + (int64_t)(i * 4) * CT, *e1 = e0 + CT, *e2 = e1 + CT, *e3 = e2 + CT;
-        for (int64_t tw = 0; tw < TW; tw++) {
-          const float *w = u + 2 * tw;
-          e0[tw] = w[0] - w[2];
-          e1[tw] = w[1] + w[2];
-          e2[tw] = w[2] - w[1];
-          e3[tw] = w[1] - w[3];
-        }
-      }
-    }
-  }
+#if defined(__x86_64__)
+  if (ct_simd_active() >= CT_SIMD_AVX2) wino_in_avx2(q, begin, end, b);
+  else
+#endif
+    wino_in_port(q, begin, end, b);
   free(b);
 }
 
-/* tasks (sample s, output channel o): y's 2x2 tiles = A^T M A, a row of tiles at a time (A^T down
- * the 16 planes, A along the row into two output rows of scratch, then copied, clipped at the far
- * edges) */
 static void wino_out_range(void *vq, int64_t begin, int64_t end) {
   wino_ctx *q = vq;
-  const ct_conv_geom *g = q->g;
-  const int64_t O = g->O, OH = g->out[1], OW = g->out[2], TW = q->TW, tps = q->TH * TW, OT = O * q->T;
   float *rows = wino_rows(q); /* two output rows of 2 TW */
   if (!rows) return;
-  for (int64_t t = begin; t < end; t++) {
-    int64_t s = t / O, o = t % O;
-    float *yp = q->y + ((q->n0 + s) * O + o) * OH * OW;
-    for (int64_t th = 0; th < q->TH; th++) {
-      const float *m = q->M + o * q->T + s * tps + th * TW;
-      float *y0 = rows, *y1 = rows + 2 * TW;
-      for (int64_t tw = 0; tw < TW; tw++) {
-        float a0[4], a1[4];
-        for (int k = 0; k < 4; k++) { /* A^T M: rows m0 + m1 + m2, m1 - m2 - m3 */
-          float m0 = m[k * OT + tw], m1 = m[(4 + k) * OT + tw], m2 = m[(8 + k) * OT + tw], m3 = m[(12 + k) * OT + tw];
-          a0[k] = m0 + m1 + m2;
-          a1[k] = m1 - m2 - m3;
-        }
-        y0[2 * tw] = a0[0] + a0[1] + a0[2];
-        y0[2 * tw + 1] = a0[1] - a0[2] - a0[3];
-        y1[2 * tw] = a1[0] + a1[1] + a1[2];
-        y1[2 * tw + 1] = a1[1] - a1[2] - a1[3];
-      }
-      memcpy(yp + 2 * th * OW, y0, sizeof(float) * (size_t)OW);
-      if (2 * th + 1 < OH) memcpy(yp + (2 * th + 1) * OW, y1, sizeof(float) * (size_t)OW);
-    }
-  }
+#if defined(__x86_64__)
+  if (ct_simd_active() >= CT_SIMD_AVX2) wino_out_avx2(q, begin, end, rows);
+  else
+#endif
+    wino_out_port(q, begin, end, rows);
   free(rows);
 }
 
@@ -689,9 +766,10 @@ static ct_status wino_fwd(const ct_conv_geom *g, const float *x, const float *w,
   if (nb < 1) nb = 1;
   if (nb > g->N) nb = g->N;
   ct_status st = CT_OK;
-  q.U = ws_get(16 * O * C, sizeof(float));
-  q.V = q.U ? ws_get(16 * C * nb * tps, sizeof(float)) : NULL;
-  q.M = q.V ? ws_get(16 * O * nb * tps, sizeof(float)) : NULL;
+  q.uld = wino_ld(O * C);
+  q.U = ws_get(16 * q.uld, sizeof(float));
+  q.V = q.U ? ws_get(16 * wino_ld(C * nb * tps), sizeof(float)) : NULL;
+  q.M = q.V ? ws_get(16 * wino_ld(O * nb * tps), sizeof(float)) : NULL;
   if (!q.M) {
     st = ct_last_status();
     goto done;
@@ -699,10 +777,10 @@ static ct_status wino_fwd(const ct_conv_geom *g, const float *x, const float *w,
   ct_parallel_for(O * C, plane_grain(16), wino_wt_range, &q);
   for (int64_t n0 = 0; n0 < g->N && !st; n0 += nb) {
     int64_t nbc = g->N - n0 < nb ? g->N - n0 : nb;
-    q.n0 = n0, q.T = nbc * tps;
+    q.n0 = n0, q.T = nbc * tps, q.vld = wino_ld(C * q.T), q.mld = wino_ld(O * q.T);
     ct_parallel_for(nbc * C, plane_grain(16 * tps), wino_in_range, &q);
     if (q.failed) break; /* reported below */
-    st = gemm_call(CT_FLOAT32, 16, O, q.T, C, q.U, O * C, C, 1, q.V, C * q.T, q.T, 1, q.M, O * q.T, q.T, false);
+    st = gemm_call(CT_FLOAT32, 16, O, q.T, C, q.U, q.uld, C, 1, q.V, q.vld, q.T, 1, q.M, q.mld, q.T, false);
     if (!st) ct_parallel_for(nbc * O, plane_grain(16 * tps), wino_out_range, &q);
   }
   if (!st && q.failed) st = CT_ERR(CT_ERR_OOM, "CPU out of memory: Winograd transform scratch");
@@ -797,14 +875,15 @@ typedef struct {
   size_t es;
 } flip_ctx;
 
-/* tasks c: wf[c, oo, ksp-1-kk] = w[grp*Og + oo, c % Cg, kk] */
+/* tasks c: wf[c, oo, ksp-1-kk] = w[grp*Og + oo, c % Cg, kk]. oo outside c: a task's channels of
+ * one oo are adjacent in w (one run of reads) where c outside read ksp floats per row of w. */
 static void flip_range(void *vq, int64_t begin, int64_t end) {
   flip_ctx *q = vq;
   const ct_conv_geom *g = q->g;
   int64_t Cg = g->C / g->G, Og = g->O / g->G, ksp = g->ksp;
-  for (int64_t c = begin; c < end; c++) {
-    int64_t grp = c / Cg, ci = c % Cg;
-    for (int64_t oo = 0; oo < Og; oo++) {
+  for (int64_t oo = 0; oo < Og; oo++)
+    for (int64_t c = begin; c < end; c++) {
+      int64_t grp = c / Cg, ci = c % Cg;
       const char *src = q->w + (size_t)(((grp * Og + oo) * Cg + ci) * ksp) * q->es;
       char *dst = q->wf + (size_t)((c * Og + oo) * ksp) * q->es;
       if (q->es == sizeof(double))
@@ -812,7 +891,6 @@ static void flip_range(void *vq, int64_t begin, int64_t end) {
       else
         for (int64_t kk = 0; kk < ksp; kk++) ((float *)dst)[ksp - 1 - kk] = ((const float *)src)[kk];
     }
-  }
 }
 
 static ct_status bwd_input_flipped(const ct_conv_geom *g, ct_dtype dt, const char *gy, const char *w, char *gx,

@@ -204,13 +204,19 @@ static void reduce_one(red_ctx *r, int64_t o, ct_keyed *buf) {
     case CT_OP_var:
     case CT_OP_std: {
       /* two passes in double: mean, then squared deviations */
-      double mean = 0, ss = 0;
+      double mean = 0, ss = 0, first = n ? ct_load_f64(base + it.off, dt) : 0;
+      bool same = isfinite(first); /* equal values: exactly 0 and their value, as PyTorch's Welford gives */
       for (int64_t i = 0; i < n; i++, odo_next(&it)) mean += ct_load_f64(base + it.off, dt);
       mean /= (double)n;
       odo_init(&it, &r->g);
       for (int64_t i = 0; i < n; i++, odo_next(&it)) {
-        double d = ct_load_f64(base + it.off, dt) - mean;
+        double v = ct_load_f64(base + it.off, dt), d = v - mean;
+        same &= v == first;
         ss += d * d;
+      }
+      if (same && n) {
+        mean = first;
+        ss = 0;
       }
       double div = (double)n - c->a.f[0];
       if (div < 0) div = 0;

@@ -29,6 +29,12 @@ ct_status ct_cuda_set_autocast_bf16(bool on) {
   return CT_OK;
 }
 bool ct_cuda_autocast_bf16(void) { return ct_cuda_impl_bf16(); }
+static bool bf16_outputs;
+ct_status ct_cuda_set_autocast_bf16_outputs(bool on) {
+  bf16_outputs = on;
+  return CT_OK;
+}
+bool ct_cuda_autocast_bf16_outputs(void) { return bf16_outputs && ct_cuda_impl_bf16(); }
 #include "core/internal.h"
 ct_cuda_graph *ct_cuda_graph_capture(int index, ct_status (*fn)(void *user), void *user) {
   if (!fn) {
@@ -62,6 +68,10 @@ ct_status ct_cuda_set_autocast_bf16(bool on) {
   return on ? CT_ERR(CT_ERR_RUNTIME, "Torch not compiled with CUDA enabled") : CT_OK;
 }
 bool ct_cuda_autocast_bf16(void) { return false; }
+ct_status ct_cuda_set_autocast_bf16_outputs(bool on) {
+  return on ? CT_ERR(CT_ERR_RUNTIME, "Torch not compiled with CUDA enabled") : CT_OK;
+}
+bool ct_cuda_autocast_bf16_outputs(void) { return false; }
 ct_cuda_graph *ct_cuda_graph_capture(int index, ct_status (*fn)(void *user), void *user) {
   (void)index, (void)fn, (void)user;
   ct_set_error(CT_ERR_RUNTIME, "Torch not compiled with CUDA enabled");

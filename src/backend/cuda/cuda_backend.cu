@@ -4,6 +4,8 @@
  * loads the driver at run time, so a binary built here runs on a machine without a
  * driver or GPU and reports "no CUDA device" instead of failing to start. */
 #include <cuda_runtime.h>
+#include <cuda.h> /* driver types only: graph kernel names (CT_CUDA_GRAPH_NODES) */
+#include <cxxabi.h>
 #include <execinfo.h>
 #include <string.h>
 #include <time.h>
@@ -521,6 +523,68 @@ static void pool_release(cu_dev *g) {
   g->pool_n = g->pool_cap = 0;
 }
 
+/* CT_CUDA_GRAPH_NODES=1 (diagnostic): after each capture, the graph's nodes by kind and kernel
+ * name on stderr, most frequent first, to see what a captured step is made of. Kernel names come
+ * from the driver (cuDNN's and cuBLAS's kernels are not the runtime's), through entry points, so
+ * nothing links libcuda. */
+typedef CUresult (*kparams_fn)(CUgraphNode, CUDA_KERNEL_NODE_PARAMS *);
+typedef CUresult (*fname_fn)(const char **, CUfunction);
+typedef CUresult (*kname_fn)(const char **, CUkernel);
+static void graph_node_histogram(cudaGraph_t graph) {
+  size_t n = 0;
+  if (cudaGraphGetNodes(graph, NULL, &n) != cudaSuccess || n == 0) return;
+  cudaGraphNode_t *nodes = (cudaGraphNode_t *)malloc(n * sizeof *nodes);
+  struct hist { char name[112]; int count; } *h = (struct hist *)calloc(n, sizeof *h);
+  if (!nodes || !h || cudaGraphGetNodes(graph, nodes, &n) != cudaSuccess) {
+    free(nodes);
+    free(h);
+    return;
+  }
+  void *fp = NULL, *fn = NULL, *kn = NULL;
+  cudaDriverEntryPointQueryResult q;
+  cudaGetDriverEntryPointByVersion("cuGraphKernelNodeGetParams", &fp, 12000, cudaEnableDefault, &q);
+  cudaGetDriverEntryPointByVersion("cuFuncGetName", &fn, 12030, cudaEnableDefault, &q);
+  cudaGetDriverEntryPointByVersion("cuKernelGetName", &kn, 12030, cudaEnableDefault, &q);
+  size_t kinds = 0;
+  for (size_t i = 0; i < n; i++) {
+    cudaGraphNodeType t = cudaGraphNodeTypeEmpty;
+    cudaGraphNodeGetType(nodes[i], &t);
+    char name[112];
+    snprintf(name, sizeof name, "(node type %d)", (int)t);
+    if (t == cudaGraphNodeTypeMemset) snprintf(name, sizeof name, "(memset)");
+    if (t == cudaGraphNodeTypeMemcpy) snprintf(name, sizeof name, "(memcpy)");
+    CUDA_KERNEL_NODE_PARAMS kp;
+    memset(&kp, 0, sizeof kp);
+    const char *raw = NULL;
+    if (t == cudaGraphNodeTypeKernel && fp && ((kparams_fn)fp)((CUgraphNode)nodes[i], &kp) == CUDA_SUCCESS) {
+      if (kp.func && fn) ((fname_fn)fn)(&raw, kp.func);
+      if (!raw && kp.kern && kn) ((kname_fn)kn)(&raw, kp.kern);
+    }
+    if (raw) {
+      int dst = 0;
+      char *dm = abi::__cxa_demangle(raw, NULL, NULL, &dst);
+      const char *use = dm ? dm : raw;
+      size_t len = strcspn(use, "("); /* the name without its parameter list */
+      snprintf(name, sizeof name, "%.*s", (int)(len < sizeof name - 1 ? len : sizeof name - 1), use);
+      free(dm);
+    }
+    size_t k = 0;
+    while (k < kinds && strcmp(h[k].name, name)) k++;
+    if (k == kinds) memcpy(h[kinds++].name, name, sizeof name);
+    h[k].count++;
+  }
+  for (size_t a = 1; a < kinds; a++) /* most frequent first */
+    for (size_t b = a; b > 0 && h[b].count > h[b - 1].count; b--) {
+      struct hist tmp = h[b];
+      h[b] = h[b - 1];
+      h[b - 1] = tmp;
+    }
+  fprintf(stderr, "CUDA graph: %zu nodes, %zu kinds\n", n, kinds);
+  for (size_t k = 0; k < kinds; k++) fprintf(stderr, "  %5d  %s\n", h[k].count, h[k].name);
+  free(nodes);
+  free(h);
+}
+
 struct ct_cuda_graph {
   int dev;
   cudaGraph_t graph;
@@ -565,6 +629,7 @@ extern "C" ct_cuda_graph *ct_cuda_impl_graph_capture(int dev, ct_status (*fn)(vo
   cg->graph = graph;
   cg->exec = exec;
   cudaGraphGetNodes(graph, NULL, &cg->nodes);
+  if (getenv("CT_CUDA_GRAPH_NODES")) graph_node_histogram(graph);
   pthread_mutex_lock(&g->mu);
   g->n_graphs++;
   pthread_mutex_unlock(&g->mu);

@@ -632,6 +632,358 @@ template <int IDT, int CT, int D> __global__ void __launch_bounds__(TC_W * 32) k
   tc_store_rows<IDT, D>(dq, St, a.dq, bh, q0 + w * 16, a.L, a.scale, lane);
 }
 
+/* ---- head dim 64 on mma.sync (m16n8k16, float32 accumulation), FlashAttention-2 style ----
+ * Same contracts, blocks and loops as the WMMA kernels above, but S, P, dP and dS never leave
+ * registers: an accumulator fragment of S (16 x 8) is, two at a time, exactly the A operand of the
+ * next product (P V, P^T dO, dS^T Q, dS K), so the softmax runs on the fragment in place (four
+ * lanes share a row: two shuffles per reduction) instead of a shared-memory tile walked row by row.
+ * Tiles are staged by tc_load (rows padded by 16 bytes: ldmatrix reads 8 rows 4 banks apart);
+ * operands come from shared memory through ldmatrix (.trans where the product needs the tile's
+ * columns as its k). exp2 with the scale folded into log2(e): lse stays natural-log (float32).
+ * CT_CUDA_FA_MMA=0 takes the WMMA kernels. */
+#define MM_LD (64 + TC_KP) /* 16-bit row stride of every staged tile */
+#define MM_SMEM(n) ((size_t)(n) * 64 * MM_LD * 2 + (size_t)2 * 64 * 4)
+#define MM_LOG2E 1.4426950408889634f
+
+static bool fa_mma_on(void) {
+  static int on = -1;
+  if (on < 0) {
+    const char *e = getenv("CT_CUDA_FA_MMA");
+    on = !(e && e[0] == '0');
+  }
+  return on != 0;
+}
+
+__device__ __forceinline__ void mm_ldsm4(uint32_t r[4], const void *p) {
+  uint32_t s = (uint32_t)__cvta_generic_to_shared(p);
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(s));
+}
+__device__ __forceinline__ void mm_ldsm4t(uint32_t r[4], const void *p) {
+  uint32_t s = (uint32_t)__cvta_generic_to_shared(p);
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(s));
+}
+/* c (16 x 8, float) += a (16 x 16) b (16 x 8) */
+template <typename T> __device__ __forceinline__ void mm_mma(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1);
+template <> __device__ __forceinline__ void mm_mma<__nv_bfloat16>(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+template <> __device__ __forceinline__ void mm_mma<__half>(float c[4], const uint32_t a[4], uint32_t b0, uint32_t b1) {
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+               : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+/* two floats rounded to T, the first in the low half (the lower column) */
+template <typename T> __device__ __forceinline__ uint32_t mm_pack(float lo, float hi);
+template <> __device__ __forceinline__ uint32_t mm_pack<__nv_bfloat16>(float lo, float hi) {
+  __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+  return *(uint32_t *)&v;
+}
+template <> __device__ __forceinline__ uint32_t mm_pack<__half>(float lo, float hi) {
+  __half2 v = __floats2half2_rn(lo, hi);
+  return *(uint32_t *)&v;
+}
+
+/* A fragments (k = 16-column chunks) of rows r0..r0+15 of a staged tile */
+template <int NK> __device__ __forceinline__ void mm_afrag(uint32_t f[NK][4], const void *tile, int r0, int lane) {
+  const uint16_t *t = (const uint16_t *)tile;
+#pragma unroll
+  for (int kc = 0; kc < NK; kc++) mm_ldsm4(f[kc], t + (r0 + (lane & 7) + ((lane >> 3) & 1) * 8) * MM_LD + kc * 16 + (lane >> 4) * 8);
+}
+/* acc[8][4] (16 x 64) = A (16 x 64, fragments af) times the 64 rows of tile as B^T (B[n][k] = tile[n][k]) */
+template <typename T>
+__device__ __forceinline__ void mm_abt(float acc[8][4], const uint32_t af[4][4], const void *tile, int lane) {
+  const uint16_t *t = (const uint16_t *)tile;
+#pragma unroll
+  for (int n = 0; n < 8; n++)
+#pragma unroll
+    for (int e = 0; e < 4; e++) acc[n][e] = 0.f;
+#pragma unroll
+  for (int kc = 0; kc < 4; kc++)
+#pragma unroll
+    for (int np = 0; np < 4; np++) {
+      uint32_t b[4];
+      mm_ldsm4(b, t + (np * 16 + (lane & 7) + (lane >> 4) * 8) * MM_LD + kc * 16 + ((lane >> 3) & 1) * 8);
+      mm_mma<T>(acc[2 * np], af[kc], b[0], b[1]);
+      mm_mma<T>(acc[2 * np + 1], af[kc], b[2], b[3]);
+    }
+}
+/* acc[8][4] (16 x 64) += X (16 x 64 as float fragments, rounded to T) times tile (64 x 64: k = row) */
+template <typename T>
+__device__ __forceinline__ void mm_xb(float acc[8][4], const float x[8][4], const void *tile, int lane) {
+  const uint16_t *t = (const uint16_t *)tile;
+#pragma unroll
+  for (int kc = 0; kc < 4; kc++) {
+    uint32_t a[4] = {mm_pack<T>(x[2 * kc][0], x[2 * kc][1]), mm_pack<T>(x[2 * kc][2], x[2 * kc][3]),
+                     mm_pack<T>(x[2 * kc + 1][0], x[2 * kc + 1][1]), mm_pack<T>(x[2 * kc + 1][2], x[2 * kc + 1][3])};
+#pragma unroll
+    for (int dp = 0; dp < 4; dp++) {
+      uint32_t b[4];
+      mm_ldsm4t(b, t + (kc * 16 + (lane & 7) + ((lane >> 3) & 1) * 8) * MM_LD + dp * 16 + (lane >> 4) * 8);
+      mm_mma<T>(acc[2 * dp], a, b[0], b[1]);
+      mm_mma<T>(acc[2 * dp + 1], a, b[2], b[3]);
+    }
+  }
+}
+/* the warp's 16 x 64 fragment rows (row0 + g, row0 + g + 8), times mul, into rows < n of [BH, n, 64] */
+template <int IDT>
+__device__ __forceinline__ void mm_store(const float acc[8][4], char *out, int64_t bh, int64_t row0, int64_t n, float mul,
+                                         int lane) {
+  int g = lane >> 2, t = lane & 3;
+#pragma unroll
+  for (int h = 0; h < 2; h++) {
+    int64_t r = row0 + g + 8 * h;
+    if (r >= n) continue;
+    int64_t base = (bh * n + r) * 64;
+#pragma unroll
+    for (int nt = 0; nt < 8; nt++) {
+      fa_st<IDT>(out, base + nt * 8 + 2 * t, acc[nt][2 * h] * mul);
+      fa_st<IDT>(out, base + nt * 8 + 2 * t + 1, acc[nt][2 * h + 1] * mul);
+    }
+  }
+}
+
+/* rows r0.. of t into a staged [64][MM_LD] tile of T (zeros past n), every load of the thread issued
+ * before the first store (unrolled: 4 x 16 bytes of bfloat16/float16, or 8 x 16 bytes of float32
+ * rounded to T under bf16 autocast), so the tile costs one memory latency, not one per element;
+ * unaligned inputs take tc_load */
+template <int IDT, int CT>
+__device__ __forceinline__ void mm_load(typename TcT<CT>::t *dst, const FaIn &t, int64_t off, int64_t r0, int64_t n, int vec) {
+  if (!vec || (IDT != CT && IDT != 0)) {
+    tc_load<IDT, CT, 64>(dst, MM_LD, t, off, r0, n, vec, TC_W * 32);
+    return;
+  }
+  if (IDT == CT) {
+    uint4 x[4];
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+      int e = threadIdx.x + i * TC_W * 32, r = e / 8, c = (e % 8) * 8;
+      x[i] = r0 + r < n ? *(const uint4 *)(t.p + 2 * (off + (r0 + r) * t.rs + c)) : make_uint4(0, 0, 0, 0);
+    }
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+      int e = threadIdx.x + i * TC_W * 32, r = e / 8, c = (e % 8) * 8;
+      *(uint4 *)(dst + r * MM_LD + c) = x[i];
+    }
+  } else {
+    float4 x[8];
+#pragma unroll
+    for (int i = 0; i < 8; i++) {
+      int e = threadIdx.x + i * TC_W * 32, r = e / 16, c = (e % 16) * 4;
+      x[i] = r0 + r < n ? *(const float4 *)(t.p + 4 * (off + (r0 + r) * t.rs + c)) : make_float4(0.f, 0.f, 0.f, 0.f);
+    }
+#pragma unroll
+    for (int i = 0; i < 8; i++) {
+      int e = threadIdx.x + i * TC_W * 32, r = e / 16, c = (e % 16) * 4;
+      uint2 v = make_uint2(mm_pack<typename TcT<CT>::t>(x[i].x, x[i].y), mm_pack<typename TcT<CT>::t>(x[i].z, x[i].w));
+      *(uint2 *)(dst + r * MM_LD + c) = v;
+    }
+  }
+}
+
+template <int IDT, int CT> __global__ void __launch_bounds__(TC_W * 32) k_fa_fwd_mma(FaArgs a, int vec) {
+  typedef typename TcT<CT>::t T;
+  extern __shared__ __align__(128) unsigned char smb[];
+  T *Qs = (T *)smb, *Ks = Qs + 64 * MM_LD, *Vs = Ks + 64 * MM_LD;
+  int w = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane >> 2, t = lane & 3;
+  int64_t nqb = (a.L + 63) / 64;
+  int64_t bh = blockIdx.x / nqb, q0 = (nqb - 1 - blockIdx.x % nqb) * 64;
+  int64_t koff = fa_off(a, a.k, bh), voff = fa_off(a, a.v, bh);
+  mm_load<IDT, CT>(Qs, a.q, fa_off(a, a.q, bh), q0, a.L, vec);
+  __syncthreads();
+  uint32_t qf[4][4];
+  mm_afrag<4>(qf, Qs, w * 16, lane);
+  float o[8][4], m[2] = {-INFINITY, -INFINITY}, l[2] = {0.f, 0.f};
+#pragma unroll
+  for (int n = 0; n < 8; n++)
+#pragma unroll
+    for (int e = 0; e < 4; e++) o[n][e] = 0.f;
+  const float sl = a.scale * MM_LOG2E;
+  int64_t qr = q0 + w * 16 + g; /* this lane's rows: qr, qr + 8 */
+  int64_t kend = a.S;
+  if (a.causal && q0 + 64 < kend) kend = q0 + 64;
+  for (int64_t k0 = 0; k0 < kend; k0 += 64) {
+    __syncthreads(); /* every warp is done with the previous K, V */
+    mm_load<IDT, CT>(Ks, a.k, koff, k0, a.S, vec);
+    mm_load<IDT, CT>(Vs, a.v, voff, k0, a.S, vec);
+    __syncthreads();
+    float s[8][4];
+    mm_abt<T>(s, qf, Ks, lane);
+    bool mask = k0 + 64 > a.S || (a.causal && k0 + 63 > q0 + w * 16);
+    float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+    for (int n = 0; n < 8; n++)
+#pragma unroll
+      for (int e = 0; e < 4; e++) {
+        float v = s[n][e] * sl;
+        if (mask) {
+          int64_t kj = k0 + n * 8 + 2 * t + (e & 1), qi = qr + (e >> 1) * 8;
+          if (kj >= a.S || (a.causal && kj > qi)) v = -INFINITY;
+        }
+        s[n][e] = v;
+        mx[e >> 1] = fmaxf(mx[e >> 1], v);
+      }
+    float alpha[2], mu[2];
+#pragma unroll
+    for (int h = 0; h < 2; h++) {
+      float x = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
+      x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
+      float mn = fmaxf(m[h], x);
+      mu[h] = mn == -INFINITY ? 0.f : mn; /* a row with nothing visible yet */
+      alpha[h] = exp2f(m[h] - mu[h]);
+      m[h] = mn;
+      l[h] *= alpha[h];
+    }
+#pragma unroll
+    for (int n = 0; n < 8; n++)
+#pragma unroll
+      for (int e = 0; e < 4; e++) {
+        float p = exp2f(s[n][e] - mu[e >> 1]);
+        s[n][e] = p;
+        l[e >> 1] += p; /* this lane's part of the row sum; the four lanes are summed at the end */
+        o[n][e] *= alpha[e >> 1];
+      }
+    mm_xb<T>(o, s, Vs, lane);
+  }
+#pragma unroll
+  for (int h = 0; h < 2; h++) {
+    l[h] += __shfl_xor_sync(0xffffffffu, l[h], 1);
+    l[h] += __shfl_xor_sync(0xffffffffu, l[h], 2);
+  }
+  float inv[2] = {1.f / l[0], 1.f / l[1]};
+#pragma unroll
+  for (int n = 0; n < 8; n++)
+#pragma unroll
+    for (int e = 0; e < 4; e++) o[n][e] *= inv[e >> 1];
+  mm_store<IDT>(o, a.out, bh, q0 + w * 16, a.L, 1.f, lane);
+  if (t == 0)
+#pragma unroll
+    for (int h = 0; h < 2; h++)
+      if (qr + 8 * h < a.L) a.lse[bh * a.L + qr + 8 * h] = (m[h] + log2f(l[h])) / MM_LOG2E;
+}
+
+/* dK, dV for 64 keys: per query block S^T = K Q^T and dP^T = V dO^T (K, V fragments held in
+ * registers for the whole loop), P^T = exp(S^T scale - lse), dS^T = P^T (dP^T - delta), then
+ * dV += P^T dO and dK += dS^T Q */
+template <int IDT, int CT> __global__ void __launch_bounds__(TC_W * 32) k_fa_bwd_kv_mma(FaArgs a, int vec) {
+  typedef typename TcT<CT>::t T;
+  extern __shared__ __align__(128) unsigned char smb[];
+  T *Ks = (T *)smb, *Vs = Ks + 64 * MM_LD, *Qs = Vs + 64 * MM_LD, *Gs = Qs + 64 * MM_LD;
+  float *Ls = (float *)(Gs + 64 * MM_LD), *Ds = Ls + 64;
+  int w = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane >> 2, t = lane & 3;
+  int64_t nkb = (a.S + 63) / 64;
+  int64_t bh = blockIdx.x / nkb, k0 = (blockIdx.x % nkb) * 64;
+  mm_load<IDT, CT>(Ks, a.k, fa_off(a, a.k, bh), k0, a.S, vec);
+  mm_load<IDT, CT>(Vs, a.v, fa_off(a, a.v, bh), k0, a.S, vec);
+  int64_t qoff = fa_off(a, a.q, bh), goff = fa_off(a, a.go, bh);
+  __syncthreads();
+  uint32_t kf[4][4], vf[4][4];
+  mm_afrag<4>(kf, Ks, w * 16, lane);
+  mm_afrag<4>(vf, Vs, w * 16, lane);
+  float dk[8][4], dv[8][4];
+#pragma unroll
+  for (int n = 0; n < 8; n++)
+#pragma unroll
+    for (int e = 0; e < 4; e++) dk[n][e] = dv[n][e] = 0.f;
+  const float sl = a.scale * MM_LOG2E;
+  int64_t kr = k0 + w * 16 + g; /* this lane's keys: kr, kr + 8 */
+  int64_t qstart = a.causal ? k0 : 0; /* earlier queries see none of these keys */
+  for (int64_t q0 = qstart; q0 < a.L; q0 += 64) {
+    __syncthreads();
+    mm_load<IDT, CT>(Qs, a.q, qoff, q0, a.L, vec);
+    mm_load<IDT, CT>(Gs, a.go, goff, q0, a.L, vec);
+    for (int i = threadIdx.x; i < 64; i += TC_W * 32) {
+      bool in = q0 + i < a.L;
+      Ls[i] = in ? a.lse[bh * a.L + q0 + i] * MM_LOG2E : INFINITY; /* P = 0 on padding rows */
+      Ds[i] = in ? a.delta[bh * a.L + q0 + i] : 0.f;
+    }
+    __syncthreads();
+    float s[8][4], dp[8][4];
+    mm_abt<T>(s, kf, Qs, lane);
+    mm_abt<T>(dp, vf, Gs, lane);
+    bool mask = q0 + 64 > a.L || k0 + 64 > a.S || (a.causal && k0 + 63 > q0);
+#pragma unroll
+    for (int n = 0; n < 8; n++)
+#pragma unroll
+      for (int e = 0; e < 4; e++) {
+        int c = n * 8 + 2 * t + (e & 1);
+        float p = exp2f(s[n][e] * sl - Ls[c]);
+        if (mask) {
+          int64_t kj = kr + (e >> 1) * 8, qi = q0 + c;
+          if (kj >= a.S || qi >= a.L || (a.causal && kj > qi)) p = 0.f;
+        }
+        s[n][e] = p;
+        dp[n][e] = p * (dp[n][e] - Ds[c]);
+      }
+    mm_xb<T>(dv, s, Gs, lane);
+    mm_xb<T>(dk, dp, Qs, lane);
+  }
+  mm_store<IDT>(dk, a.dk, bh, k0 + w * 16, a.S, a.scale, lane);
+  mm_store<IDT>(dv, a.dv, bh, k0 + w * 16, a.S, 1.f, lane);
+}
+
+/* dQ for 64 queries: per key block S = Q K^T, dP = dO V^T (Q, dO fragments in registers),
+ * dS = P (dP - delta), dQ += dS K */
+template <int IDT, int CT> __global__ void __launch_bounds__(TC_W * 32) k_fa_bwd_q_mma(FaArgs a, int vec) {
+  typedef typename TcT<CT>::t T;
+  extern __shared__ __align__(128) unsigned char smb[];
+  T *Qs = (T *)smb, *Gs = Qs + 64 * MM_LD, *Ks = Gs + 64 * MM_LD, *Vs = Ks + 64 * MM_LD;
+  int w = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane >> 2, t = lane & 3;
+  int64_t nqb = (a.L + 63) / 64;
+  int64_t bh = blockIdx.x / nqb, q0 = (nqb - 1 - blockIdx.x % nqb) * 64;
+  mm_load<IDT, CT>(Qs, a.q, fa_off(a, a.q, bh), q0, a.L, vec);
+  mm_load<IDT, CT>(Gs, a.go, fa_off(a, a.go, bh), q0, a.L, vec);
+  int64_t koff = fa_off(a, a.k, bh), voff = fa_off(a, a.v, bh);
+  __syncthreads();
+  uint32_t qf[4][4], gf[4][4];
+  mm_afrag<4>(qf, Qs, w * 16, lane);
+  mm_afrag<4>(gf, Gs, w * 16, lane);
+  int64_t qr = q0 + w * 16 + g;
+  float lse[2], dl[2];
+#pragma unroll
+  for (int h = 0; h < 2; h++) {
+    bool in = qr + 8 * h < a.L;
+    lse[h] = in ? a.lse[bh * a.L + qr + 8 * h] * MM_LOG2E : INFINITY;
+    dl[h] = in ? a.delta[bh * a.L + qr + 8 * h] : 0.f;
+  }
+  float dq[8][4];
+#pragma unroll
+  for (int n = 0; n < 8; n++)
+#pragma unroll
+    for (int e = 0; e < 4; e++) dq[n][e] = 0.f;
+  const float sl = a.scale * MM_LOG2E;
+  int64_t kend = a.S;
+  if (a.causal && q0 + 64 < kend) kend = q0 + 64;
+  for (int64_t k0 = 0; k0 < kend; k0 += 64) {
+    __syncthreads();
+    mm_load<IDT, CT>(Ks, a.k, koff, k0, a.S, vec);
+    mm_load<IDT, CT>(Vs, a.v, voff, k0, a.S, vec);
+    __syncthreads();
+    float s[8][4], dp[8][4];
+    mm_abt<T>(s, qf, Ks, lane);
+    mm_abt<T>(dp, gf, Vs, lane);
+    bool mask = k0 + 64 > a.S || (a.causal && k0 + 63 > q0 + w * 16);
+#pragma unroll
+    for (int n = 0; n < 8; n++)
+#pragma unroll
+      for (int e = 0; e < 4; e++) {
+        float p = exp2f(s[n][e] * sl - lse[e >> 1]);
+        if (mask) {
+          int64_t kj = k0 + n * 8 + 2 * t + (e & 1), qi = qr + (e >> 1) * 8;
+          if (kj >= a.S || (a.causal && kj > qi)) p = 0.f;
+        }
+        dp[n][e] = p * (dp[n][e] - dl[e >> 1]);
+      }
+    mm_xb<T>(dq, dp, Ks, lane);
+  }
+  mm_store<IDT>(dq, a.dq, bh, q0 + w * 16, a.L, a.scale, lane);
+}
+
 /* ---- host side ---- */
 static char *fa_ptr(const ct_tensor *t) { return (char *)t->storage->data + t->offset * (int64_t)ct_dtype_size(t->dtype); }
 
@@ -706,6 +1058,14 @@ template <int DT, int D> static ct_status fa_fwd_launch(const FaArgs &a, int dev
   if (ct) {
     const FaIn *ins[3] = {&a.q, &a.k, &a.v};
     int vec = fa_vec(a, ins, 3);
+    if constexpr (D == 64) {
+      if (fa_mma_on()) {
+        const int CT = DT == 0 ? 2 : DT;
+        cudaFuncSetAttribute(k_fa_fwd_mma<DT, CT>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)MM_SMEM(3));
+        k_fa_fwd_mma<DT, CT><<<(unsigned)nb, TC_W * 32, MM_SMEM(3), CU_STREAM(dev)>>>(a, vec);
+        return ct_cuda_check_launch("sdpa_flash");
+      }
+    }
     size_t st = FA_SMEM_TC(D);
     if (DT == 0) {
       cudaFuncSetAttribute(k_fa_fwd_tc<0, 2, D>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)st);
@@ -742,6 +1102,16 @@ template <int DT, int D> static ct_status fa_bwd_launch(const FaArgs &a, int dev
   if (fa_tc_type<DT>()) {
     const FaIn *ins[4] = {&a.q, &a.k, &a.v, &a.go};
     int vec = fa_vec(a, ins, 4);
+    if constexpr (D == 64) {
+      if (fa_mma_on()) {
+        const int CT = DT == 0 ? 2 : DT;
+        cudaFuncSetAttribute(k_fa_bwd_kv_mma<DT, CT>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)MM_SMEM(4));
+        cudaFuncSetAttribute(k_fa_bwd_q_mma<DT, CT>, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)MM_SMEM(4));
+        k_fa_bwd_kv_mma<DT, CT><<<(unsigned)nkv, TC_W * 32, MM_SMEM(4), s>>>(a, vec);
+        k_fa_bwd_q_mma<DT, CT><<<(unsigned)nq, TC_W * 32, MM_SMEM(4), s>>>(a, vec);
+        return ct_cuda_check_launch("sdpa_flash_backward");
+      }
+    }
     if (DT == 0) fa_bwd_tc_launch<0, 2, D>(a, nkv, nq, vec, s);
     else fa_bwd_tc_launch<DT, DT == 0 ? 1 : DT, D>(a, nkv, nq, vec, s);
     return ct_cuda_check_launch("sdpa_flash_backward");

@@ -6,6 +6,9 @@
  * expressions (no FMA contraction: _rn intrinsics for float32). One launch per layer and
  * direction instead of the composed path's ~10 (ResNet's step is launch-bound). */
 #include "cu_common.cuh"
+#include <cooperative_groups.h>
+#include <pthread.h>
+#include <stdint.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,6 +114,206 @@ template <typename T> __global__ void __launch_bounds__(BN_T) k_bn_bwd(BnArgs a)
   }
 }
 
+/* ---- float32 fast path (session 7): the kernels above spend 13-18 us per ResNet layer (one block
+ * of 256 threads per channel, 64-bit division per element). Here: 512 threads, 32-bit indices, 4
+ * elements per load where S % 4 == 0, and a channel split over a cluster of up to 8 blocks whose
+ * partial sums meet in distributed shared memory (Hopper clusters): every block adds the partials
+ * in rank order, so the totals are the same bits in every block and in every run (no atomics).
+ * Same double accumulation and the same float expressions for y / dx as above. ---- */
+#define BN_T2 512
+__device__ __forceinline__ void bn_reduce2_t2(double &a, double &b, double *sh) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    a += __shfl_xor_sync(0xffffffffu, a, o);
+    b += __shfl_xor_sync(0xffffffffu, b, o);
+  }
+  int w = threadIdx.x / 32, l = threadIdx.x % 32;
+  if (l == 0) sh[w] = a, sh[BN_T2 / 32 + w] = b;
+  __syncthreads();
+  a = 0, b = 0;
+  for (int k = 0; k < BN_T2 / 32; k++) a += sh[k], b += sh[BN_T2 / 32 + k];
+  __syncthreads();
+}
+
+struct BnFast {
+  BnArgs a;
+  unsigned C, S, N, V, cl; /* V: elements per load (1 or 4); cl: blocks per channel (cluster size) */
+};
+
+/* the totals of (a, b) over the channel's cl blocks, in rank order */
+__device__ __forceinline__ void bn_cluster_sum(double &a, double &b, double *part, unsigned cl) {
+  if (cl == 1) return;
+  namespace cg = cooperative_groups;
+  cg::cluster_group cluster = cg::this_cluster();
+  if (threadIdx.x == 0) part[0] = a, part[1] = b;
+  cluster.sync();
+  a = 0, b = 0;
+  for (unsigned r = 0; r < cl; r++) {
+    const double *q = cluster.map_shared_rank(part, (int)r);
+    a += q[0];
+    b += q[1];
+  }
+  cluster.sync(); /* no block leaves while another still reads its shared memory */
+}
+
+/* unit u (V elements) of channel c: its offset in elements */
+__device__ __forceinline__ unsigned bn_off(unsigned u, unsigned c, const BnFast &f) {
+  unsigned SV = f.S / f.V, n = u / SV, s = u - n * SV;
+  return (n * f.C + c) * f.S + s * f.V;
+}
+
+__global__ void __launch_bounds__(BN_T2) k_bn_fwd_fast(BnFast f) {
+  __shared__ double sh[2 * BN_T2 / 32];
+  __shared__ double part[2];
+  unsigned c = blockIdx.x / f.cl, r = blockIdx.x % f.cl;
+  unsigned U = f.N * f.S / f.V, t0 = r * BN_T2 + threadIdx.x, step = f.cl * BN_T2;
+  const float *x = (const float *)f.a.x;
+  double mean, var;
+  if (f.a.training) {
+    double shift = (double)x[c * f.S], s1 = 0, s2 = 0;
+    for (unsigned u = t0; u < U; u += step) {
+      unsigned o = bn_off(u, c, f);
+      if (f.V == 4) {
+        float4 v = *(const float4 *)(x + o);
+        double d0 = (double)v.x - shift, d1 = (double)v.y - shift, d2 = (double)v.z - shift, d3 = (double)v.w - shift;
+        s1 += (d0 + d1) + (d2 + d3);
+        s2 += (d0 * d0 + d1 * d1) + (d2 * d2 + d3 * d3);
+      } else {
+        double d = (double)x[o] - shift;
+        s1 += d;
+        s2 += d * d;
+      }
+    }
+    bn_reduce2_t2(s1, s2, sh);
+    bn_cluster_sum(s1, s2, part, f.cl);
+    double M = (double)f.N * (double)f.S, d = s1 / M;
+    mean = shift + d;
+    var = s2 / M - d * d;
+    if (var < 0) var = 0;
+  } else {
+    mean = (double)((const float *)f.a.rm)[c];
+    var = (double)((const float *)f.a.rv)[c];
+  }
+  double rstd = 1.0 / sqrt(var + f.a.eps);
+  float m = (float)mean, sc = (float)(rstd * (f.a.w ? (double)((const float *)f.a.w)[c] : 1.0)),
+        bb = f.a.b ? ((const float *)f.a.b)[c] : 0.f;
+  if (r == 0 && threadIdx.x == 0) {
+    ((float *)f.a.mean)[c] = m;
+    ((float *)f.a.rstd)[c] = (float)rstd;
+    ((float *)f.a.var)[c] = (float)var;
+  }
+  float *y = (float *)f.a.y;
+  for (unsigned u = t0; u < U; u += step) {
+    unsigned o = bn_off(u, c, f);
+    if (f.V == 4) {
+      float4 v = *(const float4 *)(x + o), w;
+      w.x = bn_add(bn_mul(bn_sub(v.x, m), sc), bb);
+      w.y = bn_add(bn_mul(bn_sub(v.y, m), sc), bb);
+      w.z = bn_add(bn_mul(bn_sub(v.z, m), sc), bb);
+      w.w = bn_add(bn_mul(bn_sub(v.w, m), sc), bb);
+      *(float4 *)(y + o) = w;
+    } else y[o] = bn_add(bn_mul(bn_sub(x[o], m), sc), bb);
+  }
+}
+
+__device__ __forceinline__ float bn_dx(float g, float x, float m, float cg, float cx, float av, bool training) {
+  return training ? bn_mul(bn_sub(bn_sub(g, cg), bn_mul(bn_sub(x, m), cx)), av) : bn_mul(g, av);
+}
+
+__global__ void __launch_bounds__(BN_T2) k_bn_bwd_fast(BnFast f) {
+  __shared__ double sh[2 * BN_T2 / 32];
+  __shared__ double part[2];
+  unsigned c = blockIdx.x / f.cl, r = blockIdx.x % f.cl;
+  unsigned U = f.N * f.S / f.V, t0 = r * BN_T2 + threadIdx.x, step = f.cl * BN_T2;
+  const float *x = (const float *)f.a.x, *g = (const float *)f.a.g;
+  float m = ((const float *)f.a.rm)[c], rs = ((const float *)f.a.rv)[c];
+  double s1 = 0, s2 = 0, rstd = (double)rs, md = (double)m;
+  bool need = f.a.mean || f.a.rstd || (f.a.y && f.a.training);
+  if (need) {
+    for (unsigned u = t0; u < U; u += step) {
+      unsigned o = bn_off(u, c, f);
+      if (f.V == 4) {
+        float4 gv = *(const float4 *)(g + o), xv = *(const float4 *)(x + o);
+        s1 += ((double)gv.x + (double)gv.y) + ((double)gv.z + (double)gv.w);
+        s2 += ((double)gv.x * ((double)xv.x - md) + (double)gv.y * ((double)xv.y - md)) +
+              ((double)gv.z * ((double)xv.z - md) + (double)gv.w * ((double)xv.w - md));
+      } else {
+        double gd = (double)g[o];
+        s1 += gd;
+        s2 += gd * ((double)x[o] - md);
+      }
+    }
+    bn_reduce2_t2(s1, s2, sh);
+    bn_cluster_sum(s1, s2, part, f.cl);
+  }
+  if (r == 0 && threadIdx.x == 0) {
+    if (f.a.mean) ((float *)f.a.mean)[c] = (float)(s2 * rstd);
+    if (f.a.rstd) ((float *)f.a.rstd)[c] = (float)s1;
+  }
+  if (!f.a.y) return;
+  double M = (double)f.N * (double)f.S;
+  float av = (float)(rstd * (f.a.w ? (double)((const float *)f.a.w)[c] : 1.0));
+  float cg = (float)(s1 / M), cx = (float)(rstd * rstd * s2 / M);
+  float *dx = (float *)f.a.y;
+  bool tr = f.a.training;
+  for (unsigned u = t0; u < U; u += step) {
+    unsigned o = bn_off(u, c, f);
+    if (f.V == 4) {
+      float4 gv = *(const float4 *)(g + o), xv = *(const float4 *)(x + o), w;
+      w.x = bn_dx(gv.x, xv.x, m, cg, cx, av, tr);
+      w.y = bn_dx(gv.y, xv.y, m, cg, cx, av, tr);
+      w.z = bn_dx(gv.z, xv.z, m, cg, cx, av, tr);
+      w.w = bn_dx(gv.w, xv.w, m, cg, cx, av, tr);
+      *(float4 *)(dx + o) = w;
+    } else dx[o] = bn_dx(g[o], x[o], m, cg, cx, av, tr);
+  }
+}
+
+/* The fast path applies (float32, every index in 32 bits; CT_CUDA_BN_FAST=0 keeps the kernels
+ * above): launches it, 1; else 0. Clusters: blocks per channel doubled (up to 8) while the grid has
+ * under 256 blocks and each block keeps >= 4 loads per thread. */
+static int64_t bn_fast_n[3]; /* launches with 4-wide loads, 1-wide, split over a cluster (tests) */
+extern "C" void ct_cuda_bn_fast_counts(int64_t out[3]) {
+  for (int k = 0; k < 3; k++) out[k] = __atomic_load_n(&bn_fast_n[k], __ATOMIC_RELAXED);
+}
+static int bn_fast_launch(const BnArgs *a, const ct_tensor *x, bool backward, int dev, ct_status *st) {
+  const char *off = getenv("CT_CUDA_BN_FAST");
+  if (x->dtype != CT_FLOAT32 || (off && strcmp(off, "0") == 0)) return 0;
+  if (a->N <= 0 || a->S <= 0 || a->C <= 0 || ct_numel(x) >= ((int64_t)1 << 31) - 8) return 0;
+  BnFast f;
+  f.a = *a;
+  f.C = (unsigned)a->C;
+  f.S = (unsigned)a->S;
+  f.N = (unsigned)a->N;
+  bool al = ((uintptr_t)a->x % 16 == 0) && ((uintptr_t)a->y % 16 == 0) && (!backward || (uintptr_t)a->g % 16 == 0);
+  f.V = (a->S % 4 == 0 && al) ? 4 : 1;
+  unsigned U = f.N * f.S / f.V;
+  f.cl = 1;
+  while (f.cl < 8 && f.C * f.cl < 256 && U / (f.cl * 2) >= 4u * BN_T2) f.cl *= 2;
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(f.C * f.cl);
+  cfg.blockDim = dim3(BN_T2);
+  cfg.stream = CU_STREAM(dev);
+  cudaLaunchAttribute at[1];
+  at[0].id = cudaLaunchAttributeClusterDimension;
+  at[0].val.clusterDim.x = f.cl;
+  at[0].val.clusterDim.y = 1;
+  at[0].val.clusterDim.z = 1;
+  cfg.attrs = at;
+  cfg.numAttrs = f.cl > 1 ? 1 : 0;
+  cudaError_t e = backward ? cudaLaunchKernelEx(&cfg, k_bn_bwd_fast, f) : cudaLaunchKernelEx(&cfg, k_bn_fwd_fast, f);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    *st = CT_ERR(CT_ERR_RUNTIME, "%s: CUDA launch failed: %s", backward ? "native_batch_norm_backward" : "native_batch_norm",
+                 cudaGetErrorString(e));
+    return 1;
+  }
+  __atomic_add_fetch(&bn_fast_n[f.V == 4 ? 0 : 1], 1, __ATOMIC_RELAXED);
+  if (f.cl > 1) __atomic_add_fetch(&bn_fast_n[2], 1, __ATOMIC_RELAXED);
+  *st = ct_cuda_check_launch(backward ? "native_batch_norm_backward" : "native_batch_norm");
+  return 1;
+}
+
 static const void *bn_ptr(const ct_tensor *t) {
   return t ? (const char *)t->storage->data + t->offset * (int64_t)ct_dtype_size(t->dtype) : NULL;
 }
@@ -146,6 +349,8 @@ static ct_status cu_native_batch_norm(const ct_call *c) {
   a.mean = (void *)bn_ptr(c->out[1]);
   a.rstd = (void *)bn_ptr(c->out[2]);
   a.var = (void *)bn_ptr(c->out[3]);
+  ct_status fst = CT_OK;
+  if (bn_fast_launch(&a, x, false, dev, &fst)) return fst;
   if (x->dtype == CT_FLOAT64) k_bn_fwd<double><<<(unsigned)a.C, BN_T, 0, CU_STREAM(dev)>>>(a);
   else k_bn_fwd<float><<<(unsigned)a.C, BN_T, 0, CU_STREAM(dev)>>>(a);
   return ct_cuda_check_launch("native_batch_norm");
@@ -176,6 +381,8 @@ static ct_status cu_native_batch_norm_backward(const ct_call *c) {
   a.y = c->out[0] ? (void *)bn_ptr(c->out[0]) : NULL;
   a.mean = c->out[1] ? (void *)bn_ptr(c->out[1]) : NULL;
   a.rstd = c->out[2] ? (void *)bn_ptr(c->out[2]) : NULL;
+  ct_status fst = CT_OK;
+  if (bn_fast_launch(&a, x, true, dev, &fst)) return fst;
   if (x->dtype == CT_FLOAT64) k_bn_bwd<double><<<(unsigned)a.C, BN_T, 0, CU_STREAM(dev)>>>(a);
   else k_bn_bwd<float><<<(unsigned)a.C, BN_T, 0, CU_STREAM(dev)>>>(a);
   return ct_cuda_check_launch("native_batch_norm_backward");
@@ -191,9 +398,11 @@ struct BnRun {
   const void *m, *v;
   double keep, fm, fv; /* 1 - momentum, momentum * 1, momentum * factor */
   int64_t C;
+  int64_t *count, inc; /* BatchNorm's num_batches_tracked += inc (bn_count_*), NULL: none */
 };
 template <typename T> __global__ void __launch_bounds__(BN_T) k_bn_running(BnRun a) {
   int64_t k = blockIdx.x * (int64_t)BN_T + threadIdx.x;
+  if (k == 0 && a.count) *a.count += a.inc;
   if (k >= a.C) return;
   T keep = (T)a.keep;
   if (a.rm) {
@@ -213,6 +422,64 @@ static bool bn_run_ok(const ct_tensor *r, const ct_tensor *s, int dev) {
          ct_numel(r) == ct_numel(s) && !ct_shares_storage(r, s);
 }
 
+/* ---- BatchNorm's num_batches_tracked += 1 on the device (src/nn/layers.c). The generic in-place
+ * add of a scalar is two graph nodes per layer (the scalar's upload, the iterator's add); here the
+ * increment is a kernel argument: layers.c marks the counter pending (bn_count_defer) before
+ * ct_batch_norm, the running-statistics kernel above adds it in its first thread (no node of its
+ * own), and bn_count_finish launches a one-thread kernel only when that kernel did not run (eval
+ * statistics absent, the composed update). Replays of a graph advance the count each time: the
+ * add reads and writes device memory. One pending counter at a time, owned by the thread that
+ * deferred it (a second thread meanwhile takes the caller's add); a mutex, not thread-local
+ * storage: __thread in this object made LeakSanitizer's tracer crash in the ASan build. ---- */
+static pthread_mutex_t bn_count_mu = PTHREAD_MUTEX_INITIALIZER;
+static ct_tensor *bn_count_pending; /* guarded by bn_count_mu, as the two below */
+static pthread_t bn_count_owner;
+static int64_t bn_count_inc;
+
+/* The pending counter if this thread deferred it (and its increment), else NULL; clear: forget it. */
+static ct_tensor *bn_count_mine(int64_t *inc, bool clear) {
+  pthread_mutex_lock(&bn_count_mu);
+  ct_tensor *t = bn_count_pending && pthread_equal(bn_count_owner, pthread_self()) ? bn_count_pending : NULL;
+  if (inc) *inc = bn_count_inc;
+  if (t && clear) bn_count_pending = NULL;
+  pthread_mutex_unlock(&bn_count_mu);
+  return t;
+}
+
+__global__ void k_bn_count(int64_t *count, int64_t inc) { *count += inc; }
+
+static bool bn_count_ok(const ct_tensor *t) {
+  return t && t->storage->device.type == CT_DEVICE_CUDA && t->dtype == CT_INT64 && ct_numel(t) == 1;
+}
+/* 1: pending (call bn_count_finish after the batch norm), 0: not a CUDA int64 counter (the
+ * caller adds on its own) */
+extern "C" int ct_cuda_bn_count_defer(ct_tensor *count, int64_t inc) {
+  if (!bn_count_ok(count)) return 0;
+  pthread_mutex_lock(&bn_count_mu);
+  bool free_slot = bn_count_pending == NULL;
+  if (free_slot) {
+    bn_count_pending = count;
+    bn_count_owner = pthread_self();
+    bn_count_inc = inc;
+  }
+  pthread_mutex_unlock(&bn_count_mu);
+  return free_slot ? 1 : 0;
+}
+/* The increment done (by the running-statistics kernel or here): CT_OK, else the error. */
+extern "C" ct_status ct_cuda_bn_count_finish(ct_tensor *count) {
+  int64_t inc = 0;
+  bool todo = bn_count_mine(&inc, true) == count;
+  if (!bn_count_ok(count)) return CT_ERR(CT_ERR_RUNTIME, "batch_norm: num_batches_tracked is not a CUDA int64 scalar");
+  if (todo) {
+    int dev = count->storage->device.index;
+    CT_TRY(ct_cuda_use(dev));
+    k_bn_count<<<1, 1, 0, CU_STREAM(dev)>>>((int64_t *)bn_ptr(count), inc);
+    CT_TRY(ct_cuda_check_launch("batch_norm num_batches_tracked"));
+  }
+  ct_bump_version(count);
+  return CT_OK;
+}
+
 /* Both running statistics (either may be NULL) in one kernel: 1 done, 0 not applicable here
  * (the caller composes the update), -1 failed (the error is set). */
 extern "C" int ct_cuda_bn_update_running(ct_tensor *rm, const ct_tensor *mean, ct_tensor *rv, const ct_tensor *var,
@@ -224,6 +491,14 @@ extern "C" int ct_cuda_bn_update_running(ct_tensor *rm, const ct_tensor *mean, c
   if ((rm && !bn_run_ok(rm, mean, dev)) || (rv && !bn_run_ok(rv, var, dev))) return 0;
   if (rm && rv && (rm->dtype != rv->dtype || ct_numel(rm) != ct_numel(rv) || ct_shares_storage(rm, rv))) return 0;
   BnRun a;
+  a.count = NULL;
+  a.inc = 0;
+  int64_t cinc = 0;
+  ct_tensor *cnt = bn_count_mine(&cinc, false);
+  if (cnt && cnt->storage->device.index == dev && !ct_shares_storage(cnt, any)) {
+    a.count = (int64_t *)bn_ptr(cnt);
+    a.inc = cinc;
+  }
   a.rm = rm ? (void *)bn_ptr(rm) : NULL;
   a.rv = rv ? (void *)bn_ptr(rv) : NULL;
   a.m = rm ? bn_ptr(mean) : NULL;
@@ -238,6 +513,7 @@ extern "C" int ct_cuda_bn_update_running(ct_tensor *rm, const ct_tensor *mean, c
     if (any->dtype == CT_FLOAT64) k_bn_running<double><<<blocks, BN_T, 0, CU_STREAM(dev)>>>(a);
     else k_bn_running<float><<<blocks, BN_T, 0, CU_STREAM(dev)>>>(a);
     if (ct_cuda_check_launch("batch_norm running statistics") != CT_OK) return -1;
+    if (a.count) bn_count_mine(NULL, true); /* added by the kernel: bn_count_finish only bumps the version */
   }
   if (rm) ct_bump_version(rm);
   if (rv) ct_bump_version(rv);

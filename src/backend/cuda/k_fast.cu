@@ -330,15 +330,115 @@ extern "C" bool ct_cuda_fast_binary(const ct_call *c, ct_status *st) {
 }
 
 /* Same dtype, both contiguous, disjoint: one cudaMemcpyAsync on the device's stream. */
+/* strided same-dtype copies whose innermost dim is contiguous in both tensors (the attention
+ * output's [B, T, H, D] <- [B, H, T, D] transposes, the q/k/v slices' gradients written into
+ * [B, T, 3C]): after merging dims that are contiguous in both, at most 4 dims, one 16-byte
+ * vector per thread (the reference walks elements through the generic iterator). */
+struct CpGeom {
+  int nd;
+  int64_t sh[4], ds[4], ss[4]; /* dim 0 innermost; strides in elements, sh[0] counted in vectors */
+  int64_t nvec;
+};
+__global__ void __launch_bounds__(CU_THREADS) k_copy_vec(char *dst, const char *src, CpGeom g, int vw) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < g.nvec; i += (int64_t)gridDim.x * blockDim.x) {
+    int64_t r = i, od = (r % g.sh[0]) * vw, os = od;
+    r /= g.sh[0];
+    for (int d = 1; d < g.nd; d++) {
+      int64_t k = r % g.sh[d];
+      r /= g.sh[d];
+      od += k * g.ds[d];
+      os += k * g.ss[d];
+    }
+    int isz = 16 / vw;
+    *(uint4 *)(dst + od * isz) = *(const uint4 *)(src + os * isz);
+  }
+}
+static bool fast_copy_strided(ct_tensor *dst, const ct_tensor *src, ct_status *st) {
+  int isz = (int)ct_dtype_size(dst->dtype);
+  if (isz != 2 && isz != 4 && isz != 8) return false;
+  if (dst->storage == src->storage) return false; /* overlap: the reference goes through a temporary */
+  CpGeom g;
+  memset(&g, 0, sizeof g);
+  int nd = 0;
+  for (int d = dst->ndim - 1; d >= 0; d--) {
+    int64_t n = dst->shape[d];
+    if (n == 1) continue;
+    if (nd > 0 && g.ds[nd - 1] * g.sh[nd - 1] == dst->stride[d] && g.ss[nd - 1] * g.sh[nd - 1] == src->stride[d]) {
+      g.sh[nd - 1] *= n;
+      continue;
+    }
+    if (nd == 4) return false;
+    g.sh[nd] = n;
+    g.ds[nd] = dst->stride[d];
+    g.ss[nd] = src->stride[d];
+    nd++;
+  }
+  if (nd == 0 || g.ds[0] != 1 || g.ss[0] != 1) return false;
+  int vw = 16 / isz;
+  char *dp = dptr(dst);
+  const char *sp = dptr(src);
+  if (g.sh[0] % vw || (uintptr_t)dp % 16 || (uintptr_t)sp % 16) return false;
+  for (int d = 1; d < nd; d++)
+    if ((g.ds[d] * isz) % 16 || (g.ss[d] * isz) % 16 || g.ds[d] < 0 || g.ss[d] < 0) return false;
+  g.nd = nd;
+  g.sh[0] /= vw;
+  g.nvec = ct_numel(dst) / vw;
+  int dev = dst->storage->device.index;
+  if ((*st = ct_cuda_use(dev)) != CT_OK) return true;
+  k_copy_vec<<<cu_blocks(g.nvec), CU_THREADS, 0, CU_STREAM(dev)>>>(dp, sp, g, vw);
+  *st = ct_cuda_check_launch("copy");
+  return true;
+}
+
+/* ---- fill of a contiguous tensor: zeros as one cudaMemsetAsync, other 4-byte values with
+ * 16-byte stores (the autograd engine's and the optimizers' zero-filled buffers, ~185 per GPT-2
+ * step); anything else goes to the reference kernel. ---- */
+static ct_kernel_fn fill_ref;
+__global__ void __launch_bounds__(CU_THREADS) k_fill32(uint32_t *p, int64_t n, uint32_t v) {
+  int64_t nv = n / 4, st = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < nv; i += st) ((uint4 *)p)[i] = make_uint4(v, v, v, v);
+  for (int64_t i = nv * 4 + blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += st) p[i] = v;
+}
+static ct_status cu_fast_fill(const ct_call *c) {
+  ct_tensor *o = c->n_out > 0 ? c->out[0] : NULL;
+  if (!getenv_fast_enabled() || !o || !ct_is_contiguous(o) || ct_dtype_size(o->dtype) > 8) return fill_ref(c);
+  int64_t n = ct_numel(o);
+  int isz = (int)ct_dtype_size(o->dtype);
+  union {
+    char b[8];
+    uint64_t u;
+  } v;
+  v.u = 0;
+  ct_scalar s = c->a.s[0];
+  if (s.kind == CT_SCALAR_FLOAT) ct_store_f64(v.b, o->dtype, s.f);
+  else ct_store_i64(v.b, o->dtype, s.i);
+  bool zero = true;
+  for (int k = 0; k < isz && k < 8; k++) zero = zero && v.b[k] == 0;
+  char *p = dptr(o);
+  if (!zero && (isz != 4 || (uintptr_t)p % 16)) return fill_ref(c);
+  int dev = ct_cuda_call_dev(c);
+  CT_TRY(ct_cuda_use(dev));
+  if (n == 0) return CT_OK;
+  if (zero) {
+    cudaError_t e = cudaMemsetAsync(p, 0, (size_t)n * (size_t)isz, CU_STREAM(dev));
+    return e == cudaSuccess ? CT_OK : ct_cuda_fail(e, "fill");
+  }
+  uint32_t w;
+  memcpy(&w, v.b, 4);
+  k_fill32<<<cu_blocks(n / 4 + 1), CU_THREADS, 0, CU_STREAM(dev)>>>((uint32_t *)p, n, w);
+  return ct_cuda_check_launch("fill");
+}
+
 extern "C" bool ct_cuda_fast_copy(ct_tensor *dst, const ct_tensor *src, ct_status *st) {
   if (!getenv_fast_enabled()) return false;
-  if (dst->dtype != src->dtype || !ct_is_contiguous(dst) || !ct_is_contiguous(src)) return false;
+  if (dst->dtype != src->dtype) return false;
   if (src->storage->device.type != CT_DEVICE_CUDA || src->storage->device.index != dst->storage->device.index) return false;
   int64_t n = ct_numel(dst);
   if (n != ct_numel(src)) return false;
   if (dst->ndim != src->ndim) return false;
   for (int d = 0; d < dst->ndim; d++)
     if (dst->shape[d] != src->shape[d]) return false;
+  if (!ct_is_contiguous(dst) || !ct_is_contiguous(src)) return n > 0 && fast_copy_strided(dst, src, st);
   size_t nb = (size_t)n * ct_dtype_size(dst->dtype);
   char *d = dptr(dst);
   const char *s = dptr(src);
@@ -1268,7 +1368,504 @@ static ct_status cu_native_norm_backward(const ct_call *c) {
   return st;
 }
 
+/* ---- logsumexp over the contiguous last dim of float32 (the CUDA GPT loss's logsumexp over
+ * 50257 logits per token; the reference takes two double passes, ~9 ms per GPT-2 step): one
+ * block per row, each thread an online (max, sum) over 16-byte vectors, merged over the block.
+ * The reference's special values: NaN anywhere -> NaN, +inf anywhere -> +inf, all -inf ->
+ * -inf. Anything else (other dims, dtypes, layouts) goes to the reduction kernels. ---- */
+static ct_kernel_fn lse_ref, deriv_ref;
+
+__global__ void __launch_bounds__(CU_THREADS) k_lse_rows(const float *x, float *y, int64_t rows, int64_t len, int vec) {
+  __shared__ float shm[CU_THREADS / 32], shs[CU_THREADS / 32];
+  __shared__ int shf[CU_THREADS / 32];
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const float *xr = x + r * len;
+    float m = -INFINITY, s = 0.f;
+    int fl = 0; /* bit 0: NaN seen, bit 1: +inf seen */
+    auto add = [&](float v) {
+      if (v != v) fl |= 1;
+      else if (v == INFINITY) fl |= 2;
+      else sm_add(m, s, v);
+    };
+    if (vec) {
+      for (int64_t j = threadIdx.x; j < len / 4; j += CU_THREADS) {
+        float4 v = ((const float4 *)xr)[j];
+        add(v.x);
+        add(v.y);
+        add(v.z);
+        add(v.w);
+      }
+      for (int64_t j = len / 4 * 4 + threadIdx.x; j < len; j += CU_THREADS) add(xr[j]);
+    } else {
+      for (int64_t j = threadIdx.x; j < len; j += CU_THREADS) add(xr[j]);
+    }
+#pragma unroll
+    for (int h = 16; h > 0; h /= 2) {
+      float m2 = __shfl_down_sync(0xffffffffu, m, h), s2 = __shfl_down_sync(0xffffffffu, s, h);
+      fl |= __shfl_down_sync(0xffffffffu, fl, h);
+      sm_merge(m, s, m2, s2);
+    }
+    if ((threadIdx.x & 31) == 0) {
+      shm[threadIdx.x / 32] = m;
+      shs[threadIdx.x / 32] = s;
+      shf[threadIdx.x / 32] = fl;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      for (int k = 1; k < CU_THREADS / 32; k++) {
+        sm_merge(m, s, shm[k], shs[k]);
+        fl |= shf[k];
+      }
+      y[r] = (fl & 1) ? __int_as_float(0x7fc00000) : (fl & 2) ? INFINITY : m == -INFINITY ? -INFINITY : m + logf(s);
+    }
+    __syncthreads();
+  }
+}
+
+static ct_status cu_fast_logsumexp(const ct_call *c) {
+  const ct_tensor *x = c->in[0];
+  const ct_tensor *y = c->n_out > 0 ? c->out[0] : NULL;
+  if (!getenv_fast_enabled() || !y || x->dtype != CT_FLOAT32 || y->dtype != CT_FLOAT32 || x->ndim < 1 ||
+      (uint32_t)c->a.k[0] != (1u << (x->ndim - 1)) || !ct_is_contiguous(x) || !ct_is_contiguous(y))
+    return lse_ref(c);
+  int64_t len = x->shape[x->ndim - 1], rows = len ? ct_numel(x) / len : 0;
+  if (len < 1 || rows < 1 || ct_numel(y) != rows) return lse_ref(c);
+  int dev = ct_cuda_call_dev(c);
+  CT_TRY(ct_cuda_use(dev));
+  const float *xp = (const float *)dptr(x);
+  int vec = ((uintptr_t)xp % 16 == 0) && len % 4 == 0;
+  k_lse_rows<<<(unsigned)(rows < 65536 ? rows : 65536), CU_THREADS, 0, CU_STREAM(dev)>>>(xp, (float *)dptr(y), rows, len,
+                                                                                         vec);
+  return ct_cuda_check_launch("logsumexp");
+}
+
+/* ---- GELU's first derivative times the incoming gradient (unary_deriv, order 1) in float over
+ * contiguous float32 / bfloat16 operands of one shape (the GPT MLP's backward; the reference
+ * evaluates it in double, ~0.6 ms per GPT-2 layer). The formulas are the reference's. ---- */
+__device__ __forceinline__ float gelu_d1(float xv, float hv, int tanh_) {
+  float d;
+  if (tanh_) {
+    const float kb = 0.7978845608028654f, kk = 0.044715f; /* sqrt(2/pi) */
+    float x2 = xv * xv, t = tanhf(kb * (xv + kk * x2 * xv)), up = kb * (1.f + 3.f * kk * x2);
+    d = 0.5f * (1.f + t) + 0.5f * xv * (1.f - t * t) * up;
+  } else {
+    d = 0.5f * (1.f + erff(xv * 0.7071067811865476f)) + xv * expf(-0.5f * xv * xv) * 0.3989422804014327f;
+  }
+  return hv * d;
+}
+/* vec: float32 with every pointer 16-byte aligned, four elements per 16-byte load */
+template <int DT>
+__global__ void __launch_bounds__(CU_THREADS) k_gelu_deriv(const char *hp, const char *xp, char *op, int64_t n, int tanh_,
+                                                           int vec) {
+  typedef typename El<DT>::raw R;
+  const R *h = (const R *)hp, *x = (const R *)xp;
+  R *o = (R *)op;
+  int64_t i0 = blockIdx.x * (int64_t)blockDim.x + threadIdx.x, st = (int64_t)gridDim.x * blockDim.x, done = 0;
+  if (DT == CT_FLOAT32 && vec) {
+    for (int64_t i = i0; i < n / 4; i += st) {
+      float4 xv = ((const float4 *)x)[i], hv = ((const float4 *)h)[i];
+      ((float4 *)o)[i] = make_float4(gelu_d1(xv.x, hv.x, tanh_), gelu_d1(xv.y, hv.y, tanh_), gelu_d1(xv.z, hv.z, tanh_),
+                                     gelu_d1(xv.w, hv.w, tanh_));
+    }
+    done = n / 4 * 4;
+  }
+  for (int64_t i = done + i0; i < n; i += st) o[i] = El<DT>::st(gelu_d1(El<DT>::ld(x[i]), El<DT>::ld(h[i]), tanh_));
+}
+
+static ct_status cu_fast_unary_deriv(const ct_call *c) {
+  const ct_tensor *h = c->in[0], *x = c->n_in > 1 ? c->in[1] : NULL, *o = c->n_out > 0 ? c->out[0] : NULL;
+  if (!getenv_fast_enabled() || !x || !o || (int)c->a.k[5] != CT_OP_gelu || (int)c->a.k[4] != 1 ||
+      !(h->dtype == CT_FLOAT32 || h->dtype == CT_BFLOAT16) || x->dtype != h->dtype || o->dtype != h->dtype ||
+      !ct_is_contiguous(h) || !ct_is_contiguous(x) || !ct_is_contiguous(o) || ct_numel(h) != ct_numel(o) ||
+      ct_numel(x) != ct_numel(o) || h->ndim != o->ndim || x->ndim != o->ndim ||
+      memcmp(h->shape, o->shape, sizeof(int64_t) * (size_t)o->ndim) || memcmp(x->shape, o->shape, sizeof(int64_t) * (size_t)o->ndim))
+    return deriv_ref(c);
+  int64_t n = ct_numel(o);
+  if (n == 0) return deriv_ref(c);
+  int dev = ct_cuda_call_dev(c);
+  CT_TRY(ct_cuda_use(dev));
+  unsigned nb = cu_blocks(n);
+  int th = c->a.k[0] != 0;
+  int vec = ((uintptr_t)dptr(h) | (uintptr_t)dptr(x) | (uintptr_t)dptr(o)) % 16 == 0;
+  if (h->dtype == CT_FLOAT32)
+    k_gelu_deriv<CT_FLOAT32><<<nb, CU_THREADS, 0, CU_STREAM(dev)>>>(dptr(h), dptr(x), dptr(o), n, th, vec);
+  else k_gelu_deriv<CT_BFLOAT16><<<nb, CU_THREADS, 0, CU_STREAM(dev)>>>(dptr(h), dptr(x), dptr(o), n, th, 0);
+  return ct_cuda_check_launch("unary_deriv");
+}
+
+/* ---- sums over the leading dims of a contiguous float32 tensor ([rows, cols] -> [cols]: the
+ * linear layers' bias gradients, 16384 rows of 768..3072 in the GPT-2 step, where the reduction
+ * kernels' one thread per output column leaves the GPU nearly idle): blocks of 32 columns x 8 row
+ * lanes each sum a chunk of rows in double, a second pass adds the chunks in order (deterministic),
+ * rounded once to float. ---- */
+static ct_kernel_fn sum_ref;
+#define CS_ROWS 256 /* rows per chunk */
+
+/* T: float, or uint16_t holding bfloat16 (the bias gradients under PyTorch-style autocast) */
+__device__ __forceinline__ double cs_ld(float v) { return (double)v; }
+__device__ __forceinline__ double cs_ld(uint16_t v) { return (double)cu_bf2f(v); }
+__device__ __forceinline__ void cs_st(float *o, double v) { *o = (float)v; }
+__device__ __forceinline__ void cs_st(uint16_t *o, double v) { *o = __bfloat16_as_ushort(__double2bfloat16(v)); }
+template <typename T>
+__global__ void __launch_bounds__(CU_THREADS) k_colsum_part(const T *x, double *part, int64_t rows, int64_t cols) {
+  __shared__ double sh[8][33];
+  int tx = threadIdx.x % 32, ty = threadIdx.x / 32;
+  int64_t c = blockIdx.x * 32 + tx, r0 = (int64_t)blockIdx.y * CS_ROWS;
+  double acc = 0.0;
+  if (c < cols) {
+    int64_t r1 = r0 + CS_ROWS < rows ? r0 + CS_ROWS : rows;
+    for (int64_t r = r0 + ty; r < r1; r += 8) acc += cs_ld(x[r * cols + c]);
+  }
+  sh[ty][tx] = acc;
+  __syncthreads();
+  if (ty == 0 && c < cols) {
+    double t = sh[0][tx];
+#pragma unroll
+    for (int k = 1; k < 8; k++) t += sh[k][tx];
+    part[(int64_t)blockIdx.y * cols + c] = t;
+  }
+}
+template <typename T>
+__global__ void k_colsum_final(const double *part, T *out, int64_t nchunk, int64_t cols) {
+  for (int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; c < cols; c += (int64_t)gridDim.x * blockDim.x) {
+    double t = 0.0;
+    for (int64_t k = 0; k < nchunk; k++) t += part[k * cols + c];
+    cs_st(out + c, t);
+  }
+}
+
+static ct_status cu_fast_sum(const ct_call *c) {
+  const ct_tensor *x = c->in[0];
+  const ct_tensor *y = c->n_out > 0 ? c->out[0] : NULL;
+  uint32_t mask = (uint32_t)c->a.k[0];
+  bool bf = x->dtype == CT_BFLOAT16 && y->dtype == CT_BFLOAT16; /* rounded once from the double sum */
+  if (!getenv_fast_enabled() || !y || ((x->dtype != CT_FLOAT32 || y->dtype != CT_FLOAT32) && !bf) || x->ndim < 2 || mask == 0 ||
+      (mask & (mask + 1)) != 0 || (mask >> (x->ndim - 1)) != 0 || !ct_is_contiguous(x) || !ct_is_contiguous(y))
+    return sum_ref(c); /* mask must be dims 0..k-1 with k < ndim */
+  int64_t rows = 1, cols = 1;
+  for (int d = 0; d < x->ndim; d++) (mask >> d & 1 ? rows : cols) *= x->shape[d];
+  /* small or skinny sums stay on the reduction kernels (their row paths are fast there) */
+  if (rows < 2 * CS_ROWS || cols < 32 || ct_numel(y) != cols) return sum_ref(c);
+  int64_t nchunk = (rows + CS_ROWS - 1) / CS_ROWS, ncg = (cols + 31) / 32;
+  if (nchunk > 65535 || ncg > 0x7fffffff) return sum_ref(c);
+  int dev = ct_cuda_call_dev(c);
+  CT_TRY(ct_cuda_use(dev));
+  size_t nb = sizeof(double) * (size_t)(nchunk * cols);
+  double *part = (double *)ct_cuda_tmp_alloc(dev, nb);
+  if (!part) return ct_last_status();
+  cudaStream_t s = CU_STREAM(dev);
+  if (bf) {
+    k_colsum_part<<<dim3((unsigned)ncg, (unsigned)nchunk), CU_THREADS, 0, s>>>((const uint16_t *)dptr(x), part, rows, cols);
+    k_colsum_final<<<cu_blocks(cols), CU_THREADS, 0, s>>>(part, (uint16_t *)dptr(y), nchunk, cols);
+  } else {
+    k_colsum_part<<<dim3((unsigned)ncg, (unsigned)nchunk), CU_THREADS, 0, s>>>((const float *)dptr(x), part, rows, cols);
+    k_colsum_final<<<cu_blocks(cols), CU_THREADS, 0, s>>>(part, (float *)dptr(y), nchunk, cols);
+  }
+  ct_status st = ct_cuda_check_launch("sum");
+  ct_cuda_tmp_free(dev, part, nb);
+  return st;
+}
+
+/* ---- cross_entropy with class indices on CUDA (CT_OP_cross_entropy_fused and its backward,
+ * src/ops/loss.c ce_fused): float32 or bfloat16 logits [N, C] in rows, contiguous; the CPU
+ * kernel's formulas (kernels_norm.c). Forward: one block per row, an online (max, sum) in float
+ * with the reference's special values, the target's logit and (label smoothing) the weighted row
+ * sum; per-row losses in double, reduced in one block in a fixed order (deterministic). lse and
+ * the weight total are float32 whatever the logits' dtype (a bfloat16 lse would put a 3% error
+ * into exp(x - lse)). Backward: one pass writing ca * exp(x - lse) - cb * w - [j == t] * s(1-ls)w_t
+ * per element (16-byte vectors on the aligned middle of each row); a skipped row is exact zeros.
+ * With no targets (in[2] NULL, a.k[2] = 1) the backward is logsumexp's: g_i * exp(x - lse_i)
+ * (ct_bw_logsumexp on CUDA: one pass instead of sub, exp and mul over the GPT's logits). ---- */
+__global__ void k_ce_wsum(const char *wp, int bf, int64_t C, double *out) {
+  __shared__ double sh[CU_THREADS];
+  double a = 0.0;
+  for (int64_t j = threadIdx.x; j < C; j += CU_THREADS)
+    a += bf ? (double)cu_bf2f(((const uint16_t *)wp)[j]) : (double)((const float *)wp)[j];
+  sh[threadIdx.x] = a;
+  __syncthreads();
+  for (int h = CU_THREADS / 2; h > 0; h /= 2) {
+    if ((int)threadIdx.x < h) sh[threadIdx.x] += sh[threadIdx.x + h];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) *out = sh[0];
+}
+
+template <int DT>
+__global__ void __launch_bounds__(CU_THREADS) k_ce_fwd(const char *xp, const char *wp, const int64_t *tp, int64_t N,
+                                                       int64_t C, int64_t ignore, float ls, float wsum_h,
+                                                       const double *wsum_d, float *lse_o, double *lrow, double *krow) {
+  typedef typename El<DT>::raw R;
+  const R *w = (const R *)wp;
+  __shared__ float shm[CU_THREADS / 32], shs[CU_THREADS / 32], shx[CU_THREADS / 32];
+  __shared__ int shf[CU_THREADS / 32];
+  for (int64_t r = blockIdx.x; r < N; r += gridDim.x) {
+    int64_t t = tp[r];
+    if (t == ignore || t < 0 || t >= C) { /* the entry point checked the range; never read outside */
+      if (threadIdx.x == 0) {
+        lrow[r] = 0.0;
+        krow[r] = 0.0;
+        lse_o[r] = 0.f;
+      }
+      continue;
+    }
+    const R *xr = (const R *)xp + r * C;
+    float m = -INFINITY, s = 0.f, sx = 0.f;
+    int fl = 0; /* bit 0: NaN seen, bit 1: +inf seen */
+    for (int64_t j = threadIdx.x; j < C; j += CU_THREADS) {
+      float v = El<DT>::ld(xr[j]);
+      if (ls > 0.f) sx += w ? v * El<DT>::ld(w[j]) : v;
+      if (v != v) fl |= 1;
+      else if (v == INFINITY) fl |= 2;
+      else sm_add(m, s, v);
+    }
+#pragma unroll
+    for (int h = 16; h > 0; h /= 2) {
+      float m2 = __shfl_down_sync(0xffffffffu, m, h), s2 = __shfl_down_sync(0xffffffffu, s, h);
+      fl |= __shfl_down_sync(0xffffffffu, fl, h);
+      sx += __shfl_down_sync(0xffffffffu, sx, h);
+      sm_merge(m, s, m2, s2);
+    }
+    if ((threadIdx.x & 31) == 0) {
+      shm[threadIdx.x / 32] = m;
+      shs[threadIdx.x / 32] = s;
+      shx[threadIdx.x / 32] = sx;
+      shf[threadIdx.x / 32] = fl;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      for (int k = 1; k < CU_THREADS / 32; k++) {
+        sm_merge(m, s, shm[k], shs[k]);
+        fl |= shf[k];
+        sx += shx[k];
+      }
+      float lse = (fl & 1) ? __int_as_float(0x7fc00000) : (fl & 2) ? INFINITY : m == -INFINITY ? -INFINITY : m + logf(s);
+      double wt = w ? (double)El<DT>::ld(w[t]) : 1.0, xt = (double)El<DT>::ld(xr[t]);
+      double l = (1.0 - ls) * wt * ((double)lse - xt);
+      if (ls > 0.f) l += (double)ls / (double)C * ((double)lse * (wsum_d ? *wsum_d : (double)wsum_h) - (double)sx);
+      lrow[r] = l;
+      krow[r] = wt;
+      lse_o[r] = lse;
+    }
+    __syncthreads();
+  }
+}
+
+/* the loss: per-row losses (NONE) or their sum / mean, and the weight total, in one block */
+template <int DT>
+__global__ void k_ce_fwd_final(const double *lrow, const double *krow, int64_t N, int red, char *out0, float *den_o) {
+  typedef typename El<DT>::raw R;
+  __shared__ double sl[CU_THREADS], sk[CU_THREADS];
+  double a = 0.0, b = 0.0;
+  for (int64_t i = threadIdx.x; i < N; i += CU_THREADS) {
+    a += lrow[i];
+    b += krow[i];
+    if (red == CT_REDUCTION_NONE) ((R *)out0)[i] = El<DT>::st((float)lrow[i]);
+  }
+  sl[threadIdx.x] = a;
+  sk[threadIdx.x] = b;
+  __syncthreads();
+  for (int h = CU_THREADS / 2; h > 0; h /= 2) {
+    if ((int)threadIdx.x < h) {
+      sl[threadIdx.x] += sl[threadIdx.x + h];
+      sk[threadIdx.x] += sk[threadIdx.x + h];
+    }
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) {
+    if (red != CT_REDUCTION_NONE) ((R *)out0)[0] = El<DT>::st((float)(red == CT_REDUCTION_MEAN ? sl[0] / sk[0] : sl[0]));
+    *den_o = (float)sk[0];
+  }
+}
+
+struct CeBw {
+  const char *x, *w, *g;
+  char *dx;
+  const int64_t *t; /* NULL: logsumexp's backward */
+  const float *lse, *den;
+  const double *wsum_d;
+  float wsum_h, ls;
+  int64_t N, C, ignore;
+  int red, vec;
+};
+
+template <int DT>
+__global__ void __launch_bounds__(CU_THREADS) k_ce_bwd(CeBw k) {
+  typedef typename El<DT>::raw R;
+  const int V = 16 / (int)sizeof(R);
+  const R *w = (const R *)k.w;
+  for (int64_t r = blockIdx.x; r < k.N; r += gridDim.x) {
+    const R *xr = (const R *)k.x + r * k.C;
+    R *dr = (R *)k.dx + r * k.C;
+    float gi = El<DT>::ld(((const R *)k.g)[k.red == CT_REDUCTION_NONE ? r : 0]);
+    float ca, cb = 0.f, sub = 0.f, L = k.lse[r];
+    int64_t t = -1;
+    bool zero = false;
+    if (!k.t) ca = gi;
+    else {
+      t = k.t[r];
+      zero = t == k.ignore || t < 0 || t >= k.C;
+      float s = zero ? 0.f : k.red == CT_REDUCTION_MEAN ? gi / *k.den : gi;
+      float wt = zero ? 0.f : w ? El<DT>::ld(w[t]) : 1.f;
+      float wsum = k.ls > 0.f ? (k.wsum_d ? (float)*k.wsum_d : k.wsum_h) : 0.f;
+      ca = s * ((1.f - k.ls) * wt + k.ls / (float)k.C * wsum);
+      cb = s * k.ls / (float)k.C;
+      sub = s * (1.f - k.ls) * wt;
+    }
+    auto val = [&](int64_t j, float v) -> float {
+      if (zero) return 0.f;
+      float d = ca * expf(v - L);
+      if (cb != 0.f) d -= cb * (w ? El<DT>::ld(w[j]) : 1.f);
+      if (j == t) d -= sub;
+      return d;
+    };
+    int64_t h0 = 0, nv = 0;
+    if (k.vec) { /* the row's first 16-byte boundary; x and dx share the offset (checked) */
+      uintptr_t a = (uintptr_t)xr % 16;
+      h0 = a ? (int64_t)((16 - a) / sizeof(R)) : 0;
+      if (h0 > k.C) h0 = k.C;
+      nv = (k.C - h0) / V;
+    }
+    for (int64_t j = threadIdx.x; j < h0; j += CU_THREADS) dr[j] = El<DT>::st(val(j, El<DT>::ld(xr[j])));
+    const uint4 *xv = (const uint4 *)(xr + h0);
+    uint4 *dv = (uint4 *)(dr + h0);
+    for (int64_t q = threadIdx.x; q < nv; q += CU_THREADS) {
+      uint4 in = xv[q], o;
+      const R *ie = (const R *)&in;
+      R *oe = (R *)&o;
+#pragma unroll
+      for (int e = 0; e < V; e++) oe[e] = El<DT>::st(val(h0 + q * V + e, El<DT>::ld(ie[e])));
+      dv[q] = o;
+    }
+    for (int64_t j = h0 + nv * V + threadIdx.x; j < k.C; j += CU_THREADS) dr[j] = El<DT>::st(val(j, El<DT>::ld(xr[j])));
+  }
+}
+
+static bool ce_dt(const ct_tensor *t) { return t && (t->dtype == CT_FLOAT32 || t->dtype == CT_BFLOAT16); }
+static bool f32c(const ct_tensor *t, int64_t n) {
+  return t && t->dtype == CT_FLOAT32 && ct_is_contiguous(t) && ct_numel(t) == n;
+}
+static ct_status ce_bad(const char *op) {
+  return CT_ERR(CT_ERR_RUNTIME, "%s: unsupported operands on CUDA (float32/bfloat16 [N, C] contiguous logits)", op);
+}
+
+/* the weight total (label smoothing with weights) into a temporary double, else C on the host */
+static ct_status ce_wsum(int dev, const ct_tensor *w, int64_t C, float ls, double **wd, float *wh) {
+  *wd = NULL;
+  *wh = (float)C;
+  if (!w || !(ls > 0.f)) return CT_OK;
+  *wd = (double *)ct_cuda_tmp_alloc(dev, sizeof(double));
+  if (!*wd) return ct_last_status();
+  k_ce_wsum<<<1, CU_THREADS, 0, CU_STREAM(dev)>>>(dptr(w), w->dtype == CT_BFLOAT16, C, *wd);
+  return CT_OK;
+}
+
+static ct_status cu_ce_fused(const ct_call *c) {
+  const ct_tensor *x = c->in[0], *t = c->n_in > 1 ? c->in[1] : NULL, *w = c->n_in > 2 ? c->in[2] : NULL;
+  if (!ce_dt(x) || x->ndim != 2 || !ct_is_contiguous(x) || !t || t->dtype != CT_INT64 || !ct_is_contiguous(t) ||
+      c->n_out < 3 || !c->out[0] || ct_numel(t) != x->shape[0] ||
+      (w && (w->dtype != x->dtype || !ct_is_contiguous(w) || ct_numel(w) != x->shape[1])))
+    return ce_bad("cross_entropy_fused");
+  int64_t N = x->shape[0], C = x->shape[1];
+  int red = (int)c->a.k[0];
+  const ct_tensor *o0 = c->out[0];
+  if (o0->dtype != x->dtype || !ct_is_contiguous(o0) || ct_numel(o0) != (red == CT_REDUCTION_NONE ? N : 1) ||
+      !f32c(c->out[1], N) || !f32c(c->out[2], 1) || N < 1 || C < 1)
+    return ce_bad("cross_entropy_fused");
+  int dev = ct_cuda_call_dev(c);
+  CT_TRY(ct_cuda_use(dev));
+  float ls = (float)c->a.f[0], wh;
+  double *wd;
+  CT_TRY(ce_wsum(dev, w, C, ls, &wd, &wh));
+  size_t nb = sizeof(double) * (size_t)(2 * N);
+  double *rows = (double *)ct_cuda_tmp_alloc(dev, nb);
+  if (!rows) {
+    if (wd) ct_cuda_tmp_free(dev, wd, sizeof(double));
+    return ct_last_status();
+  }
+  cudaStream_t s = CU_STREAM(dev);
+  unsigned nbk = (unsigned)(N < 65536 ? N : 65536);
+  const char *wp = w ? dptr(w) : NULL;
+  const int64_t *tp = (const int64_t *)dptr(t);
+  float *lse = (float *)dptr(c->out[1]), *den = (float *)dptr(c->out[2]);
+  if (x->dtype == CT_FLOAT32) {
+    k_ce_fwd<CT_FLOAT32><<<nbk, CU_THREADS, 0, s>>>(dptr(x), wp, tp, N, C, c->a.i[0], ls, wh, wd, lse, rows, rows + N);
+    k_ce_fwd_final<CT_FLOAT32><<<1, CU_THREADS, 0, s>>>(rows, rows + N, N, red, dptr(o0), den);
+  } else {
+    k_ce_fwd<CT_BFLOAT16><<<nbk, CU_THREADS, 0, s>>>(dptr(x), wp, tp, N, C, c->a.i[0], ls, wh, wd, lse, rows, rows + N);
+    k_ce_fwd_final<CT_BFLOAT16><<<1, CU_THREADS, 0, s>>>(rows, rows + N, N, red, dptr(o0), den);
+  }
+  ct_status st = ct_cuda_check_launch("cross_entropy_fused");
+  ct_cuda_tmp_free(dev, rows, nb);
+  if (wd) ct_cuda_tmp_free(dev, wd, sizeof(double));
+  return st;
+}
+
+/* in: g, x, t (NULL: logsumexp's backward, a.k[2] = 1), w, lse (float32 [N]), den (float32 []) */
+static ct_status cu_ce_fused_backward(const ct_call *c) {
+  if (c->n_in < 6 || c->n_out < 1) return ce_bad("cross_entropy_fused_backward");
+  const ct_tensor *g = c->in[0], *x = c->in[1], *t = c->in[2], *w = c->in[3], *lse = c->in[4], *den = c->in[5];
+  const ct_tensor *o = c->out[0];
+  bool lse_mode = c->a.k[2] == 1;
+  if (!ce_dt(x) || x->ndim < 1 || !ct_is_contiguous(x) || !o || o->dtype != x->dtype || !ct_is_contiguous(o) ||
+      ct_numel(o) != ct_numel(x) || !g || g->dtype != x->dtype || !ct_is_contiguous(g))
+    return ce_bad("cross_entropy_fused_backward");
+  int64_t C = x->shape[x->ndim - 1], N = C ? ct_numel(x) / C : 0;
+  int red = (int)c->a.k[0];
+  if (lse_mode) {
+    if (t || w || red != CT_REDUCTION_NONE) return ce_bad("cross_entropy_fused_backward");
+  } else if (x->ndim != 2 || !t || t->dtype != CT_INT64 || !ct_is_contiguous(t) || ct_numel(t) != N || !f32c(den, 1) ||
+             (w && (w->dtype != x->dtype || !ct_is_contiguous(w) || ct_numel(w) != C)))
+    return ce_bad("cross_entropy_fused_backward");
+  if (!f32c(lse, N) || ct_numel(g) != (red == CT_REDUCTION_NONE ? N : 1)) return ce_bad("cross_entropy_fused_backward");
+  if (N == 0 || C == 0) return CT_OK;
+  int dev = ct_cuda_call_dev(c);
+  CT_TRY(ct_cuda_use(dev));
+  CeBw k;
+  memset(&k, 0, sizeof k);
+  k.ls = lse_mode ? 0.f : (float)c->a.f[0];
+  double *wd;
+  CT_TRY(ce_wsum(dev, lse_mode ? NULL : w, C, k.ls, &wd, &k.wsum_h));
+  k.x = dptr(x);
+  k.w = w && !lse_mode ? dptr(w) : NULL;
+  k.g = dptr(g);
+  k.dx = dptr(o);
+  k.t = lse_mode ? NULL : (const int64_t *)dptr(t);
+  k.lse = (const float *)dptr(lse);
+  k.den = lse_mode ? NULL : (const float *)dptr(den);
+  k.wsum_d = wd;
+  k.N = N;
+  k.C = C;
+  k.ignore = c->a.i[0];
+  k.red = red;
+  k.vec = (uintptr_t)k.x % 16 == (uintptr_t)k.dx % 16 && (uintptr_t)k.x % ct_dtype_size(x->dtype) == 0;
+  unsigned nbk = (unsigned)(N < 65536 ? N : 65536);
+  if (x->dtype == CT_FLOAT32) k_ce_bwd<CT_FLOAT32><<<nbk, CU_THREADS, 0, CU_STREAM(dev)>>>(k);
+  else k_ce_bwd<CT_BFLOAT16><<<nbk, CU_THREADS, 0, CU_STREAM(dev)>>>(k);
+  ct_status st = ct_cuda_check_launch("cross_entropy_fused_backward");
+  if (wd) ct_cuda_tmp_free(dev, wd, sizeof(double));
+  return st;
+}
+
 extern "C" void ct_cuda_register_fast(ct_kernel_fn *tab) {
+  /* logsumexp / unary_deriv: the fast paths above, else the reference kernels registered before */
+  if (tab[CT_OP_logsumexp] && tab[CT_OP_logsumexp] != cu_fast_logsumexp) {
+    lse_ref = tab[CT_OP_logsumexp];
+    tab[CT_OP_logsumexp] = cu_fast_logsumexp;
+  }
+  if (tab[CT_OP_fill] && tab[CT_OP_fill] != cu_fast_fill) {
+    fill_ref = tab[CT_OP_fill];
+    tab[CT_OP_fill] = cu_fast_fill;
+  }
+  if (tab[CT_OP_sum] && tab[CT_OP_sum] != cu_fast_sum) {
+    sum_ref = tab[CT_OP_sum];
+    tab[CT_OP_sum] = cu_fast_sum;
+  }
+  if (tab[CT_OP_unary_deriv] && tab[CT_OP_unary_deriv] != cu_fast_unary_deriv) {
+    deriv_ref = tab[CT_OP_unary_deriv];
+    tab[CT_OP_unary_deriv] = cu_fast_unary_deriv;
+  }
+  tab[CT_OP_cross_entropy_fused] = cu_ce_fused;
+  tab[CT_OP_cross_entropy_fused_backward] = cu_ce_fused_backward;
   tab[CT_OP_native_layer_norm] = cu_native_norm;
   tab[CT_OP_native_rms_norm] = cu_native_norm;
   tab[CT_OP_native_norm_backward] = cu_native_norm_backward;

@@ -433,9 +433,38 @@ struct DerivF {
   __device__ void operator()(char **p) const { st_f(p[0], od, deriv_f(op, order, ld_f(p[1], dt), ld_f(p[2], dt), a)); }
 };
 
+/* relu's gradient (threshold backward) over contiguous float32, 4 per thread: the generic
+ * iterator above spent ~6 us per ResNet activation (17 per step); same expression (x <= 0 ? 0 : h). */
+__global__ void __launch_bounds__(256) k_relu_grad4(float *out, const float *h, const float *x, int64_t n4) {
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n4; i += (int64_t)gridDim.x * blockDim.x) {
+    float4 hv = ((const float4 *)h)[i], xv = ((const float4 *)x)[i], o;
+    o.x = xv.x <= 0.f ? 0.f : hv.x;
+    o.y = xv.y <= 0.f ? 0.f : hv.y;
+    o.z = xv.z <= 0.f ? 0.f : hv.z;
+    o.w = xv.w <= 0.f ? 0.f : hv.w;
+    ((float4 *)out)[i] = o;
+  }
+}
+static bool relu_grad_fast(const ct_call *c, int dev) {
+  const ct_tensor *o = c->out[0], *h = c->in[0], *x = c->in[1];
+  if (c->a.k[5] != CT_OP_relu || c->a.k[4] != 1 || o->dtype != CT_FLOAT32 || h->dtype != CT_FLOAT32 ||
+      x->dtype != CT_FLOAT32 || !ct_is_contiguous(o) || !ct_is_contiguous(h) || !ct_is_contiguous(x))
+    return false;
+  int64_t n = ct_numel(o);
+  if (n == 0 || n % 4 || ct_numel(h) != n || ct_numel(x) != n) return false;
+  const char *po = (const char *)o->storage->data + o->offset * 4, *ph = (const char *)h->storage->data + h->offset * 4,
+             *px = (const char *)x->storage->data + x->offset * 4;
+  if (((uintptr_t)po | (uintptr_t)ph | (uintptr_t)px) % 16) return false;
+  int64_t n4 = n / 4, blocks = (n4 + 255) / 256;
+  k_relu_grad4<<<(unsigned)(blocks < 4096 ? blocks : 4096), 256, 0, CU_STREAM(dev)>>>((float *)po, (const float *)ph,
+                                                                                   (const float *)px, n4);
+  return true;
+}
+
 static ct_status cu_unary_deriv(const ct_call *c) {
   int dev = ct_cuda_call_dev(c);
   CT_TRY(ct_cuda_use(dev));
+  if (relu_grad_fast(c, dev)) return ct_cuda_check_launch("unary_deriv");
   ct_tensor *ts[3] = {c->out[0], c->in[0], c->in[1]};
   cu_iter it;
   cu_iter_make(3, ts, &it);

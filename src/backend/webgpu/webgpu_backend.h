@@ -79,14 +79,32 @@ ct_status ct_webgpu_abi_probe(ct_webgpu_abi_report *r);
  * buffers as the captured one, so: change the inputs in place (ct_copy_) between replays,
  * keep every tensor the capture used or produced alive while replaying (buffers freed during
  * the capture are held by the graph until ct_webgpu_graph_free), and capture only work whose
- * host-side constants do not change from step to step (plain SGD does; Adam's bias
- * correction does not). */
+ * host-side constants do not change from step to step, or whose kernels attach a refresh
+ * (the fused SGD refreshes its learning rate and momentum, the fused Adam/AdamW its step
+ * count, bias corrections and learning rate; keep the optimizer alive and its parameter
+ * groups unchanged meanwhile). */
 typedef struct ct_webgpu_graph ct_webgpu_graph;
+/* Host-side constants that move from step to step (Adam's step count and bias corrections):
+ * while capturing, the kernel that just recorded a dispatch with parameter words attaches
+ * f; each replay then calls f(ctx, words) before writing that dispatch's words, so the
+ * replay computes what the eager step would (and advances the host state as it would).
+ * True: attached, the graph owns ctx (a malloc'd block, freed with the graph); false (not
+ * capturing, or nothing to attach to): the caller keeps ctx. Under the backend lock. */
+typedef bool (*wg_refresh_fn)(void *ctx, uint32_t *params); /* true: the words moved */
+bool wg_capture_refresh(wg_refresh_fn f, void *ctx);
 ct_status ct_webgpu_capture_begin(void);
 ct_webgpu_graph *ct_webgpu_capture_end(void); /* NULL with the error set on failure */
 ct_status ct_webgpu_graph_replay(ct_webgpu_graph *g);
 int64_t ct_webgpu_graph_dispatches(const ct_webgpu_graph *g);
 void ct_webgpu_graph_free(ct_webgpu_graph *g);
+
+/* Whether a capture is recording (kernel-variant measurements wait until it ends). */
+bool wg_capturing(void);
+/* "name|driver description|backend|vendor:device" of the adapter: the tuning cache's key. */
+const char *wg_adapter_key(void);
+/* The adapter's subgroup feature (WGPUFeatureName_Subgroups; the browser's 'subgroups')
+ * and subgroup sizes (0 where unknown). */
+void wg_subgroup_info(int *feature, uint32_t *min_size, uint32_t *max_size);
 
 /* Kernel table (webgpu_kernels.c). */
 ct_kernel_fn ct_webgpu_kernel_for(int op);

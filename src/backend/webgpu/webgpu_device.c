@@ -81,6 +81,10 @@ static pthread_mutex_t err_mu = PTHREAD_MUTEX_INITIALIZER;
 static char err_msg[1024];
 static int err_count;
 static int lost;
+/* adapter identity and subgroup support (webgpu_tune.c, tests) */
+static char wg_key[700];
+static uint32_t wg_sg_min, wg_sg_max;
+static int wg_sg_feature;
 
 void wg_lock(void) { pthread_mutex_lock(&G.mu); }
 void wg_unlock(void) { pthread_mutex_unlock(&G.mu); }
@@ -146,11 +150,17 @@ static double now_s(void) {
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
+static int wait_spin = -1; /* CT_WEBGPU_WAIT_SPIN=1: poll without sleeping (latency A/B) */
 static bool wait_flag(volatile int *flag, double limit_s) {
   double t0 = now_s();
+  if (wait_spin < 0) {
+    const char *e = getenv("CT_WEBGPU_WAIT_SPIN");
+    wait_spin = e && *e == '1';
+  }
   for (long spins = 0; !*flag; spins++) {
     p_wgpuInstanceProcessEvents(G.inst);
     if (*flag) break;
+    if (wait_spin && now_s() - t0 < 1.0) continue;
     if (spins > 64) {
 #ifndef __EMSCRIPTEN__
       struct timespec ts = {0, spins > 4096 ? 200000 : 20000};
@@ -309,6 +319,12 @@ static void open_device(void) {
   snprintf(G.name, sizeof G.name, "%s (%s, %s)", dev[0] ? dev : desc, backend_name(G.backend_type),
            G.adapter_type == WGPUAdapterType_CPU ? "cpu" : G.adapter_type == WGPUAdapterType_DiscreteGPU ? "discrete gpu"
            : G.adapter_type == WGPUAdapterType_IntegratedGPU ? "integrated gpu" : "unknown type");
+  /* the tuning cache's key (webgpu_tune.c): adapter, driver description, ids */
+  snprintf(wg_key, sizeof wg_key, "%s|%s|%s|%04x:%04x", G.name, desc, backend_name(G.backend_type),
+           ui.info.vendorID, ui.info.deviceID);
+  wg_sg_min = ui.info.subgroupMinSize;
+  wg_sg_max = ui.info.subgroupMaxSize;
+  wg_sg_feature = p_wgpuAdapterHasFeature(G.adapter, WGPUFeatureName_Subgroups) ? 1 : 0;
   p_wgpuAdapterInfoFreeMembers(ui.info);
 #ifdef CT_WEBGPU_BROWSER
   const uint32_t want_backend = WGPUBackendType_WebGPU; /* what the browser's adapter is, to the shim */
@@ -348,8 +364,27 @@ static void open_device(void) {
   req.maxComputeWorkgroupSizeX = G.adapter_limits.maxComputeWorkgroupSizeX;
   req.maxComputeWorkgroupSizeY = G.adapter_limits.maxComputeWorkgroupSizeY;
   req.maxStorageBuffersPerShaderStage = G.adapter_limits.maxStorageBuffersPerShaderStage;
+  /* Dawn's device toggles (the DawnTogglesDescriptor of this generation of webgpu.h, sType
+   * 0x0005000A): drop the bounds clamp Dawn adds to every storage access and the zeroing of
+   * workgroup memory at each dispatch's start (every kernel here checks its own bounds and
+   * writes workgroup memory before reading it). Validation stays on: errors are reported.
+   * CT_WEBGPU_ROBUST=1 keeps Dawn's defaults (for A/B runs). */
+  struct {
+    WGPUChainedStruct chain;
+    size_t enabledCount;
+    const char *const *enabled;
+    size_t disabledCount;
+    const char *const *disabled;
+  } toggles;
+  static const char *const fast_toggles[] = {"disable_robustness", "disable_workgroup_init"};
+  const char *rb = getenv("CT_WEBGPU_ROBUST");
+  memset(&toggles, 0, sizeof toggles);
+  toggles.chain.sType = 0x0005000Au;
+  toggles.enabledCount = 2;
+  toggles.enabled = fast_toggles;
   WGPUDeviceDescriptor dd;
   memset(&dd, 0, sizeof dd);
+  if (!(rb && *rb == '1')) dd.nextInChain = &toggles.chain;
   dd.label = sv("ctorch");
   dd.requiredLimits = &req;
   dd.defaultQueue.label = sv("ctorch queue");
@@ -377,6 +412,12 @@ static void open_device(void) {
 }
 
 static void init_once(void) { open_device(); }
+const char *wg_adapter_key(void) { return wg_key; }
+void wg_subgroup_info(int *feature, uint32_t *min_size, uint32_t *max_size) {
+  *feature = wg_sg_feature;
+  *min_size = wg_sg_min;
+  *max_size = wg_sg_max;
+}
 
 static bool wg_available(int dev) {
   pthread_once(&G.once, init_once);
@@ -420,6 +461,7 @@ void wg_flush(void) {
 }
 
 static wg_buf *buf_create(uint64_t size, WGPUBufferUsage usage, bool mapped);
+static void buf_destroy(wg_buf *w);
 #define PARAM_SLOT 256 /* bytes: minStorageBufferOffsetAlignment is at most 256 */
 ct_status wg_dispatch(wg_pipe *p, int nb, wg_buf *const *bufs, uint32_t gx, uint32_t gy, uint32_t gz) {
   return wg_dispatch_p(p, nb, bufs, NULL, 0, gx, gy, gz);
@@ -429,7 +471,7 @@ ct_status wg_dispatch(wg_pipe *p, int nb, wg_buf *const *bufs, uint32_t gx, uint
  * queue: a queue write lands before the batch that reads it is submitted, and the ring
  * has a slot for every dispatch of a batch, so no slot is rewritten before it is read. */
 static bool capture_record(wg_pipe *p, WGPUBindGroup bg, uint32_t gx, uint32_t gy, uint32_t gz,
-                           const uint32_t *params, int np, int slot);
+                           const uint32_t *params, int np, int slot, const WGPUBindGroupEntry *e, int nb);
 ct_status wg_dispatch_p(wg_pipe *p, int nb, wg_buf *const *bufs, const uint32_t *params, int np, uint32_t gx,
                         uint32_t gy, uint32_t gz) {
   if (!gx || !gy || !gz) return CT_OK;
@@ -472,7 +514,7 @@ ct_status wg_dispatch_p(wg_pipe *p, int nb, wg_buf *const *bufs, const uint32_t 
   p_wgpuComputePassEncoderSetPipeline(G.pass, p->pipe);
   p_wgpuComputePassEncoderSetBindGroup(G.pass, 0, bg, 0, NULL);
   p_wgpuComputePassEncoderDispatchWorkgroups(G.pass, gx, gy, gz);
-  if (!capture_record(p, bg, gx, gy, gz, params, np, np ? G.pending : -1))
+  if (!capture_record(p, bg, gx, gy, gz, params, np, np ? G.pending : -1, e, nb))
     p_wgpuBindGroupRelease(bg); /* the pass keeps what it uses */
   G.cnt.dispatches++;
   if (++G.pending >= MAX_PENDING) wg_flush();
@@ -486,18 +528,24 @@ typedef struct {
   uint32_t gx, gy, gz;
   int np, slot; /* parameter words and the ring slot the bind group points at (-1: none) */
   uint32_t params[PARAM_SLOT / 4];
+  wg_refresh_fn refresh; /* rewrites params before each replay (host state that moves per step) */
+  void *ctx;             /* refresh's argument, owned by the graph */
+  int nb;                /* the bind group's buffer entries (to rebind the words to the graph's buffer) */
+  WGPUBindGroupEntry e[8];
 } wg_rec;
 struct ct_webgpu_graph {
   wg_rec *r;
   int n, cap;
   bool oom;
   wg_buf *owned; /* buffers freed while capturing: only the graph's dispatches use them */
+  wg_buf *words; /* the recorded parameter words, a slot per dispatch (NULL: none; then the ring) */
 };
 static ct_webgpu_graph *capturing;
+bool wg_capturing(void) { return capturing != NULL; }
 static void wg_free(int dev, void *ptr, size_t nbytes);
 
 static bool capture_record(wg_pipe *p, WGPUBindGroup bg, uint32_t gx, uint32_t gy, uint32_t gz,
-                           const uint32_t *params, int np, int slot) {
+                           const uint32_t *params, int np, int slot, const WGPUBindGroupEntry *ents, int nb) {
   ct_webgpu_graph *g = capturing;
   if (!g) return false;
   if (g->n == g->cap) {
@@ -511,7 +559,17 @@ static bool capture_record(wg_pipe *p, WGPUBindGroup bg, uint32_t gx, uint32_t g
   }
   wg_rec *e = &g->r[g->n++];
   e->p = p, e->bg = bg, e->gx = gx, e->gy = gy, e->gz = gz, e->np = np, e->slot = slot;
+  e->refresh = NULL, e->ctx = NULL;
+  e->nb = nb;
+  memcpy(e->e, ents, (size_t)nb * sizeof *ents);
   if (np) memcpy(e->params, params, (size_t)np * 4);
+  return true;
+}
+
+bool wg_capture_refresh(wg_refresh_fn f, void *ctx) {
+  ct_webgpu_graph *g = capturing;
+  if (!g || !g->n || g->oom || g->r[g->n - 1].np == 0 || g->r[g->n - 1].refresh) return false;
+  g->r[g->n - 1].refresh = f, g->r[g->n - 1].ctx = ctx;
   return true;
 }
 
@@ -539,6 +597,35 @@ ct_webgpu_graph *ct_webgpu_capture_end(void) {
     ct_set_error(CT_ERR_OOM, "out of memory recording the WebGPU capture");
     return NULL;
   }
+  /* the parameter words move to a buffer of the graph's own, a slot per dispatch, written
+   * once: a replay then rewrites only the refreshed slots and needs no ring-slot flushes */
+  int nw = 0;
+  for (int i = 0; i < g->n; i++) nw += g->r[i].np > 0;
+  wg_lock();
+  if (nw) g->words = buf_create((uint64_t)PARAM_SLOT * (uint64_t)nw, WGPUBufferUsage_Storage | WGPUBufferUsage_CopyDst, false);
+  for (int i = 0, k = 0; g->words && i < g->n; i++) {
+    wg_rec *e = &g->r[i];
+    if (!e->np) continue;
+    WGPUBindGroupEntry en[9];
+    memcpy(en, e->e, (size_t)e->nb * sizeof *en);
+    memset(&en[e->nb], 0, sizeof en[e->nb]);
+    en[e->nb].binding = (uint32_t)e->nb;
+    en[e->nb].buffer = g->words->b;
+    en[e->nb].offset = (uint64_t)k * PARAM_SLOT;
+    en[e->nb].size = PARAM_SLOT;
+    WGPUBindGroupDescriptor bd;
+    memset(&bd, 0, sizeof bd);
+    bd.layout = e->p->bgl;
+    bd.entryCount = (size_t)e->nb + 1;
+    bd.entries = en;
+    WGPUBindGroup bg = p_wgpuDeviceCreateBindGroup(G.dev, &bd);
+    if (!bg) continue; /* keeps the ring slot */
+    p_wgpuQueueWriteBuffer(G.queue, g->words->b, (uint64_t)k * PARAM_SLOT, e->params, (size_t)e->np * 4);
+    p_wgpuBindGroupRelease(e->bg);
+    e->bg = bg, e->slot = -2 - k; /* -2 - k: slot k of the graph's buffer */
+    k++;
+  }
+  wg_unlock();
   return g;
 }
 
@@ -559,12 +646,17 @@ ct_status ct_webgpu_graph_replay(ct_webgpu_graph *g) {
   uint64_t used[MAX_PENDING / 64] = {0};
   for (int i = 0; i < g->n; i++) {
     wg_rec *e = &g->r[i];
-    if (e->slot >= 0) {
+    if (e->slot <= -2) { /* the graph's own words: rewritten only when they move */
+      if (e->refresh && e->refresh(e->ctx, e->params)) {
+        p_wgpuQueueWriteBuffer(G.queue, g->words->b, (uint64_t)(-2 - e->slot) * PARAM_SLOT, e->params, (size_t)e->np * 4);
+      }
+    } else if (e->slot >= 0) {
       if (used[e->slot / 64] >> (e->slot % 64) & 1) {
         wg_flush();
         memset(used, 0, sizeof used);
       }
       used[e->slot / 64] |= (uint64_t)1 << (e->slot % 64);
+      if (e->refresh) e->refresh(e->ctx, e->params);
       p_wgpuQueueWriteBuffer(G.queue, G.params->b, (uint64_t)e->slot * PARAM_SLOT, e->params, (size_t)e->np * 4);
     }
     ensure_encoder();
@@ -573,6 +665,11 @@ ct_status ct_webgpu_graph_replay(ct_webgpu_graph *g) {
     p_wgpuComputePassEncoderSetBindGroup(G.pass, 0, e->bg, 0, NULL);
     p_wgpuComputePassEncoderDispatchWorkgroups(G.pass, e->gx, e->gy, e->gz);
     G.cnt.dispatches++;
+    /* submit in chunks: the GPU starts on the first dispatches while the rest are encoded */
+    if ((i + 1) % 128 == 0 && i + 1 < g->n) {
+      wg_flush();
+      memset(used, 0, sizeof used);
+    }
   }
   wg_flush(); /* the slots are free again for eager work */
   wg_unlock();
@@ -582,8 +679,12 @@ ct_status ct_webgpu_graph_replay(ct_webgpu_graph *g) {
 void ct_webgpu_graph_free(ct_webgpu_graph *g) {
   if (!g) return;
   wg_lock();
-  for (int i = 0; i < g->n; i++) p_wgpuBindGroupRelease(g->r[i].bg);
+  for (int i = 0; i < g->n; i++) {
+    p_wgpuBindGroupRelease(g->r[i].bg);
+    free(g->r[i].ctx);
+  }
   free(g->r);
+  if (g->words) buf_destroy(g->words);
   wg_buf *w = g->owned;
   wg_unlock();
   while (w) { /* back to the pool: nothing records into them any more */

@@ -9,6 +9,8 @@
 #include "webgpu_backend.h"
 #include "ctorch/webgpu.h" /* ct_webgpu(): the convolutions' scratch */
 #include "ops/conv_geom.h"
+#include "webgpu_attention.h" /* sdpa_flash in WGSL */
+#include "webgpu_tune.h"      /* the GEMM tile chosen by measurement */
 #include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -325,7 +327,8 @@ static ct_status launch(sb *s, bindset *bs, uint32_t gx, uint32_t gy, uint32_t g
   } while (0)
 
 /* Elementwise over out = ts[0] and inputs ts[1..nt): `mode` 0: f32 expression `expr`
- * over x1..x{nt-1}; 1: raw word copy of ts[1]; 2: constant words w0/w1. */
+ * over x1..x{nt-1}; 1: raw word copy of ts[1]; 2: constant words w0/w1; 3: masked constant
+ * words; 4: int64 ts[1] + ts[2] (w0 = 1: minus). */
 static bool same_geom(const ct_tensor *a, const ct_tensor *b) {
   if (a->offset != b->offset || a->ndim != b->ndim || ct_dtype_size(a->dtype) != ct_dtype_size(b->dtype)) return false;
   for (int d = 0; d < a->ndim; d++)
@@ -479,6 +482,12 @@ static ct_status ew_run(int nt, ct_tensor *const *ts, int mode, const char *expr
     else
       sbf(&s, "  { let f = wnz(%s); b%d[2u * o0] = select(b%d[2u * o1], %uu, f); b%d[2u * o0 + 1u] = select(b%d[2u * o1 + 1u], %uu, f); }\n",
           m, bi[0], bi[1], w0, bi[0], bi[1], w1);
+  } else if (mode == 4) { /* int64 o = a + b (w0 = 1: a - b), two's complement with the carry */
+    sbf(&s, "  let a = vec2<u32>(b%d[2u * o1], b%d[2u * o1 + 1u]);\n  var c = vec2<u32>(b%d[2u * o2], b%d[2u * o2 + 1u]);\n",
+        bi[1], bi[1], bi[2], bi[2]);
+    if (w0) sbf(&s, "  c = vec2<u32>(~c.x + 1u, ~c.y + select(0u, 1u, c.x == 0u));\n");
+    sbf(&s, "  let lo = a.x + c.x;\n  b%d[2u * o0] = lo;\n  b%d[2u * o0 + 1u] = a.y + c.y + select(0u, 1u, lo < a.x);\n",
+        bi[0], bi[0]);
   } else {
     if (words_of(o->dtype) == 1) sbf(&s, "  b%d[o0] = %uu;\n", bi[0], w0);
     else sbf(&s, "  b%d[2u * o0] = %uu;\n  b%d[2u * o0 + 1u] = %uu;\n", bi[0], w0, bi[0], w1);
@@ -675,6 +684,15 @@ static ct_status k_unary_deriv(const ct_call *c) {
 
 static ct_status k_binary(const ct_call *c) {
   WG_BEGIN(c);
+  /* int64 add/sub with alpha 1 (BatchNorm's num_batches_tracked += 1): exact, in two words */
+  if ((c->op == CT_OP_add || c->op == CT_OP_sub) && c->a.f[0] == 1 && c->out[0]->dtype == CT_INT64 &&
+      c->in[0]->dtype == CT_INT64 && c->in[1]->dtype == CT_INT64) {
+    ct_tensor *ts[3] = {c->out[0], c->in[0], c->in[1]};
+    wg_lock();
+    ct_status st = ew_run(3, ts, 4, NULL, c->op == CT_OP_sub, 0, NULL);
+    wg_unlock();
+    return st;
+  }
   for (int i = 0; i < 2; i++) CT_TRY(c->op == CT_OP_masked_zero && i == 1 ? need_f32b(c, c->in[i]) : need_f32(c, c->in[i]));
   CT_TRY(need_f32(c, c->out[0]));
   char e[512], a[40];
@@ -1232,6 +1250,53 @@ static void gemm_tile(const gemm *g, int *TM, int *TN, int *BK) {
   else *TM = 4, *TN = 4, *BK = 16;
 }
 
+/* ---- the tile chosen by measurement (webgpu_tune.c) for GEMMs large enough to matter:
+ * the candidates run on the real operands into a scratch C (C itself may alias C0) ---- */
+static const int gemm_variants[3][3] = {{8, 8, 8}, {4, 4, 16}, {8, 4, 8}}; /* 128x128, 64x64, 128x64 */
+static int gemm_forced = -1; /* the variant being timed */
+static ct_status gemm_run(const ct_tensor *A, const ct_tensor *Bt, ct_tensor *C, const ct_tensor *C0, const gemm *g);
+typedef struct {
+  const ct_tensor *A, *Bt;
+  ct_tensor *C;
+  gemm g;
+} gemm_tctx;
+static ct_status gemm_tune_run(int v, void *ctx) {
+  gemm_tctx *t = ctx;
+  gemm_forced = v;
+  ct_status st = gemm_run(t->A, t->Bt, t->C, NULL, &t->g);
+  gemm_forced = -1;
+  return st;
+}
+static void gemm_tuned(const ct_tensor *A, const ct_tensor *Bt, const gemm *g, int *TM, int *TN, int *BK) {
+  if (gemm_forced >= 0) {
+    *TM = gemm_variants[gemm_forced][0], *TN = gemm_variants[gemm_forced][1], *BK = gemm_variants[gemm_forced][2];
+    return;
+  }
+  const char *e = getenv("CT_WEBGPU_GEMM");
+  if ((e && *e) || (double)g->B * g->M * g->N * g->K < 33554432.0) return; /* forced, or small: the heuristic */
+  int lgs[4] = {0, 0, 0, 0};
+  int64_t dims[4] = {g->B, g->M, g->N, g->K};
+  for (int i = 0; i < 4; i++)
+    for (int64_t d = dims[i]; d > 1; d >>= 1) lgs[i]++;
+  char cls[96]; /* log2 size buckets and the operands' contiguous dims (they pick vec4 loads) */
+  snprintf(cls, sizeof cls, "B%d.M%d.N%d.K%d.a%d.b%d", lgs[0], lgs[1], lgs[2], lgs[3], g->a_k == 1, g->b_n == 1);
+  int v = -1;
+  if (wg_tune_active()) {
+    ct_options o = ct_opts_dtype(CT_FLOAT32);
+    o.device = ct_webgpu();
+    int64_t sh[3] = {g->B, g->M, g->N};
+    gemm_tctx t = {A, Bt, ct_empty(3, sh, o), *g};
+    if (t.C) {
+      t.g.has_c0 = false;
+      t.g.beta = 0;
+      t.g.c_off = 0, t.g.c_b = g->M * g->N, t.g.c_m = g->N, t.g.c_n = 1;
+      v = wg_tune_pick("gemm", cls, 3, gemm_tune_run, &t);
+      ct_release(t.C);
+    } else ct_clear_error();
+  } else v = wg_tune_pick("gemm", cls, 3, NULL, NULL); /* a recorded decision only */
+  if (v >= 0) *TM = gemm_variants[v][0], *TN = gemm_variants[v][1], *BK = gemm_variants[v][2];
+}
+
 static ct_status gemm_run(const ct_tensor *A, const ct_tensor *Bt, ct_tensor *C, const ct_tensor *C0, const gemm *g) {
   if (g->M == 0 || g->N == 0 || g->B == 0) return CT_OK;
   CT_TRY(check_extent(A));
@@ -1240,6 +1305,7 @@ static ct_status gemm_run(const ct_tensor *A, const ct_tensor *Bt, ct_tensor *C,
   if (C0) CT_TRY(check_extent(C0));
   int TM, TN, BK;
   gemm_tile(g, &TM, &TN, &BK);
+  gemm_tuned(A, Bt, g, &TM, &TN, &BK);
   int BM = 16 * TM, BN = 16 * TN;
   wg_buf *wa = A->storage->data, *wb = Bt->storage->data, *wc = C->storage->data, *w0 = C0 ? C0->storage->data : NULL;
   /* bindings: C read_write; A, B, C0 read-only unless they share C's buffer (then read
@@ -1863,10 +1929,102 @@ static bool adam_usable(const ct_tensor *t, const ct_tensor *p) {
   return t && t->dtype == CT_FLOAT32 && ct_is_contiguous(t) && ct_numel(t) == ct_numel(p) &&
          t->storage->device.type == CT_DEVICE_WEBGPU && check_extent(t) == CT_OK;
 }
+/* The update's float constants as parameter words 6..14 (bit patterns), from the step count
+ * (already bumped) and the group's options: the eager step and a replay's refresh both call it. */
+static void adam_words(const ct_optim_options *o, double step, uint32_t *w) {
+  double bc1 = 1 - pow(o->beta1, step), bc2 = 1 - pow(o->beta2, step);
+  float fc[9] = {(float)(1 - o->lr * o->weight_decay), (float)o->beta1, (float)(1 - o->beta1), (float)o->beta2,
+                 (float)(1 - o->beta2), (float)sqrt(bc2), (float)o->eps, (float)(-(o->lr / bc1)), (float)o->weight_decay};
+  memcpy(w, fc, sizeof fc);
+}
+/* A captured Adam dispatch: each replay is one more step of this parameter. The group is
+ * found by index (the groups' array may move when groups are added). */
+typedef struct {
+  ct_optim *opt;
+  int group;
+  int64_t i;
+} adam_ref;
+static bool adam_refresh(void *ctx, uint32_t *params) {
+  adam_ref *r = ctx;
+  ct_pgroup *gr = &r->opt->g[r->group];
+  double step = ct_optim_bump_step(gr->st[r->i].t[0]);
+  adam_words(&gr->o, step, params + 6);
+  return true;
+}
+
+/* SGD (momentum, dampening, Nesterov, weight decay, maximize) on float32 WebGPU parameters:
+ * one dispatch per parameter once the momentum buffer exists (the first step makes it on the
+ * reference path, as a clone of the update). Words: n, gx, three offsets, then sign, weight
+ * decay, momentum, 1 - dampening, -lr (bit patterns) */
+static void sgd_words(const ct_optim_options *o, uint32_t *w) {
+  float fc[5] = {o->maximize ? -1.0f : 1.0f, (float)o->weight_decay, (float)o->momentum, (float)(1 - o->dampening),
+                 (float)(-o->lr)};
+  memcpy(w, fc, sizeof fc);
+}
+static bool sgd_refresh(void *ctx, uint32_t *params) {
+  adam_ref *r = ctx;
+  uint32_t w[5];
+  sgd_words(&r->opt->g[r->group].o, w);
+  if (!memcmp(w, params + 5, sizeof w)) return false;
+  memcpy(params + 5, w, sizeof w);
+  return true;
+}
+static bool sgd_update_fused(ct_optim *opt, ct_pgroup *gr, int64_t i) {
+  ct_tensor *p = gr->params[i], *g = p->grad, *buf = gr->st[i].t[0];
+  const ct_optim_options *o = &gr->o;
+  bool MOM = o->momentum != 0, WD = o->weight_decay != 0;
+  if ((MOM && !buf) || wg_ready() != CT_OK) return false;
+  int64_t n = ct_numel(p);
+  wg_lock();
+  bool ok = n < ((int64_t)1 << 31) && adam_usable(p, p) && adam_usable(g, p) && (!MOM || adam_usable(buf, p)) &&
+            !ct_shares_storage(p, g) && (!MOM || (!ct_shares_storage(p, buf) && !ct_shares_storage(g, buf)));
+  if (!ok) {
+    wg_unlock();
+    return false;
+  }
+  uint32_t gx, gy;
+  grid((n + 255) / 256, &gx, &gy);
+  uint32_t pw[10] = {(uint32_t)n, gx, (uint32_t)p->offset, (uint32_t)g->offset, MOM ? (uint32_t)buf->offset : 0u};
+  sgd_words(o, pw + 5);
+  bindset bs = {{0}, 0, -1};
+  int bp = bind_of(&bs, p), bg = bind_of(&bs, g), bb = MOM ? bind_of(&bs, buf) : -1;
+  sb t = {0};
+  emit_bindings(&t, &bs);
+  emit_params(&t, &bs);
+  sbf(&t, "fn f(k: u32) -> f32 { return bitcast<f32>(pr[5u + k]); }\n"
+          "@compute @workgroup_size(256)\nfn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32) {\n"
+          "  let e = (wid.y * pr[1] + wid.x) * 256u + li;\n  if (e >= pr[0]) { return; }\n"
+          "  let ip = pr[2] + e;\n  var pv = bitcast<f32>(b%d[ip]);\n  var d = bitcast<f32>(b%d[pr[3] + e]) * f(0u);\n", bp, bg);
+  if (WD) sbf(&t, "  d = d + f(1u) * pv;\n");
+  if (MOM) {
+    sbf(&t, "  let ib = pr[4] + e;\n  let bk = bitcast<f32>(b%d[ib]) * f(2u) + f(3u) * d;\n  b%d[ib] = bitcast<u32>(bk);\n", bb, bb);
+    sbf(&t, o->nesterov ? "  d = d + f(2u) * bk;\n" : "  d = bk;\n");
+  }
+  sbf(&t, "  b%d[ip] = bitcast<u32>(pv + f(4u) * d);\n}\n", bp);
+  ct_status st = CT_OK;
+  if (t.oom) free(t.p), st = CT_ERR(CT_ERR_OOM, "out of memory generating WGSL");
+  wg_pipe *pp = st == CT_OK ? wg_pipeline(t.p) : NULL;
+  if (st == CT_OK) free(t.p);
+  if (st == CT_OK && !pp) st = ct_last_status();
+  adam_ref *r = NULL;
+  if (st == CT_OK && n > 0 && wg_capturing()) { /* a replay picks up a changed learning rate or momentum */
+    if (!(r = malloc(sizeof *r))) st = CT_ERR(CT_ERR_OOM, "out of memory recording the SGD step");
+    else *r = (adam_ref){opt, (int)(gr - opt->g), i};
+  }
+  if (st == CT_OK && n > 0) st = wg_dispatch_p(pp, bs.n, bs.b, pw, 10, gx, gy, 1);
+  if (r && (st != CT_OK || !wg_capture_refresh(sgd_refresh, r))) free(r);
+  wg_unlock();
+  if (st != CT_OK) return false; /* nothing ran: the reference path updates */
+  ct_bump_version(p);
+  if (MOM) ct_bump_version(buf);
+  return true;
+}
+
 bool ct_webgpu_optim_update_fused(ct_optim *opt, ct_pgroup *gr, int64_t i) {
   ct_tensor *p = gr->params[i], *g = p->grad;
   ct_pstate *s = &gr->st[i];
   const ct_optim_options *o = &gr->o;
+  if (opt->kind == CT_OPTIM_SGD && !getenv("CT_WEBGPU_SGD_REF")) return sgd_update_fused(opt, gr, i);
   if (opt->kind != CT_OPTIM_ADAM && opt->kind != CT_OPTIM_ADAMW) return false;
   if (o->amsgrad || !s->t[0] || !s->t[1] || !s->t[2] || s->t[0]->storage->device.type != CT_DEVICE_CPU) return false;
   if (wg_ready() != CT_OK) return false;
@@ -1882,16 +2040,13 @@ bool ct_webgpu_optim_update_fused(ct_optim *opt, ct_pgroup *gr, int64_t i) {
     return false;
   }
   double step = ct_optim_bump_step(s->t[0]);
-  double bc1 = 1 - pow(o->beta1, step), bc2 = 1 - pow(o->beta2, step);
   bool W = opt->kind == CT_OPTIM_ADAMW, WD = o->weight_decay != 0;
   uint32_t gx, gy;
   grid((n + 255) / 256, &gx, &gy);
   /* words: n, gx, four offsets, then the float constants (bit patterns) */
-  float fc[9] = {(float)(1 - o->lr * o->weight_decay), (float)o->beta1, (float)(1 - o->beta1), (float)o->beta2,
-                 (float)(1 - o->beta2), (float)sqrt(bc2), (float)o->eps, (float)(-(o->lr / bc1)), (float)o->weight_decay};
   uint32_t pw[15] = {(uint32_t)n, gx, (uint32_t)p->offset, (uint32_t)g->offset, (uint32_t)s->t[1]->offset,
                      (uint32_t)s->t[2]->offset};
-  memcpy(pw + 6, fc, sizeof fc);
+  adam_words(o, step, pw + 6);
   bindset bs = {{0}, 0, -1};
   for (int a = 0; a < 4; a++) bind_of(&bs, ts[a]);
   sb t = {0};
@@ -1913,7 +2068,14 @@ bool ct_webgpu_optim_update_fused(ct_optim *opt, ct_pgroup *gr, int64_t i) {
   wg_pipe *pp = st == CT_OK ? wg_pipeline(t.p) : NULL;
   if (st == CT_OK) free(t.p);
   if (st == CT_OK && !pp) st = ct_last_status();
+  /* captured: a replay must advance the step and its bias corrections as this eager step did */
+  adam_ref *r = NULL;
+  if (st == CT_OK && n > 0 && wg_capturing()) {
+    if (!(r = malloc(sizeof *r))) st = CT_ERR(CT_ERR_OOM, "out of memory recording the Adam step");
+    else *r = (adam_ref){opt, (int)(gr - opt->g), i};
+  }
   if (st == CT_OK && n > 0) st = wg_dispatch_p(pp, bs.n, bs.b, pw, 15, gx, gy, 1);
+  if (r && (st != CT_OK || !wg_capture_refresh(adam_refresh, r))) free(r); /* no record: the capture fails anyway */
   wg_unlock();
   if (st != CT_OK) {
     /* the step count moved: put it back so the reference path counts this step once */
@@ -1935,7 +2097,8 @@ bool ct_webgpu_optim_update_fused(ct_optim *opt, ct_pgroup *gr, int64_t i) {
  *   forward      y[n,o,p]  = sum_{c,k} x[n, c, p*s - pad + k*d] w[o, c, k]     M = N*out, Nc = O/G, K = C/G*ksp
  *   input grad   gx[n,c,i] = sum_{o,k} gy[n, o, (i + pad - k*d)/s] w[o, c, k]  M = N*in,  Nc = C/G, K = O/G*ksp
  *   weight grad  gw[o,c,k] = sum_{n,p} gy[n, o, p] x[n, c, p*s - pad + k*d]    M = O/G,   Nc = C/G*ksp, K = N*out
- * 16x16 output tiles per workgroup with 16-deep shared-memory slices of both operands; the
+ * 16T x 16T output tiles per workgroup (T x T per thread, T = 1, 2 or 4 by the grid size) with
+ * 16-deep shared-memory slices of both operands; the
  * group rides in workgroup_id.z. When few tiles face a long K (the weight gradient), K is
  * split over z too, into partial sums that a second dispatch adds in a fixed order (so
  * results do not depend on scheduling). Sums are float32 in tile order (the CPU's are
@@ -2082,7 +2245,16 @@ static ct_status k_conv(const ct_call *c) {
   if (op == CT_OP_convolution) M = g.N * g.outsp, Nc = g.og, K = g.cg * g.ksp;
   else if (op == CT_OP_convolution_backward_input) M = g.N * g.insp, Nc = g.cg, K = g.og * g.ksp;
   else M = g.og, Nc = g.cg * g.ksp, K = g.N * g.outsp;
-  int64_t gx = (Nc + 15) / 16, gy = (M + 15) / 16, tiles = gx * gy * g.G, S = 1, KC = (K + 15) / 16 * 16;
+  /* T x T outputs per thread (a 16T x 16T tile per workgroup): the largest T that still gives
+   * every multiprocessor of a large GPU two workgroups (about 264); small products keep T = 1.
+   * CT_WEBGPU_CONV_T=1|2|4 forces it (tests, A/B). */
+  int T = 4;
+  const char *te = getenv("CT_WEBGPU_CONV_T");
+  if (te && (*te == '1' || *te == '2' || *te == '4')) T = *te - '0';
+  else
+    while (T > 1 && ((Nc + 16 * T - 1) / (16 * T)) * ((M + 16 * T - 1) / (16 * T)) * g.G < 264) T /= 2;
+  int64_t TS = 16 * T;
+  int64_t gx = (Nc + TS - 1) / TS, gy = (M + TS - 1) / TS, tiles = gx * gy * g.G, S = 1, KC = (K + 15) / 16 * 16;
   if (tiles < 128 && K >= 2048) { /* too few workgroups for a long K: split it */
     S = (256 + tiles - 1) / tiles;
     if (S > 64) S = 64;
@@ -2118,25 +2290,42 @@ static ct_status k_conv(const ct_call *c) {
     emit_bindings(&s, &bs);
     cv_emit_operands(&s, op, &g, b1, b2);
     if (S == 1) cv_emit_fin(&s, op, &g, bo, bb, bias);
-    sbf(&s, "var<workgroup> As: array<f32, 256>;\nvar<workgroup> Bs: array<f32, 256>;\n"
+    /* tiles in workgroup memory, k-major: As[kk][mm], Bs[kk][jj] (16 x 16T each); each thread
+     * loads T elements of each (the index order that walks each operand's contiguous dim
+     * across neighbouring threads) and owns outputs (lid.y + 16 i, lid.x + 16 j) */
+    bool a_kfast = op == CT_OP_convolution_backward_weight; /* gy[n, m, p]: k runs along p */
+    sbf(&s, "var<workgroup> As: array<f32, %lld>;\nvar<workgroup> Bs: array<f32, %lld>;\n"
             "@compute @workgroup_size(16, 16)\n"
             "fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {\n"
             "  let grp = wid.z / %lldu; let sp = wid.z %% %lldu;\n"
-            "  let m = wid.y * 16u + lid.y; let j = wid.x * 16u + lid.x;\n"
-            "  let klo = sp * %lldu; let khi = min(%lldu, klo + %lldu);\n  var acc: f32 = 0.0;\n"
+            "  let m0 = wid.y * %lldu; let j0 = wid.x * %lldu; let tid = lid.y * 16u + lid.x;\n"
+            "  let klo = sp * %lldu; let khi = min(%lldu, klo + %lldu);\n  var acc: array<f32, %d>;\n"
             "  for (var k0: u32 = klo; k0 < khi; k0 = k0 + 16u) {\n"
-            "    var a: f32 = 0.0; var b: f32 = 0.0;\n"
-            "    if (wid.y * 16u + lid.y < %lldu && k0 + lid.x < khi) { a = la(wid.y * 16u + lid.y, k0 + lid.x, grp); }\n"
-            "    if (wid.x * 16u + lid.x < %lldu && k0 + lid.y < khi) { b = lb(k0 + lid.y, wid.x * 16u + lid.x, grp); }\n"
-            "    As[lid.y * 16u + lid.x] = a; Bs[lid.y * 16u + lid.x] = b;\n    workgroupBarrier();\n"
-            "    for (var kk: u32 = 0u; kk < 16u; kk = kk + 1u) { acc = acc + As[lid.y * 16u + kk] * Bs[kk * 16u + lid.x]; }\n"
-            "    workgroupBarrier();\n  }\n  if (m >= %lldu || j >= %lldu) { return; }\n",
-        (long long)S, (long long)S, (long long)KC, (long long)K, (long long)KC, (long long)M, (long long)Nc, (long long)M,
-        (long long)Nc);
-    if (S == 1) sbf(&s, "  fin(m, j, grp, acc);\n}\n");
+            "    for (var r: u32 = 0u; r < %du; r = r + 1u) {\n      let e = tid + 256u * r;\n",
+        (long long)(16 * TS), (long long)(16 * TS), (long long)S, (long long)S, (long long)TS, (long long)TS, (long long)KC,
+        (long long)K, (long long)KC, T * T, T);
+    if (a_kfast) sbf(&s, "      let kk = e %% 16u; let mm = e / 16u;\n");
+    else sbf(&s, "      let mm = e %% %lldu; let kk = e / %lldu;\n", (long long)TS, (long long)TS);
+    sbf(&s, "      var a: f32 = 0.0;\n      if (m0 + mm < %lldu && k0 + kk < khi) { a = la(m0 + mm, k0 + kk, grp); }\n"
+            "      As[kk * %lldu + mm] = a;\n"
+            "      let kb = e %% 16u; let jb = e / 16u;\n      var b: f32 = 0.0;\n"
+            "      if (j0 + jb < %lldu && k0 + kb < khi) { b = lb(k0 + kb, j0 + jb, grp); }\n"
+            "      Bs[kb * %lldu + jb] = b;\n    }\n    workgroupBarrier();\n"
+            "    for (var kk: u32 = 0u; kk < 16u; kk = kk + 1u) {\n"
+            "      var av: array<f32, %d>; var bv: array<f32, %d>;\n"
+            "      for (var i: u32 = 0u; i < %du; i = i + 1u) { av[i] = As[kk * %lldu + lid.y + 16u * i]; bv[i] = Bs[kk * %lldu + lid.x + 16u * i]; }\n"
+            "      for (var i: u32 = 0u; i < %du; i = i + 1u) { for (var j: u32 = 0u; j < %du; j = j + 1u) { acc[i * %du + j] = acc[i * %du + j] + av[i] * bv[j]; } }\n"
+            "    }\n    workgroupBarrier();\n  }\n"
+            "  for (var i: u32 = 0u; i < %du; i = i + 1u) {\n    for (var jx: u32 = 0u; jx < %du; jx = jx + 1u) {\n"
+            "      let m = m0 + lid.y + 16u * i; let j = j0 + lid.x + 16u * jx;\n"
+            "      if (m < %lldu && j < %lldu) {\n",
+        (long long)M, (long long)TS, (long long)Nc, (long long)TS, T, T, T, (long long)TS, (long long)TS, T, T, T, T, T, T,
+        (long long)M, (long long)Nc);
+    if (S == 1) sbf(&s, "        fin(m, j, grp, acc[i * %du + jx]);\n      }\n    }\n  }\n}\n", T);
     else
-      sbf(&s, "  b%d[%lldu + ((sp * %lldu + grp) * %lldu + m) * %lldu + j] = bitcast<u32>(acc);\n}\n", bt,
-          (long long)tmp->offset, (long long)g.G, (long long)M, (long long)Nc);
+      sbf(&s, "        b%d[%lldu + ((sp * %lldu + grp) * %lldu + m) * %lldu + j] = bitcast<u32>(acc[i * %du + jx]);\n"
+              "      }\n    }\n  }\n}\n",
+          bt, (long long)tmp->offset, (long long)g.G, (long long)M, (long long)Nc, T);
     st = launch(&s, &bs, (uint32_t)gx, (uint32_t)gy, (uint32_t)(g.G * S));
   }
   if (st == CT_OK && S > 1) { /* the partial sums, added in slice order */
@@ -2433,6 +2622,8 @@ static void table_init(void) {
   table[CT_OP_native_layer_norm] = table[CT_OP_native_rms_norm] = k_native_norm;
   table[CT_OP_native_norm_backward] = k_native_norm_backward;
   table[CT_OP_softmax] = table[CT_OP_log_softmax] = k_softmax;
+  table[CT_OP_sdpa_flash] = ct_webgpu_sdpa_flash; /* webgpu_attention.c */
+  table[CT_OP_sdpa_flash_backward] = ct_webgpu_sdpa_flash_backward;
   table[CT_OP_mm] = table[CT_OP_bmm] = table[CT_OP_mv] = table[CT_OP_dot] = k_linalg;
   table[CT_OP_addmm] = table[CT_OP_baddbmm] = table[CT_OP_addmv] = k_linalg;
   table[CT_OP_embedding] = k_embedding;

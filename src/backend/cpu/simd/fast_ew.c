@@ -138,6 +138,12 @@ static const float gelu_tab_tanh[6][32] __attribute__((aligned(64))) = {
      0.00209378707, 0.00121612754, 0.000473666063, -0.000115045521, -0.000549181132, -0.000840023509, -0.00100616226, -0.00106980943,
      -0.00105416134, -0.000981619814, -0.000872561417, -0.000744534424, -0.000611755007, -0.000484882883, -0.000371074741, -0.000274299266},
 };
+/* 2^(j/32), j = 0..31, rounded to float: the table of expsm's AVX-512 form (fast_ew_impl.h) */
+static const float exp2_t32[32] __attribute__((aligned(64))) = {
+    1, 1.0218972, 1.04427373, 1.06714046, 1.09050775, 1.1143868, 1.13878858, 1.1637249,
+    1.18920708, 1.21524739, 1.24185777, 1.26905096, 1.29683959, 1.32523668, 1.35425556, 1.38390994,
+    1.41421354, 1.44518077, 1.47682619, 1.50916445, 1.54221082, 1.5759809, 1.61049032, 1.64575553,
+    1.68179286, 1.71861935, 1.75625217, 1.79470909, 1.8340081, 1.87416768, 1.91520655, 1.95714414};
 #endif
 
 /* ---- instantiations ---- */
@@ -503,9 +509,9 @@ typedef struct {
   int64_t len;
   int log, nt;
 } fs_ctx;
-/* ~8 KiB ahead (2 rows of 1024 floats): on machine A, 4-32 KiB ahead measured the same for
- * 16M-float softmax, one row of 4 KiB was not slower either; 8 KiB leaves a margin for
- * slower memory */
+/* ~8 KiB ahead, in whole rows (one row of 1024 floats: 8192 / 4097): on machine A, 4-32 KiB ahead
+ * measured the same for 16M-float softmax; on the session-7 VM 1, 2, 4 and 8 rows ahead, with
+ * prefetcht0/t1/t2/nta, measured the same within its noise (none at all was slower) */
 int64_t ct_fast_pf_rows(int64_t n) {
   int64_t r = 8192 / (n * 4 + 1);
   return r < 1 ? 1 : r > 16 ? 16 : r;

@@ -188,6 +188,19 @@ INL vf F(exp_core_d5)(vf xc, vf corr) {
   p = VFMA_F(p, r, F(spf)(1.0f));
   return VSCALEF_F(p, n);
 }
+/* AVX-512: sum_j tab[j][k] s^j (Horner, degree 5) for the piece k given by the low 5 bits of t's
+ * bits in each lane (vpermt2ps picks from the 32 entries of each row of tab): the piecewise
+ * polynomials of both gelu forms (gelu_erf_vec's R, gelu_tab_vec's lower tail) */
+INL vf F(tab32_poly5)(const float (*tab)[32], vf t, vf s) {
+  __m512i ix = (__m512i)t;
+#define GT_(j) ((vf)_mm512_permutex2var_ps(_mm512_load_ps(tab[j]), ix, _mm512_load_ps(tab[j] + 16)))
+  vf q = VFMA_F(GT_(5), s, GT_(4));
+  q = VFMA_F(q, s, GT_(3));
+  q = VFMA_F(q, s, GT_(2));
+  q = VFMA_F(q, s, GT_(1));
+  return VFMA_F(q, s, GT_(0));
+#undef GT_
+}
 /* AVX-512: the same x Phi(x) with Phi(-y) = e^(-y^2/2) R(y), y = |x| clamped to 14.5, R from a
  * table of 32 degree-5 pieces (gelu_t in fast_ew.c, relative error 1.5e-7): the piece is picked by
  * vpermt2ps from the low bits of round(2y) + 1.5 * 2^23, so no reciprocal and no degree-12
@@ -202,14 +215,7 @@ INL vf F(gelu_erf_vec)(vf x) {
   const float magic = 12582912.0f;
   vf t = VFMA_F(y, F(spf)(2.0f), F(spf)(magic)); /* its low 5 bits: k = round(2y) <= 29 */
   vf s = VFMA_F(t - magic, F(spf)(-0.5f), y);    /* y - k/2, exact */
-  __m512i ix = (__m512i)t;
-#define GT_(j) ((vf)_mm512_permutex2var_ps(_mm512_load_ps(gelu_t[j]), ix, _mm512_load_ps(gelu_t[j] + 16)))
-  vf r = VFMA_F(GT_(5), s, GT_(4));
-  r = VFMA_F(r, s, GT_(3));
-  r = VFMA_F(r, s, GT_(2));
-  r = VFMA_F(r, s, GT_(1));
-  r = VFMA_F(r, s, GT_(0));
-#undef GT_
+  vf r = F(tab32_poly5)(gelu_t, t, s);
   vf m = y * -0.5f;
   vf hi = m * y;
   vf lo = VFMA_F(m, y, -hi);
@@ -296,7 +302,7 @@ INL vf F(gelu_tanh_vec)(vf x) {
  * standard-normal input; 8.2e-5 of its elements lie beyond): gelu = x (1 - q) for x >= 0, x q below,
  * q(|x|) the lower tail read from 32 degree-5 pieces (gelu_tab_erf / gelu_tab_tanh in fast_ew.c,
  * relative error 1.1e-7 evaluated in float) picked by vpermt2ps from round(8|x|): no exponential,
- * no division, 19 vector operations instead of 33 (erf) / 22 (tanh), so the loop keeps up with
+ * no division, 17 vector operations instead of 33 (erf) / 22 (tanh), so the loop keeps up with
  * memory. Any other lane (large, inf, NaN) sends the whole vector to the full forms above. Error:
  * q's 1.1e-7 plus three roundings, ~3 ulp at most (bounds 6 and 4 in test_fast_ulp.c). */
 INL vf F(gelu_tab_vec)(vf x, const float (*tab)[32], int tanh_form) {
@@ -305,16 +311,12 @@ INL vf F(gelu_tab_vec)(vf x, const float (*tab)[32], int tanh_form) {
     return tanh_form ? F(gelu_tanh_vec)(x) : F(gelu_erf_vec)(x);
   const float magic = 12582912.0f;
   vf t = VFMA_F((vf)y, F(spf)(8.0f), F(spf)(magic));     /* low 5 bits: k = round(8|x|) <= 31 */
-  vf s = VFMA_F(t - magic, F(spf)(-0.125f), (vf)y);     /* |x| - k/8, exact */
-  __m512i ix = (__m512i)t;
-#define GT_(j) ((vf)_mm512_permutex2var_ps(_mm512_load_ps(tab[j]), ix, _mm512_load_ps(tab[j] + 16)))
-  vf q = VFMA_F(GT_(5), s, GT_(4));
-  q = VFMA_F(q, s, GT_(3));
-  q = VFMA_F(q, s, GT_(2));
-  q = VFMA_F(q, s, GT_(1));
-  q = VFMA_F(q, s, GT_(0));
-#undef GT_
-  return x * VBLENDS_F(x, 1.0f - q, q); /* -0: -0 * q = -0 as the reference */
+  vf s = (vf)_mm512_reduce_ps(y, 0x38);                 /* |x| - k/8 (vreduceps: 3 fraction bits, to nearest), exact */
+  vf q = F(tab32_poly5)(tab, t, s);
+  /* x (1 - q) = x - |x| q for x >= 0 and x q = 0 - |x| q below: max(x, 0) - |x| q, one FMA and one
+   * rounding instead of a select, 1 - q and a product (-0: max(+0, -0) is its second operand, -0,
+   * and -0 - 0 q = -0 as the reference) */
+  return VFMA_F(-(vf)y, q, VMAX_F(F(spf)(0.0f), x));
 }
 #define GELU_ERF_V(v) F(gelu_tab_vec)((v), gelu_tab_erf, 0)
 #define GELU_TANH_V(v) F(gelu_tab_vec)((v), gelu_tab_tanh, 1)
@@ -595,11 +597,25 @@ INL float F(expn1)(float x) {
   vf v = F(spf)(x);
   return F(expnf)(v)[0];
 }
-/* e^x for x <= 0 or -inf in softmax / log-sum-exp sums: expnf, at AVX-512 one degree lower
- * (exp_core_d5: relative error 1.05e-7, ~1.5 ulp, one FMA less of ~17 operations per vector in the
- * softmax loops; the row's result has its own division / log rounding on top) */
+/* e^x for x <= 0 or -inf in softmax / log-sum-exp sums: expnf, at AVX-512 from a table (8 vector
+ * operations instead of exp_core_d5's 10, of softmax's ~19 per vector): x = k/32 ln2 + r with
+ * k = round(32 x / ln2), 2^(k/32) = 2^floor(k/32) exp2_t32[k mod 32] (vpermt2ps picks the entry
+ * from the low 5 bits of t; scalef takes the floor of k/32 itself), e^r ~ 1 + r (c1 + c2 r) on
+ * |r| <= ln2/64 (a minimax fit made for this file: relative error 5.3e-8). ln2 is one float, so r
+ * carries |k/32| 1.9e-9 of error: in all <= 1.75 + 0.05 |x| ulp (tests/c/test_fast_rows.c checks
+ * softmax within 6 + |x - max| ulp, the allowance for the rounding of x - max that PyTorch's float
+ * kernel has too) */
 #ifdef VSCALEF_F
-INL vf F(expsm)(vf x) { return F(exp_core_d5)(VMAX_F(F(spf)(-104.0f), x), F(spf)(-0.0f)); }
+INL vf F(expsm)(vf x) {
+  vf xc = VMAX_F(F(spf)(-104.0f), x);                                      /* -inf: 0; NaN stays */
+  const float magic = 393216.0f;                                           /* 1.5 * 2^18: rounds to 1/32 */
+  vf t = VFMA_F(xc, F(spf)(1.44269504088896341f), F(spf)(magic));          /* low 5 bits: k mod 32 */
+  vf kq = t - magic;                                                       /* k / 32, exact */
+  vf r = VFMA_F(kq, F(spf)(-0.693147182f), xc);                            /* kq ln2f exact in the FMA */
+  vf tj = (vf)_mm512_permutex2var_ps(_mm512_load_ps(exp2_t32), (__m512i)t, _mm512_load_ps(exp2_t32 + 16));
+  vf p = VFMA_F(r, F(spf)(0.50000113f), F(spf)(1.0000147f));
+  return VSCALEF_F(VFMA_F(tj * r, p, tj), kq); /* tj + tj r p, times 2^floor(kq) */
+}
 #else
 INL vf F(expsm)(vf x) { return F(expnf)(x); }
 #endif
