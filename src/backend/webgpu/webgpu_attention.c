@@ -157,6 +157,23 @@ typedef struct {
   int64_t L, BH;
 } fa_fwd;
 
+/* The loop over key tiles shared by the forward and the dQ kernel: the tile of K and V rows
+ * [j0, j0 + BC) into workgroup memory (zeros past S), then jn, the keys of the tile this query
+ * sees (causal: none past its diagonal). Opens the tile loop and `if (valid) {`. */
+static void emit_kv_tiles(txt *s, int BC, int BR, int E, int Ev, int bk, int bv, bool causal) {
+  tf(s, "  for (var j0 = 0u; j0 < kend; j0 = j0 + %du) {\n"
+        "    workgroupBarrier();\n"
+        "    for (var e = li; e < %du; e = e + %du) { let j = j0 + e / %du; var x: f32 = 0.0;"
+        " if (j < S) { x = bitcast<f32>(b%d[ko + j * kr + e %% %du]); } Ks[e] = x; }\n"
+        "    for (var e = li; e < %du; e = e + %du) { let j = j0 + e / %du; var x: f32 = 0.0;"
+        " if (j < S) { x = bitcast<f32>(b%d[vo + j * vr + e %% %du]); } Vs[e] = x; }\n"
+        "    workgroupBarrier();\n"
+        "    if (valid) {\n"
+        "      var jn = min(%du, S - j0);\n",
+     BC, BC * E, BR, E, bk, E, BC * Ev, BR, Ev, bv, Ev, BC);
+  if (causal) tf(s, "      if (i < j0) { jn = 0u; } else { jn = min(jn, i - j0 + 1u); }\n");
+}
+
 static ct_status fwd_run(int variant, void *ctx) {
   fa_fwd *f = ctx;
   const fa_geom *g = &f->g;
@@ -181,17 +198,7 @@ static ct_status fwd_run(int variant, void *ctx) {
          "  var kend = S;\n",
      BR, BR, E, Ev, BC, Ev, E, bq);
   if (f->causal) tf(&s, "  kend = min(S, i0 + %du); /* tiles past the last query's diagonal are skipped */\n", BR);
-  tf(&s, "  for (var j0 = 0u; j0 < kend; j0 = j0 + %du) {\n"
-         "    workgroupBarrier();\n"
-         "    for (var e = li; e < %du; e = e + %du) { let j = j0 + e / %du; var x: f32 = 0.0;"
-         " if (j < S) { x = bitcast<f32>(b%d[ko + j * kr + e %% %du]); } Ks[e] = x; }\n"
-         "    for (var e = li; e < %du; e = e + %du) { let j = j0 + e / %du; var x: f32 = 0.0;"
-         " if (j < S) { x = bitcast<f32>(b%d[vo + j * vr + e %% %du]); } Vs[e] = x; }\n"
-         "    workgroupBarrier();\n"
-         "    if (valid) {\n"
-         "      var jn = min(%du, S - j0);\n",
-     BC, BC * E, BR, E, bk, E, BC * Ev, BR, Ev, bv, Ev, BC);
-  if (f->causal) tf(&s, "      if (i < j0) { jn = 0u; } else { jn = min(jn, i - j0 + 1u); }\n");
+  emit_kv_tiles(&s, BC, BR, E, Ev, bk, bv, f->causal);
   tf(&s, "      var mt = m;\n"
          "      for (var jj = 0u; jj < jn; jj = jj + 1u) {\n"
          "        var d: f32 = 0.0;\n"
@@ -372,17 +379,7 @@ ct_status ct_webgpu_sdpa_flash_backward(const ct_call *c) {
              "  var kend = S;\n",
          BR, BR, E, Ev, E, E, E, bq, Ev, bg, (unsigned long long)ld->offset, bld, bld);
       if (causal) tf(&s, "  kend = min(S, i0 + %du);\n", BR);
-      tf(&s, "  for (var j0 = 0u; j0 < kend; j0 = j0 + %du) {\n"
-             "    workgroupBarrier();\n"
-             "    for (var e = li; e < %du; e = e + %du) { let j = j0 + e / %du; var x: f32 = 0.0;"
-             " if (j < S) { x = bitcast<f32>(b%d[ko + j * kr + e %% %du]); } Ks[e] = x; }\n"
-             "    for (var e = li; e < %du; e = e + %du) { let j = j0 + e / %du; var x: f32 = 0.0;"
-             " if (j < S) { x = bitcast<f32>(b%d[vo + j * vr + e %% %du]); } Vs[e] = x; }\n"
-             "    workgroupBarrier();\n"
-             "    if (valid) {\n"
-             "      var jn = min(%du, S - j0);\n",
-         BC, BC * E, BR, E, bk, E, BC * Ev, BR, Ev, bv, Ev, BC);
-      if (causal) tf(&s, "      if (i < j0) { jn = 0u; } else { jn = min(jn, i - j0 + 1u); }\n");
+      emit_kv_tiles(&s, BC, BR, E, Ev, bk, bv, causal);
       tf(&s, "      for (var jj = 0u; jj < jn; jj = jj + 1u) {\n"
              "        var d: f32 = 0.0;\n"
              "        for (var c = 0u; c < %du; c = c + 1u) { d = fma(q[c], Ks[jj * %du + c], d); }\n"
