@@ -1059,12 +1059,12 @@ static ct_tensor *mlp_opt_step(ct_optim *o, ct_tensor *const *p, const ct_tensor
   ct_scope_end(sc);
   return l;
 }
-WG_TEST(capture_replay) {
-  ct_scope *sc = ct_scope_begin();
+/* Two identical 6-12-3 MLPs on WebGPU (parameters a and b, requiring grad) and one batch x, t:
+ * one model steps eagerly, its twin is captured and replayed. In the caller's scope. */
+static void twin_mlp(ct_tensor **a, ct_tensor **b, ct_tensor **x, ct_tensor **t) {
   int64_t sx[2] = {8, 6}, s1[2] = {12, 6}, sb1[1] = {12}, s2[2] = {3, 12}, sb2[1] = {3}, st[1] = {8};
   const int64_t *shp[4] = {s1, sb1, s2, sb2};
   int nds[4] = {2, 1, 2, 1};
-  ct_tensor *a[4], *b[4];
   for (int k = 0; k < 4; k++) {
     ct_tensor *h = ct_mul_scalar(rnd(nds[k], shp[k]), ct_sf(0.4));
     a[k] = ct_detach(W(h)), b[k] = ct_detach(W(h));
@@ -1072,7 +1072,12 @@ WG_TEST(capture_replay) {
     CHECK_OK(ct_requires_grad_(b[k], true));
   }
   double tv[8] = {0, 2, 1, 1, 2, 0, 0, 1};
-  ct_tensor *x = W(rnd(2, sx)), *t = W(tt_from(tv, 1, st, CT_INT64));
+  *x = W(rnd(2, sx)), *t = W(tt_from(tv, 1, st, CT_INT64));
+}
+WG_TEST(capture_replay) {
+  ct_scope *sc = ct_scope_begin();
+  ct_tensor *a[4], *b[4], *x, *t;
+  twin_mlp(a, b, &x, &t);
   ct_optim_options o = ct_optim_defaults(CT_OPTIM_SGD);
   o.lr = 0.5;
   ct_optim *oa = ct_optim_new(CT_OPTIM_SGD, 4, a, &o), *ob = ct_optim_new(CT_OPTIM_SGD, 4, b, &o);
@@ -1119,18 +1124,8 @@ WG_TEST(capture_replay) {
  * advances as the eager one, and a replay uploads only the moved words. ---- */
 WG_TEST(capture_replay_adamw) {
   ct_scope *sc = ct_scope_begin();
-  int64_t sx[2] = {8, 6}, s1[2] = {12, 6}, sb1[1] = {12}, s2[2] = {3, 12}, sb2[1] = {3}, st[1] = {8};
-  const int64_t *shp[4] = {s1, sb1, s2, sb2};
-  int nds[4] = {2, 1, 2, 1};
-  ct_tensor *a[4], *b[4];
-  for (int k = 0; k < 4; k++) {
-    ct_tensor *h = ct_mul_scalar(rnd(nds[k], shp[k]), ct_sf(0.4));
-    a[k] = ct_detach(W(h)), b[k] = ct_detach(W(h));
-    CHECK_OK(ct_requires_grad_(a[k], true));
-    CHECK_OK(ct_requires_grad_(b[k], true));
-  }
-  double tv[8] = {0, 2, 1, 1, 2, 0, 0, 1};
-  ct_tensor *x = W(rnd(2, sx)), *t = W(tt_from(tv, 1, st, CT_INT64));
+  ct_tensor *a[4], *b[4], *x, *t;
+  twin_mlp(a, b, &x, &t);
   ct_optim_options o = ct_optim_defaults(CT_OPTIM_ADAMW);
   o.lr = 0.05;
   o.weight_decay = 0.1;
