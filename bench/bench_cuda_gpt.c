@@ -12,7 +12,7 @@
  *   bench_cuda_gpt mm: the step's matrix-product shapes alone (TF32, bf16 autocast, bfloat16 tensors).
  *   bench_cuda_gpt resnet224 [batch steps]: ResNet-18 224x224 inference (eval), eager and CUDA graph, fp32/tf32,
  * the module's forward and the folded plan (ct_cuda_resnet_infer: batch norm folded, bias+ReLU+residual fused).
- *   bench_cuda_gpt resnet [batch steps [graph] [tf32] [inplace]]: the ResNet-18 CIFAR training step (SGD momentum,
+ *   bench_cuda_gpt resnet [batch steps [graph] [tf32] [inplace] [cl]]: (cl: channels_last model and input) the ResNet-18 CIFAR training step (SGD momentum,
  * issue 7's second anchor), float32 (tf32: TF32 convolutions and products), eager or replayed as one CUDA graph;
  * zero_grad sets the gradients to none like PyTorch 2.x's default and the peer (inplace: zeroes them in place;
  * "none" is still accepted).
@@ -81,11 +81,13 @@ static ct_status resnet_step(void *u) {
   return ct_classifier_train_step(r->m, r->opt, r->x, r->y, r->to_none, true, &r->loss);
 }
 
-static int bench_resnet(int64_t B, int64_t steps, bool graph, bool to_none) {
+static int bench_resnet(int64_t B, int64_t steps, bool graph, bool to_none, bool cl) {
   ct_device dev = ct_cuda(0);
   ct_manual_seed(0);
   ct_module *m = ct_resnet18_cifar_new(10);
   if (!m || ct_module_to_device(m, dev) != CT_OK) DIE("resnet");
+  /* cl: PyTorch's channels_last recipe (model and input converted once) */
+  if (cl && ct_module_to_channels_last(m) != CT_OK) DIE("channels_last");
   ct_module_train(m, true);
   ct_dict *pd = ct_dict_new();
   ct_module_named_parameters(m, pd);
@@ -101,6 +103,11 @@ static int bench_resnet(int64_t B, int64_t steps, bool graph, bool to_none) {
   io.device = dev;
   ct_tensor *x = ct_randn(4, xs, fo, NULL), *y = ct_randint(0, 10, 1, &B, &io, NULL);
   if (!x || !y) DIE("batch");
+  if (cl) {
+    ct_tensor *xc = ct_to_channels_last(x);
+    ct_release(x);
+    if (!(x = xc)) DIE("channels_last input");
+  }
   rstep r = {m, opt, x, y, NULL, to_none};
   ct_cuda_graph *gr = NULL;
   for (int s = 0; s < 2; s++)
@@ -121,8 +128,9 @@ static int bench_resnet(int64_t B, int64_t steps, bool graph, bool to_none) {
   ct_cuda_synchronize(0);
   double ms = (now() - t0) * 1e3 / (double)steps;
   ct_item_double(r.loss, &last);
-  printf("ctorch  resnet18-cifar b%lld train step %9.2f ms  (%s, %s%s; last loss %.4f; convolutions: %s)\n", (long long)B, ms,
-         gr ? "CUDA graph" : "eager", ct_cuda_allow_tf32() ? "tf32" : "fp32", to_none ? ", grads set to none" : "", last,
+  printf("ctorch  resnet18-cifar b%lld train step %9.2f ms  (%s, %s%s%s; last loss %.4f; convolutions: %s)\n", (long long)B, ms,
+         gr ? "CUDA graph" : "eager", ct_cuda_allow_tf32() ? "tf32" : "fp32", to_none ? ", grads set to none" : "",
+         cl ? ", channels_last" : "", last,
          ct_cuda_cudnn_info());
   ct_cuda_graph_free(gr);
   ct_release(r.loss);
@@ -322,7 +330,7 @@ static int bench_attn(int64_t B, int64_t H, int64_t T, int64_t D) {
   return 0;
 }
 
-/* curve PATH [steps]: the first steps' losses of GPT-2 124M (batch 16, context 1024) in fp32 and bf16,
+/* curve PATH [steps]: the first steps' losses of GPT-2 124M (batch 16, context 1024) in fp32, bf16 and bf16o,
  * against PyTorch from the same weights and batch: the initial parameters (HF names, Conv1D layout)
  * and the batch (x, y) are written to PATH (safetensors) for `bench_cuda_gpt_torch.py curve PATH`; the
  * same optimizer (AdamW lr 6e-4, weight decay 0.1, clip 1.0) on one fixed batch. */
@@ -334,8 +342,14 @@ static int bench_curve(const char *path, int64_t steps) {
   ct_tensor *xc = ct_randint(0, cfg.vocab_size, 2, shape, &oi, gd),
             *yc = ct_randint(0, cfg.vocab_size, 2, shape, &oi, gd);
   if (!xc || !yc) DIE("batch");
-  for (int pi = 0; pi < 2; pi++) {
-    bool bf = pi == 1;
+  /* 0: fp32, 1: bf16 (float32 activations, rounded operands), 2: bf16o (PyTorch-style autocast) */
+  const char *pname[3] = {"fp32", "bf16", "bf16o"};
+  /* CURVE_PRECS (e.g. "bf16o"): only those precisions (the weights file is written by any run);
+   * CURVE_LR: another learning rate (the spike check) */
+  const char *want = getenv("CURVE_PRECS"), *lre = getenv("CURVE_LR");
+  for (int pi = 0; pi < 3; pi++) {
+    if (want && pi > 0 && !strstr(want, pname[pi])) continue;
+    bool bf = pi >= 1;
     ct_generator *g = ct_generator_new(1337);
     ct_gpt *m = ct_gpt_new_variant(&cfg, true, "tanh", g);
     if (!m) DIE("model");
@@ -351,12 +365,13 @@ static int bench_curve(const char *path, int64_t steps) {
     if (ct_gpt_to_device(m, ct_cuda(0)) != CT_OK) DIE("to cuda");
     ct_cuda_set_allow_tf32(false);
     ct_cuda_set_autocast_bf16(bf);
+    ct_cuda_set_autocast_bf16_outputs(pi == 2);
     const ct_dict *pd = ct_gpt_parameters(m);
     int64_t np = ct_dict_len(pd);
     ct_tensor **P = calloc((size_t)np, sizeof *P);
     for (int64_t i = 0; i < np; i++) P[i] = ct_dict_tensor(pd, i);
     ct_optim_options oo = ct_optim_defaults(CT_OPTIM_ADAMW);
-    oo.lr = 6e-4;
+    oo.lr = lre ? atof(lre) : 6e-4;
     oo.weight_decay = 0.1;
     ct_optim *opt = ct_optim_new(CT_OPTIM_ADAMW, np, P, &oo);
     ct_tensor *x = ct_to_device(xc, ct_cuda(0)), *y = ct_to_device(yc, ct_cuda(0));
@@ -368,15 +383,17 @@ static int bench_curve(const char *path, int64_t steps) {
       if (ct_gpt_forward(m, x, y, true, NULL, NULL, &loss) != CT_OK || ct_item_double(loss, &l) != CT_OK) DIE("forward");
       if (ct_backward(loss, NULL, false, false) != CT_OK) DIE("backward");
       ct_tensor *n = ct_clip_grad_norm_(np, P, 1.0, 2.0, false);
-      if (!n) DIE("clip");
+      double gn = 0;
+      if (!n || ct_item_double(n, &gn) != CT_OK) DIE("clip");
       ct_release(n);
       if (ct_optim_step(opt) != CT_OK || ct_optim_zero_grad(opt, true) != CT_OK) DIE("step");
-      printf("curve ctorch %s step %lld loss %.6f\n", bf ? "bf16" : "fp32", (long long)s, l);
+      printf("curve ctorch %s step %lld loss %.6f grad_norm %.4f\n", pname[pi], (long long)s, l, gn);
       ct_release(loss);
       ct_scope_end(sc);
     }
     fflush(stdout);
     ct_cuda_set_autocast_bf16(false);
+    ct_cuda_set_autocast_bf16_outputs(false);
     ct_release(x);
     ct_release(y);
     ct_optim_free(opt);
@@ -410,14 +427,15 @@ int main(int argc, char **argv) {
       printf("bench_cuda_gpt: skipped: %s\n", ct_cuda_unavailable_reason());
       return 0;
     }
-    bool tf32 = false, graph = false, none = true;
+    bool tf32 = false, graph = false, none = true, cl = false;
     for (int i = 4; i < argc; i++) {
+      cl |= !strcmp(argv[i], "cl");
       graph |= !strcmp(argv[i], "graph");
       tf32 |= !strcmp(argv[i], "tf32");
       if (!strcmp(argv[i], "inplace")) none = false;
     }
     ct_cuda_set_allow_tf32(tf32); /* TF32 convolutions: PyTorch's default (cudnn.allow_tf32) */
-    return bench_resnet(argc > 2 ? atoll(argv[2]) : 16, argc > 3 ? atoll(argv[3]) : 20, graph, none);
+    return bench_resnet(argc > 2 ? atoll(argv[2]) : 16, argc > 3 ? atoll(argv[3]) : 20, graph, none, cl);
   }
   int64_t L = 12, H = 12, C = 768, T = 1024, B = 16, V = 50257, steps = 10;
   if (argc >= 8) {

@@ -15,7 +15,12 @@
  *     captured), each first checked against the CPU's output (same weights, same input).
  * Usage: bench_webgpu [--small] [--mm N]... [--tiles 8x8x8,4x4x16,...] [--steps N] [--parts] [--no-gpt] [--no-mm]
  *        [--models | --resnet-step | --infer] [--diag]
+ * --dispatch: what one dispatch costs (trivial kernels: one pass, a pass / command buffer / submit each,
+ *   pipelines alternating, independent buffers); --profile: each dispatch of the captured models alone;
+ *   --conv-ab: the captured models again under other convolution tile/split choices.
  * --split-wait: the captured GPT step's wait for the GPU and its loss read timed apart.
+ * --attn flash: the GPT's attention as causal scaled_dot_product_attention (default: the explicit
+ *   masked softmax of the PyTorch peer).
  * --diag: each ResNet layer kind alone at the models' sizes, WebGPU vs CPU (values, gradients).
  *   --small: sizes for SwiftShader (a CPU emulating the GPU): mm 256, GPT 2x32, 64 wide;
  *   --parts: each op kind of the GPT step alone, forward + backward, at the step's sizes.
@@ -127,6 +132,8 @@ static void bench_mm(const char *tiles, const int *sizes, int nsizes, bool small
 }
 
 /* ---- (2) the GPT step ---- */
+static bool do_profile;
+static void profile_graph(ct_webgpu_graph *g, double replay_s);
 typedef struct {
   int64_t B, T, C, H, L, V;
 } gcfg;
@@ -153,6 +160,7 @@ static void init_params(const gcfg *c, ct_tensor **p) {
 /* the mean cross-entropy of one batch (every handle made here lives in the caller's scope) */
 static bool gpt_unchecked; /* the loss without the host-side check of the targets (capturable) */
 static bool split_wait;    /* --split-wait: time the captured step's GPU wait and loss read apart */
+static bool gpt_flash;     /* --attn flash: causal scaled_dot_product_attention (WGSL FlashAttention) */
 static ct_tensor *gpt_loss(const gcfg *c, ct_tensor *const *p, const ct_tensor *idx, const ct_tensor *tgt,
                            const ct_tensor *pos, const ct_tensor *mask) {
   int64_t B = c->B, T = c->T, C = c->C, H = c->H, D = C / H, ns[1] = {C};
@@ -163,18 +171,24 @@ static ct_tensor *gpt_loss(const gcfg *c, ct_tensor *const *p, const ct_tensor *
     ct_tensor *const *q = p + P_LAYER0 + L_N * l;
     ct_tensor *h = nn(ct_layer_norm(x, 1, ns, q[L_LN1W], q[L_LN1B], 1e-5), "ln1");
     ct_tensor *qkv = nn(ct_linear(h, q[L_QKV], NULL), "qkv");
-    ct_tensor *hs[3];
-    int64_t s4[4] = {B, T, H, D};
-    for (int j = 0; j < 3; j++)
-      hs[j] = nn(ct_transpose(nn(ct_view(nn(ct_contiguous(nn(ct_narrow(qkv, 2, j * C, C), "narrow")), "c"), 4, s4),
-                                 "view"),
-                              1, 2),
-                 "tr");
-    ct_tensor *att = nn(ct_matmul(hs[0], nn(ct_transpose(hs[1], 2, 3), "kT")), "qk");
-    att = nn(ct_mul_scalar(att, ct_sf(scale)), "scale");
-    att = nn(ct_masked_fill(att, mask, ct_sf(-INFINITY)), "mask");
-    att = nn(ct_softmax(att, -1, -1), "softmax");
-    ct_tensor *y = nn(ct_matmul(att, hs[2]), "av");
+    ct_tensor *hs[3], *y;
+    int64_t s4[4] = {B, T, H, D}, s5[5] = {B, T, 3, H, D};
+    if (gpt_flash) { /* q, k, v: strided views of qkv, no copies; the same product, scale and mask */
+      ct_tensor *q5 = nn(ct_view(qkv, 5, s5), "view");
+      for (int j = 0; j < 3; j++) hs[j] = nn(ct_transpose(nn(ct_select(q5, 2, j), "select"), 1, 2), "tr");
+      y = nn(ct_scaled_dot_product_attention(hs[0], hs[1], hs[2], NULL, 0, true, NULL, NULL), "sdpa");
+    } else {
+      for (int j = 0; j < 3; j++)
+        hs[j] = nn(ct_transpose(nn(ct_view(nn(ct_contiguous(nn(ct_narrow(qkv, 2, j * C, C), "narrow")), "c"), 4, s4),
+                                   "view"),
+                                1, 2),
+                   "tr");
+      ct_tensor *att = nn(ct_matmul(hs[0], nn(ct_transpose(hs[1], 2, 3), "kT")), "qk");
+      att = nn(ct_mul_scalar(att, ct_sf(scale)), "scale");
+      att = nn(ct_masked_fill(att, mask, ct_sf(-INFINITY)), "mask");
+      att = nn(ct_softmax(att, -1, -1), "softmax");
+      y = nn(ct_matmul(att, hs[2]), "av");
+    }
     int64_t s3[3] = {B, T, C};
     y = nn(ct_reshape(nn(ct_contiguous(nn(ct_transpose(y, 1, 2), "tr")), "c"), 3, s3), "merge");
     x = nn(ct_add(x, nn(ct_linear(y, q[L_PROJ], NULL), "proj")), "res1");
@@ -288,7 +302,10 @@ static void bench_gpt(const gcfg *c, int steps) {
   OK(ct_webgpu_synchronize());
   OK(ct_webgpu_capture_begin());
   ct_tensor *loss = gpt_loss(c, gpu.p, gpu.idx, gpu.tgt, gpu.pos, gpu.mask);
-  OK(ct_optim_zero_grad(gpu.opt, false));
+  /* gradients set to None (as the PyTorch peer's zero_grad): the backward's own buffers become
+   * .grad and stay alive, so replays write them again; zeroing in place cost a fill and an add
+   * per parameter */
+  OK(ct_optim_zero_grad(gpu.opt, true));
   OK(ct_backward(loss, NULL, false, false));
   OK(ct_optim_step(gpu.opt));
   ct_retain(loss);
@@ -329,7 +346,9 @@ static void bench_gpt(const gcfg *c, int steps) {
   double tb0 = now();
   for (int k = 0; k < steps; k++) OK(ct_webgpu_graph_replay(gr));
   OK(ct_webgpu_synchronize());
-  printf("webgpu captured, %d replays back-to-back: %.2f ms per step\n", steps, (now() - tb0) / steps * 1e3);
+  double tbb = (now() - tb0) / steps;
+  printf("webgpu captured, %d replays back-to-back: %.2f ms per step\n", steps, tbb * 1e3);
+  if (do_profile) profile_graph(gr, tbb);
   ct_webgpu_graph_free(gr);
   ct_release(loss);
   free(tm);
@@ -499,6 +518,83 @@ static void bench_diag(void) {
   for (size_t i = 0; i < sizeof C / sizeof *C; i++) diag_case(&C[i]);
 }
 
+/* ---- (4) --dispatch: what one dispatch costs, by how it is recorded (issue 9) ---- */
+static void bench_dispatch(int n) {
+  static const struct {
+    const char *name;
+    int mode, flags;
+  } C[] = {
+      {"one pass, one pipeline, one buffer (RAW chain)", 0, 0},
+      {"one pass, one pipeline, one buffer, bind once", 0, CT_WG_PROBE_BIND_ONCE},
+      {"one pass, one pipeline, 64 buffers (independent)", 0, CT_WG_PROBE_INDEP},
+      {"one pass, 2 pipelines alternating, one buffer", 0, CT_WG_PROBE_ALT_PIPE},
+      {"one pass, 2 pipelines alternating, 64 buffers", 0, CT_WG_PROBE_ALT_PIPE | CT_WG_PROBE_INDEP},
+      {"one pass, read-only kernel (no storage write)", 0, CT_WG_PROBE_READ_ONLY},
+      {"one pass, 256 workgroups each, one buffer", 0, CT_WG_PROBE_WIDE},
+      {"one pass, 256 workgroups each, 64 buffers", 0, CT_WG_PROBE_WIDE | CT_WG_PROBE_INDEP},
+      {"a pass per dispatch, one command buffer", 1, 0},
+      {"a command buffer per dispatch, one submit", 3, 0},
+      {"a command buffer and a submit per dispatch", 2, 0},
+  };
+  printf("\n== per-dispatch cost: %d trivial dispatches (64 threads, a[i] += 1) vs 1; slope = (t(n) - t(1)) / (n - 1), "
+         "medians of 5 ==\n", n);
+  for (size_t c = 0; c < sizeof C / sizeof C[0]; c++) {
+    double t1[5], tn[5];
+    for (int r = 0; r < 5; r++) {
+      OK(ct_webgpu_dispatch_probe(1, C[c].mode, C[c].flags, &t1[r]));
+      OK(ct_webgpu_dispatch_probe(n, C[c].mode, C[c].flags, &tn[r]));
+    }
+    double a = median(t1, 5), b = median(tn, 5);
+    printf("dispatch %-50s %7.2f us each (1 dispatch submitted+waited: %.1f us)\n", C[c].name, (b - a) / (n - 1) * 1e6,
+           a * 1e6);
+  }
+}
+
+/* --profile: each dispatch of a captured graph run alone (10 times in a pass), by kernel kind */
+static const char *kernel_kind(const char *w) {
+  if (strstr(w, "fn la(m")) return "conv (implicit GEMM)";
+  if (strstr(w, "fn fin(")) return "conv split-K sum";
+  if (strstr(w, "var<workgroup> As") || strstr(w, "var<workgroup> Bs")) return "gemm";
+  if (strstr(w, "workgroupBarrier")) return "reduction/norm";
+  return "elementwise/other";
+}
+static void profile_graph(ct_webgpu_graph *g, double replay_s) {
+  int n = (int)ct_webgpu_graph_dispatches(g);
+  double *us = calloc((size_t)n, sizeof *us);
+  int *ord = calloc((size_t)n, sizeof *ord);
+  if (!us || !ord || ct_webgpu_graph_profile(g, 10, us) != CT_OK) {
+    printf("profile failed: %s\n", ct_last_error());
+    free(us), free(ord);
+    return;
+  }
+  static const char *kinds[] = {"conv (implicit GEMM)", "conv split-K sum", "gemm", "reduction/norm", "elementwise/other"};
+  double tot = 0, by[5] = {0};
+  int cnt[5] = {0};
+  for (int i = 0; i < n; i++) {
+    uint32_t gr[3];
+    const char *k = kernel_kind(ct_webgpu_graph_kernel(g, i, gr));
+    for (int j = 0; j < 5; j++)
+      if (k == kinds[j]) by[j] += us[i], cnt[j]++;
+    tot += us[i];
+    ord[i] = i;
+  }
+  printf("  profile: %d dispatches alone sum to %.3f ms (replay %.3f ms)\n", n, tot * 1e-3, replay_s * 1e3);
+  for (int j = 0; j < 5; j++)
+    if (cnt[j]) printf("    %-22s %4d dispatches %8.3f ms (%.1f us each)\n", kinds[j], cnt[j], by[j] * 1e-3, by[j] / cnt[j]);
+  for (int a = 0; a < n; a++) /* the slowest first (selection of the top 12) */
+    for (int b = a + 1; b < n && a < 12; b++)
+      if (us[ord[b]] > us[ord[a]]) {
+        int t = ord[a];
+        ord[a] = ord[b], ord[b] = t;
+      }
+  for (int a = 0; a < n && a < 12; a++) {
+    uint32_t gr[3];
+    const char *k = kernel_kind(ct_webgpu_graph_kernel(g, ord[a], gr));
+    printf("    #%-4d %8.1f us  %-20s grid %ux%ux%u\n", ord[a], us[ord[a]], k, gr[0], gr[1], gr[2]);
+  }
+  free(us), free(ord);
+}
+
 /* ---- (3) the models of the Performance section ---- */
 static ct_module *model_on(int kind, ct_device dev) {
   ct_manual_seed(0); /* the same weights on both devices */
@@ -557,6 +653,32 @@ static ct_optim *sgd_of(ct_module *m, ct_dict *pd) {
   if (!o) DIE("sgd");
   return o;
 }
+/* --conv-ab: the captured model again under other convolution choices (webgpu_kernels.c's k_conv:
+ * session 7's tile/split policy, no prefetch, T forced to 2), each re-captured and timed in this process */
+static bool conv_ab;
+static const char *const conv_ab_env[][2] = {{"CT_WEBGPU_CONV_POLICY", "7"}, {"CT_WEBGPU_CONV_PREFETCH", "0"}, {"CT_WEBGPU_CONV_T", "2"}};
+static ct_webgpu_graph *ab_graph;
+static ct_status ab_replay(void *u) {
+  (void)u;
+  return ct_webgpu_graph_replay(ab_graph);
+}
+static void conv_ab_step(void *ms, ct_status (*step)(void *), int steps) {
+  for (size_t v = 0; v < sizeof conv_ab_env / sizeof conv_ab_env[0]; v++) {
+    setenv(conv_ab_env[v][0], conv_ab_env[v][1], 1);
+    OK(ct_webgpu_synchronize());
+    OK(ct_webgpu_capture_begin());
+    OK(step(ms));
+    if (!(ab_graph = ct_webgpu_capture_end())) DIE("capture (conv A/B)");
+    OK(ab_replay(NULL));
+    double t = time_calls(ab_replay, NULL, steps);
+    printf("  conv A/B %s=%s: replay %.3f ms (%lld dispatches)\n", conv_ab_env[v][0], conv_ab_env[v][1], t * 1e3,
+           (long long)ct_webgpu_graph_dispatches(ab_graph));
+    ct_webgpu_graph_free(ab_graph);
+    ab_graph = NULL;
+    unsetenv(conv_ab_env[v][0]);
+  }
+}
+
 static void bench_resnet_step(int64_t B, int steps) {
   printf("\n== ResNet-18 CIFAR training step, batch %lld, SGD momentum 0.9 lr 0.01, float32 ==\n", (long long)B);
   ct_module *mc = model_on(0, ct_cpu()), *mg = model_on(0, ct_webgpu());
@@ -600,7 +722,10 @@ static void bench_resnet_step(int64_t B, int steps) {
   printf("webgpu resnet18-cifar b%lld train step: eager %.2f ms, captured (replay) %.2f ms (mean of %d back-to-back, "
          "median of 5); loss now %.4f\n",
          (long long)B, te * 1e3, tr * 1e3, steps, lg);
+  if (do_profile) profile_graph(g.g, tr);
   ct_webgpu_graph_free(g.g);
+  g.g = NULL;
+  if (conv_ab) conv_ab_step(&g, train_eager, steps);
   ct_release(c.loss), ct_release(c.x), ct_release(g.loss), ct_release(g.x), ct_release(g.y), ct_release(x), ct_release(y);
   ct_optim_free(oc), ct_optim_free(og);
   ct_dict_free(pc), ct_dict_free(pg);
@@ -616,6 +741,19 @@ static ct_status infer_once(void *u) {
   ct_tensor *o = ct_module_forward(s->m, s->x);
   ct_scope_end(sc);
   return o ? CT_OK : ct_last_status();
+}
+typedef struct {
+  ct_module *m;
+  ct_tensor *x, *out;
+} abstate;
+static ct_status forward_kept(void *u) { /* one forward whose output stays alive for the replays */
+  abstate *a = u;
+  ct_release(a->out);
+  ct_scope *sc = ct_scope_begin();
+  a->out = ct_module_forward(a->m, a->x);
+  if (a->out) ct_retain(a->out);
+  ct_scope_end(sc);
+  return a->out ? CT_OK : ct_last_status();
 }
 static void bench_infer(int kind, int iters) {
   const char *name = kind == 1 ? "resnet18-224" : "vit-tiny16";
@@ -659,6 +797,13 @@ static void bench_infer(int kind, int iters) {
   printf("  replay: host (encode + submit) %.3f ms of %.3f ms per forward\n", host_part * 1e3, tr * 1e3);
   printf("webgpu %s b1 inference: eager %.3f ms, captured (replay) %.3f ms (mean of %d back-to-back, median of 5)\n",
          name, te * 1e3, tr * 1e3, iters);
+  if (conv_ab) {
+    abstate ab = {mg, s.x, NULL};
+    conv_ab_step(&ab, forward_kept, iters);
+    printf("  conv A/B: last variant's output vs cpu: rel err %.2e\n", rel_err(ab.out, rc));
+    ct_release(ab.out);
+  }
+  if (do_profile) profile_graph(gr, tr);
   ct_webgpu_graph_free(gr);
   ct_release(out), ct_release(rc), ct_release(rg), ct_release(x), ct_release(s.x);
   ct_module_free(mc), ct_module_free(mg);
@@ -668,7 +813,7 @@ static void bench_infer(int kind, int iters) {
 int main(int argc, char **argv) {
   bool small = false, do_mm = true, do_gpt = true, parts = false, resnet = false, infer = false, diag = false;
   const char *tiles = "8x8x8,4x4x16,8x4x16,4x8x8,8x8x16";
-  int sizes[8], ns = 0, steps = 30;
+  int sizes[8], ns = 0, steps = 30, dispatch_n = 0;
   for (int i = 1; i < argc; i++) {
     if (!strcmp(argv[i], "--small")) small = true;
     else if (!strcmp(argv[i], "--no-mm")) do_mm = false;
@@ -678,12 +823,16 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--resnet-step")) resnet = true;
     else if (!strcmp(argv[i], "--infer")) infer = true;
     else if (!strcmp(argv[i], "--diag")) diag = true;
+    else if (!strcmp(argv[i], "--dispatch")) dispatch_n = 2000;
+    else if (!strcmp(argv[i], "--profile")) do_profile = true;
+    else if (!strcmp(argv[i], "--conv-ab")) conv_ab = true;
     else if (!strcmp(argv[i], "--split-wait")) split_wait = true;
+    else if (!strcmp(argv[i], "--attn") && i + 1 < argc) gpt_flash = !strcmp(argv[++i], "flash");
     else if (!strcmp(argv[i], "--mm") && i + 1 < argc && ns < 8) sizes[ns++] = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--tiles") && i + 1 < argc) tiles = argv[++i];
     else if (!strcmp(argv[i], "--steps") && i + 1 < argc) steps = atoi(argv[++i]);
     else {
-      fprintf(stderr, "usage: bench_webgpu [--small] [--mm N]... [--tiles T,...] [--steps N] [--no-mm] [--no-gpt] [--parts] [--models | --resnet-step | --infer] [--diag] [--split-wait]\n");
+      fprintf(stderr, "usage: bench_webgpu [--small] [--mm N]... [--tiles T,...] [--steps N] [--no-mm] [--no-gpt] [--parts] [--models | --resnet-step | --infer] [--diag] [--split-wait] [--dispatch] [--profile] [--conv-ab]\n");
       return 2;
     }
   }
@@ -699,6 +848,7 @@ int main(int argc, char **argv) {
     else sizes[ns++] = 1024, sizes[ns++] = 2048, sizes[ns++] = 4096;
   }
   if (steps < 1) steps = 1;
+  if (dispatch_n) bench_dispatch(small ? 200 : dispatch_n);
   if (diag) bench_diag();
   if (parts) bench_parts();
   if (do_mm) bench_mm(tiles, sizes, ns, small);

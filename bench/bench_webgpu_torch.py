@@ -6,7 +6,8 @@ with the loss read back (as the C bench), and CUDA events around repeated produc
 medians. --models (or WG_MODELS=1): also the models of issue 9's Performance section with the
 models of tests/models_ref.py: the ResNet-18 CIFAR training step b16 (SGD momentum, eager, fp32 and
 TF32) and ResNet-18 224 / ViT-Tiny/16 inference b1 (eval, eager and CUDA graph).
-Usage: python3 bench/bench_webgpu_torch.py [--steps N] [--models] [--no-gpt] [--no-mm]"""
+--sdpa: the GPT step also with causal F.scaled_dot_product_attention (bench_webgpu --attn flash).
+Usage: python3 bench/bench_webgpu_torch.py [--steps N] [--models] [--no-gpt] [--no-mm] [--sdpa]"""
 import math
 import os
 import statistics
@@ -46,8 +47,9 @@ def mm_bench():
         print(f"torch mm {n:5d}^3 {t * 1e3:8.3f} ms  {flop / t / 1e12:6.2f} TFLOP/s")
 
 
-def gpt_bench(B=8, T=256, C=256, H=4, L=4, V=256):
-    print(f"== PyTorch CUDA eager GPT step: {L} layers, {C} wide, {H} heads, context {T}, batch {B} ==")
+def gpt_bench(B=8, T=256, C=256, H=4, L=4, V=256, sdpa=False):
+    print(f"== PyTorch CUDA eager GPT step: {L} layers, {C} wide, {H} heads, context {T}, batch {B}"
+          f"{', attention: causal F.scaled_dot_product_attention' if sdpa else ''} ==")
     g = torch.Generator().manual_seed(1234)
     rs = 0.02 / math.sqrt(2 * L)
 
@@ -75,6 +77,13 @@ def gpt_bench(B=8, T=256, C=256, H=4, L=4, V=256):
         for q in layers:
             h = F.layer_norm(x, (C,), q["ln1w"], q["ln1b"], 1e-5)
             qkv = F.linear(h, q["qkv"])
+            if sdpa:  # bench_webgpu --attn flash: the same product, scale and mask in one call
+                qs, ks, vs = (t.transpose(1, 2) for t in qkv.view(B, T, 3, H, D).unbind(2))
+                y = F.scaled_dot_product_attention(qs, ks, vs, is_causal=True).transpose(1, 2).reshape(B, T, C)
+                x = x + F.linear(y, q["proj"])
+                h = F.layer_norm(x, (C,), q["ln2w"], q["ln2b"], 1e-5)
+                x = x + F.linear(F.gelu(F.linear(h, q["fc"]), approximate="tanh"), q["fc2"])
+                continue
             hs = [qkv[..., j * C:(j + 1) * C].contiguous().view(B, T, H, D).transpose(1, 2) for j in range(3)]
             att = (hs[0] @ hs[1].transpose(2, 3)) * (1.0 / math.sqrt(D))
             att = att.masked_fill(mask, float("-inf")).softmax(-1)
@@ -170,5 +179,7 @@ if "--no-mm" not in sys.argv:
     mm_bench()
 if "--no-gpt" not in sys.argv:
     gpt_bench()
+    if "--sdpa" in sys.argv:
+        gpt_bench(sdpa=True)
 if "--models" in sys.argv or os.environ.get("WG_MODELS", "0") == "1":
     models_bench()

@@ -3,11 +3,11 @@
  * many batches of process CPU time, so a loaded machine disturbs it little. This is the arithmetic
  * side of the 16M-float streaming ratios of bench_ctorch (--only f32_16M): an op can reach memcpy's
  * bandwidth only if it costs less per float in cache than memcpy does streaming.
- * Build: cc -O2 -Iinclude -Isrc bench/rows_probe.c build/rows/libctorch.a -lm -lpthread \
- *          -L/usr/local/cuda/lib64 -lcudart_static -ldl -lrt -lstdc++ -o build/rows/rows_probe
+ * Build: cc -O2 -Iinclude -Isrc bench/rows_probe.c build/rows8/libctorch.a -lm -lpthread \
+ *          -L/usr/local/cuda/lib64 -lcudart_static -ldl -lrt -lstdc++ -o build/rows8/rows_probe
  *   (the cuda flags only where the library was built with CUDA). CT_SIMD=avx2|portable caps the level.
- * `rows_probe NAME` or `rows_probe NAME1,NAME2,...` runs only those ops; `rows_probe stream [rounds]` the
- * 16M-float streaming ratios (see stream_mode); ROWS_PROBE_NO_CLOCK=1 skips the clock reading. */
+ * `rows_probe NAME` or `rows_probe NAME1,NAME2,...` runs only those ops; `rows_probe stream [rounds] [ops]`
+ * the 16M-float streaming ratios (see stream_mode); ROWS_PROBE_NO_CLOCK=1 skips the clock reading. */
 #include "ctorch.h"
 #include "bench_clock.h"
 #include "backend/cpu/simd/simd.h"
@@ -85,11 +85,17 @@ __attribute__((target("avx512f"))) static void nt_copy(float *d, const float *s,
 }
 #endif
 
-/* `rows_probe stream [rounds]`: the 16M-float ops of bench_ctorch's f32_16M ratios ([16384, 1024],
- * 1 thread) against memcpy of the same 64 MiB, interleaved round by round so that load from other
- * processes hits every op alike; best wall and best process-CPU time per op over the rounds, as ns per
- * float and as the ratio of bandwidth to memcpy's (2 floats moved per element, as memcpy) */
-static int stream_mode(int rounds) {
+/* `rows_probe stream [rounds] [ops]`: the 16M-float ops of bench_ctorch's f32_16M ratios ([16384, 1024],
+ * 1 thread) against memcpy of the same 64 MiB and an NT-store copy, all interleaved in one process with
+ * the order rotating every round, so that load from other processes and the host's clock swings hit
+ * every op alike; per op the median and minimum of the wall and of the process-CPU time over the rounds,
+ * as ns per float, and the ratio of medians to memcpy's (2 floats moved per element, as memcpy). ops:
+ * comma-separated names (default: exp, both GELUs, softmax, log_softmax, layer_norm) */
+static int cmp_dbl(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+static int stream_mode(int rounds, const char *sel) {
   int64_t rows = 16384, cols = 1024, n = rows * cols, shape[2] = {rows, cols};
   ct_manual_seed(1);
   probe p = {0};
@@ -99,40 +105,48 @@ static int stream_mode(int rounds) {
   p.b = ct_zeros(1, &cols, ct_opts());
   size_t bytes = (size_t)n * 4;
   float *s = malloc(bytes), *d = malloc(bytes);
-  if (!p.x || !p.w || !p.b || !s || !d) return 1;
+  if (rounds < 1) rounds = 1;
+  double *tw = calloc((size_t)rounds * 16, sizeof(double)), *tc = calloc((size_t)rounds * 16, sizeof(double));
+  if (!p.x || !p.w || !p.b || !s || !d || !tw || !tc) return 1;
   memset(s, 1, bytes), memset(d, 0, bytes);
-  static const int ops[] = {-1, -2, 8, 0, 1, 4, 5, 6};
-  enum { NOPS = sizeof ops / sizeof ops[0] };
-  double bw[NOPS], bc[NOPS];
-  for (int k = 0; k < NOPS; k++) bw[k] = bc[k] = 1e30;
-  for (int r = 0; r < rounds; r++)
-    for (int k = 0; k < NOPS; k++)
-      for (int rep = 0; rep < 3; rep++) {
-        double t0 = now(), c0 = cpu_now();
-        if (ops[k] == -1) memcpy(d, s, bytes);
+  int ops[16] = {-1, -2}, nops = 2;
+  static const int dflt[] = {8, 0, 1, 4, 5, 6};
+  for (int k = 0; k < (int)(sizeof dflt / sizeof dflt[0]); k++)
+    if (!sel || in_list(sel, names[dflt[k]])) ops[nops++] = dflt[k];
+  for (int r = -1; r < rounds; r++) /* round -1 warms every op's buffers */
+    for (int j = 0; j < nops; j++) {
+      int k = (j + (r < 0 ? 0 : r)) % nops;
+      double t0 = now(), c0 = cpu_now();
+      if (ops[k] == -1) memcpy(d, s, bytes);
 #if defined(__x86_64__)
-        else if (ops[k] == -2 && ct_simd_cpu_level() == CT_SIMD_AVX512 && ((uintptr_t)d & 63) == 0) nt_copy(d, s, (size_t)n);
+      else if (ops[k] == -2 && ct_simd_cpu_level() == CT_SIMD_AVX512 && ((uintptr_t)d & 63) == 0) nt_copy(d, s, (size_t)n);
 #endif
-        else if (ops[k] == -2) memcpy(d, s, bytes);
-        else ct_release(run(&p, ops[k]));
-        double t = now() - t0, c = cpu_now() - c0;
-        if (r || rep) { /* the first call of each op warms its buffers */
-          bw[k] = t < bw[k] ? t : bw[k];
-          bc[k] = c < bc[k] ? c : bc[k];
-        }
-      }
-  printf("stream: 16M floats, 1 thread, best of %d, wall / process CPU time, ratio = memcpy time / op time\n", 3 * rounds - 1);
-  for (int k = 0; k < NOPS; k++)
-    printf("%-12s wall %7.4f ns/float ratio %5.2f   cpu %7.4f ns/float ratio %5.2f\n", ops[k] == -1 ? "memcpy" : ops[k] == -2 ? "nt_copy" : names[ops[k]],
-           bw[k] / (double)n * 1e9, bw[0] / bw[k], bc[k] / (double)n * 1e9, bc[0] / bc[k]);
-  free(s), free(d);
+      else if (ops[k] == -2) memcpy(d, s, bytes);
+      else ct_release(run(&p, ops[k]));
+      double t = now() - t0, c = cpu_now() - c0;
+      if (r >= 0) tw[k * rounds + r] = t, tc[k * rounds + r] = c;
+    }
+  for (int k = 0; k < nops; k++) {
+    qsort(tw + k * rounds, (size_t)rounds, sizeof(double), cmp_dbl);
+    qsort(tc + k * rounds, (size_t)rounds, sizeof(double), cmp_dbl);
+  }
+#define MED(t, k) (rounds % 2 ? t[(k) * rounds + rounds / 2] : 0.5 * (t[(k) * rounds + rounds / 2 - 1] + t[(k) * rounds + rounds / 2]))
+  printf("stream: 16M floats, 1 thread, %d rounds interleaved (order rotating), median / min ns per float,"
+         " ratio = memcpy median / op median\n", rounds);
+  for (int k = 0; k < nops; k++)
+    printf("%-12s wall %7.4f / %7.4f ratio %5.2f   cpu %7.4f / %7.4f ratio %5.2f\n",
+           ops[k] == -1 ? "memcpy" : ops[k] == -2 ? "nt_copy" : names[ops[k]], MED(tw, k) / (double)n * 1e9,
+           tw[k * rounds] / (double)n * 1e9, MED(tw, 0) / MED(tw, k), MED(tc, k) / (double)n * 1e9,
+           tc[k * rounds] / (double)n * 1e9, MED(tc, 0) / MED(tc, k));
+#undef MED
+  free(s), free(d), free(tw), free(tc);
   ct_release(p.x), ct_release(p.w), ct_release(p.b);
   return 0;
 }
 
 int main(int argc, char **argv) {
   ct_set_num_threads(1);
-  if (argc > 1 && !strcmp(argv[1], "stream")) return stream_mode(argc > 2 ? atoi(argv[2]) : 5);
+  if (argc > 1 && !strcmp(argv[1], "stream")) return stream_mode(argc > 2 ? atoi(argv[2]) : 15, argc > 3 ? argv[3] : NULL);
   int64_t n = 32768, cols = 1024, shape[2] = {n / cols, cols};
   probe p = {0};
   p.cols = cols;

@@ -20,4 +20,5 @@
 #include "ctorch/optim.h"
 #include "ctorch/io.h"
 #include "ctorch/vision.h"
+#include "ctorch/memory_format.h"
 #endif

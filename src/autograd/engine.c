@@ -1,9 +1,14 @@
 /* The backward engine: dependency counts over the reachable graph, then nodes in
  * topological order (latest-created first among the ready ones, like PyTorch). */
 #include "autograd.h"
+#include "../ops/layout.h"
 #include <stdlib.h>
 
 void ct_node_release_saved(ct_node *n);
+/* per-node timing when profiling (src/core/op_profile.c) */
+bool ct_op_profile_on(void);
+void ct_op_profile_enter(int64_t mark[2]);
+void ct_op_profile_leave(const int64_t mark[2], const char *name);
 
 /* ---- grad mode ---- */
 static _Thread_local int grad_disabled = 0;
@@ -109,7 +114,9 @@ static ct_status accumulate_into_grad(ct_tensor *t, ct_tensor *g, bool create_gr
     else {
       bool prev = ct_set_grad_enabled(false);
       /* steal when nothing else can see the buffer, else copy (grads are often shared views) */
-      if (g->refcount == 1 && g->storage->refcount == 1 && !g->grad_fn && ct_is_contiguous(g)) stored = ct_hold(g);
+      if (g->refcount == 1 && g->storage->refcount == 1 && !g->grad_fn &&
+          (ct_is_contiguous(g) || ct_dense_same_layout(g, t))) /* PyTorch's layout contract: t's strides */
+        stored = ct_hold(g);
       else stored = ct_clone(g);
       ct_set_grad_enabled(prev);
       if (stored && stored->grad_fn) { ct_tensor *d = ct_detach(stored); ct_unhold(stored); stored = d; }
@@ -232,6 +239,8 @@ static ct_status run_engine(int n_roots, ct_tensor *const *roots, ct_tensor *con
     if (all[k]->deps == 0 && !heap_push(&ready, all[k])) { st = CT_ERR(CT_ERR_OOM, "out of memory in backward"); goto done; }
 
   bool prev_mode = ct_set_grad_enabled(create_graph);
+  const bool prof = ct_op_profile_on();
+  int64_t pm[2];
   while (ready.n > 0 && st == CT_OK) {
     ct_node *x = heap_pop(&ready);
     /* tensor hooks and retain_grad of non-leaf outputs, in registration order (1.13 runs
@@ -268,7 +277,9 @@ static ct_status run_engine(int n_roots, ct_tensor *const *roots, ct_tensor *con
         ct_tensor *g = ct_apply_hooks(x->leaf, x->gbuf[0]);
         x->gbuf[0] = NULL;
         if (!g) { st = ct_last_status(); break; }
+        if (prof) ct_op_profile_enter(pm);
         st = accumulate_into_grad(x->leaf, g, create_graph);
+        if (prof) ct_op_profile_leave(pm, "engine:AccumulateGrad");
         ct_release(g);
       }
     } else {
@@ -278,7 +289,9 @@ static ct_status run_engine(int n_roots, ct_tensor *const *roots, ct_tensor *con
       if (any) {
         for (int j = 0; j < x->n_out && st == CT_OK; j++)
           if (!x->gbuf[j] && !(x->grad_unused_mask >> j & 1)) {
+            if (prof) ct_op_profile_enter(pm);
             x->gbuf[j] = ct_zeros_meta(&x->out_meta[j]);
+            if (prof) ct_op_profile_leave(pm, "engine:zero_fill");
             if (!x->gbuf[j]) st = ct_last_status();
             else ct_own(x->gbuf[j]);
           }
@@ -293,7 +306,9 @@ static ct_status run_engine(int n_roots, ct_tensor *const *roots, ct_tensor *con
             }
         ct_clear_error();
         uint64_t err0 = ct_error_serial();
+        if (prof) ct_op_profile_enter(pm);
         st = x->backward(x, x->gbuf, gin);
+        if (prof) ct_op_profile_leave(pm, ct_node_name(x));
         if (create_graph)
           for (int j = 0; j < x->n_out; j++)
             if (x->saved_out[j].t && x->saved_out[j].t->grad_fn == x) {
@@ -321,7 +336,9 @@ static ct_status run_engine(int n_roots, ct_tensor *const *roots, ct_tensor *con
             else { ct_own(c); ct_release(gin[i]); gin[i] = c; }
           }
           if (st == CT_OK) {
+            if (prof) ct_op_profile_enter(pm);
             st = accumulate(&x->next[i].fn->gbuf[x->next[i].nr], gin[i]);
+            if (prof) ct_op_profile_leave(pm, x->next[i].fn->gbuf[x->next[i].nr] == gin[i] ? "engine:route" : "engine:accumulate");
             gin[i] = NULL;
           }
         }

@@ -522,6 +522,61 @@ static ct_tensor *gelu_bias(ct_tensor *y, const ct_tensor *b, bool erf) {
   return out;
 }
 
+/* ---- the fused qkv product split into q, k, v ----
+ * Three narrow views would each get a narrow backward: a zero-filled [..., 3C] gradient, the
+ * slice copied in, and the three summed by the engine (3 fills, 3 copies, 2 adds of the full
+ * buffer per layer). One node for the three pieces, whose backward writes each piece's
+ * gradient into its slice of one buffer, as PyTorch's split backward (a cat) does. The pieces
+ * alias qkv's storage and share its version counter (no copy in the forward). */
+static ct_status bw_qkv_split(ct_node *n, ct_tensor *const *g, ct_tensor **gin) {
+  if (!ct_node_needs_grad(n, 0)) return CT_OK;
+  const ct_meta *m = &n->in_meta[0];
+  ct_options o = ct_opts_dtype(m->dtype);
+  o.device = m->device;
+  int d = m->ndim - 1;
+  int64_t C = m->shape[d] / 3;
+  ct_tensor *buf = ct_empty(m->ndim, m->shape, o);
+  ct_status st = buf ? CT_OK : ct_last_status();
+  for (int j = 0; j < 3 && st == CT_OK; j++) {
+    ct_tensor *s = ct_narrow(buf, d, j * C, C);
+    st = !s ? ct_last_status() : g[j] ? ct_copy_(s, g[j]) : ct_fill_(s, ct_sf(0)) ? ct_last_status() : CT_OK;
+    ct_release(s);
+  }
+  if (st != CT_OK) {
+    ct_release(buf);
+    return st;
+  }
+  gin[0] = buf;
+  return CT_OK;
+}
+
+/* qkv [..., 3C] -> out[0..2] [..., C] (new references); NULL entries on failure */
+static bool qkv_split(ct_tensor *qkv, ct_tensor **out) {
+  int d = qkv->ndim - 1;
+  int64_t C = qkv->shape[d] / 3;
+  out[0] = out[1] = out[2] = NULL;
+  if (!(ct_grad_mode_recording() && ct_tensor_requires_grad(qkv))) {
+    for (int j = 0; j < 3; j++)
+      if (!(out[j] = ct_narrow(qkv, d, j * C, C))) return false;
+    return true;
+  }
+  int64_t sh[CT_MAX_DIMS];
+  memcpy(sh, qkv->shape, sizeof sh);
+  sh[d] = C;
+  for (int j = 0; j < 3; j++) {
+    if (!(out[j] = ct_tensor_over(qkv->storage, qkv->ndim, sh, qkv->stride, qkv->offset + j * C * qkv->stride[d],
+                                  qkv->dtype)))
+      return false;
+    ct_vcell_share(out[j], qkv);
+    out[j]->is_inference = qkv->is_inference;
+  }
+  ct_clear_error();
+  if (!ct_record_node(-1, 1, &qkv, 3, out, NULL, CT_SAVE_NONE, bw_qkv_split, "SplitWithSizesBackward0") &&
+      ct_last_status() != CT_OK)
+    return false;
+  return true;
+}
+
 /* x itself when off (every tensor here belongs to the caller's scope, so no extra reference) */
 static ct_tensor *dropout(ct_tensor *x, double p, bool training, ct_generator *g) {
   if (!training || p == 0) return x;
@@ -540,9 +595,11 @@ static ct_tensor *trunk(ct_gpt *m, ct_tensor *x, bool training, ct_generator *g,
     ct_tensor *qkv = h ? conv1d(h, P[L_ATTN_W], P[L_ATTN_B]) : NULL;
     if (!qkv) return NULL;
     int64_t s4[4] = {B, T, H, hd};
-    ct_tensor *q = ct_transpose(ct_view(ct_narrow(qkv, 2, 0, C), 4, s4), 1, 2);
-    ct_tensor *k = ct_transpose(ct_view(ct_narrow(qkv, 2, C, C), 4, s4), 1, 2);
-    ct_tensor *v = ct_transpose(ct_view(ct_narrow(qkv, 2, 2 * C, C), 4, s4), 1, 2);
+    ct_tensor *sp[3];
+    if (!qkv_split(qkv, sp)) return NULL; /* pieces left in the scope */
+    ct_tensor *q = ct_transpose(ct_view(sp[0], 4, s4), 1, 2);
+    ct_tensor *k = ct_transpose(ct_view(sp[1], 4, s4), 1, 2);
+    ct_tensor *v = ct_transpose(ct_view(sp[2], 4, s4), 1, 2);
     if (!q || !k || !v) return NULL;
     ct_tensor *y = attn(actx, l, q, k, v); /* [B, H, T, hd] */
     int64_t s3[3] = {B, T, C};

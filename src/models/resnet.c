@@ -7,6 +7,15 @@
 #include <math.h>
 #include <stdio.h>
 
+/* relu(bn(x)) in one fused op on the CPU (src/nn/layers.c) */
+ct_tensor *ct_module_forward_bn_relu(ct_module *m, const ct_tensor *x);
+static ct_tensor *bn_relu_then(ct_module *bn, ct_tensor *a) {
+  if (!a) return NULL;
+  ct_tensor *r = ct_module_forward_bn_relu(bn, a);
+  ct_release(a);
+  return r;
+}
+
 /* ---- BasicBlock: relu(bn2(conv2(relu(bn1(conv1(x))))) + downsample(x)) ----
  * Each intermediate is released as soon as the next op has read it (what autograd saved stays
  * alive through its own hold): without grad, a ResNet-18 224 b16 forward otherwise keeps every
@@ -14,8 +23,7 @@
 static ct_tensor *block_forward(ct_module *m, const ct_tensor *x) {
   ct_scope *s = ct_scope_begin();
   ct_tensor *out = ct_module_forward(ct_module_child(m, "conv1"), x);
-  out = vm_forward_then(ct_module_child(m, "bn1"), out);
-  out = vm_then(out, ct_relu);
+  out = bn_relu_then(ct_module_child(m, "bn1"), out);
   out = vm_forward_then(ct_module_child(m, "conv2"), out);
   out = vm_forward_then(ct_module_child(m, "bn2"), out);
   ct_module *ds = ct_module_child(m, "downsample");
@@ -79,7 +87,14 @@ static ct_tensor *resnet_forward(ct_module *m, const ct_tensor *x) {
   static const char *const order[] = {"conv1", "bn1", "relu", "maxpool", "layer1", "layer2", "layer3", "layer4", "avgpool"};
   ct_scope *s = ct_scope_begin();
   ct_tensor *h = ct_module_forward(ct_module_child(m, order[0]), x);
-  for (size_t i = 1; h && i < sizeof order / sizeof order[0]; i++) h = vm_forward_then(ct_module_child(m, order[i]), h);
+  for (size_t i = 1; h && i < sizeof order / sizeof order[0]; i++) {
+    if (!strcmp(order[i], "bn1")) { /* bn1 -> relu: one fused op */
+      h = bn_relu_then(ct_module_child(m, "bn1"), h);
+      i++;
+      continue;
+    }
+    h = vm_forward_then(ct_module_child(m, order[i]), h);
+  }
   ct_tensor *out = h ? ct_flatten(h, 1, -1) : NULL;
   ct_release(h);
   out = vm_forward_then(ct_module_child(m, "fc"), out);

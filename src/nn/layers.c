@@ -242,7 +242,11 @@ typedef struct {
 int ct_cuda_bn_count_defer(ct_tensor *count, int64_t inc);
 ct_status ct_cuda_bn_count_finish(ct_tensor *count);
 #endif
-static ct_tensor *bn_forward(ct_module *m, const ct_tensor *x) {
+/* relu(batch_norm(x)) as one op on the CPU (src/ops/nn.c) */
+ct_tensor *ct_batch_norm_relu(const ct_tensor *x, ct_tensor *running_mean, ct_tensor *running_var,
+                              const ct_tensor *weight, const ct_tensor *bias, bool training, double momentum, double eps);
+
+static ct_tensor *bn_forward_impl(ct_module *m, const ct_tensor *x, bool relu) {
   const bn_cfg *c = m->user;
   if (ct_check_tensor(x, "BatchNorm")) return NULL;
   int nd = ct_ndim(x);
@@ -277,7 +281,8 @@ static ct_tensor *bn_forward(ct_module *m, const ct_tensor *x) {
   }
   bool bn_training = m->training || (!rm && !rv);
   bool use_stats = !m->training || c->track;
-  ct_tensor *y = ct_batch_norm(x, use_stats ? rm : NULL, use_stats ? rv : NULL, w, b, bn_training, factor, c->eps);
+  ct_tensor *y = (relu ? ct_batch_norm_relu : ct_batch_norm)(x, use_stats ? rm : NULL, use_stats ? rv : NULL, w, b,
+                                                           bn_training, factor, c->eps);
 #ifdef CT_HAVE_CUDA
   /* also after a failed batch norm: the eager add above happens before it too */
   if (deferred && ct_cuda_bn_count_finish(nbt) != CT_OK) {
@@ -288,9 +293,21 @@ static ct_tensor *bn_forward(ct_module *m, const ct_tensor *x) {
   return y;
 }
 
+static ct_tensor *bn_forward(ct_module *m, const ct_tensor *x) { return bn_forward_impl(m, x, false); }
+
 static bool bn_optional(const ct_module *m, const char *name) { return !strcmp(name, "num_batches_tracked"); }
 static const ct_mod_hooks bn_hooks = {NULL, bn_optional};
 static const ct_module_vtable bn_vt = {bn_forward, NULL, destroy_free, NULL};
+
+/* relu(m(x)) for a BatchNorm module m (the models' bn -> relu pairs): one fused pass on the CPU,
+ * the same values, gradients and module state as the module then ct_relu; any other module: that. */
+ct_tensor *ct_module_forward_bn_relu(ct_module *m, const ct_tensor *x) {
+  if (m && m->vt == &bn_vt) return bn_forward_impl(m, x, true);
+  ct_tensor *y = ct_module_forward(m, x);
+  ct_tensor *r = y ? ct_relu(y) : NULL;
+  ct_release(y);
+  return r;
+}
 
 static ct_module *bn_new(const char *type, int kind, int64_t nf, double eps, double momentum, bool affine, bool track) {
   if (isnan(momentum)) momentum = -1.0;

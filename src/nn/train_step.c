@@ -2,6 +2,7 @@
 #include "ctorch/train.h"
 #include "ctorch.h"
 #include "../core/internal.h"
+#include "../ops/loss_fused.h"
 
 ct_tensor *ct_cross_entropy_unchecked(const ct_tensor *logits, const ct_tensor *target) {
   if (ct_check_tensor(logits, "cross_entropy") || ct_check_tensor(target, "cross_entropy")) return NULL;
@@ -19,6 +20,9 @@ ct_tensor *ct_cross_entropy_unchecked(const ct_tensor *logits, const ct_tensor *
                  (long long)ct_size(logits, 0), (long long)ct_size(target, 0));
     return NULL;
   }
+  ct_clear_error();
+  ct_tensor *fl = ct_cross_entropy_fused_unchecked(logits, target); /* WebGPU: 3 dispatches, no one-hot */
+  if (fl || ct_last_status() != CT_OK) return fl;
   ct_tensor *oh = ct_one_hot_unchecked(target, ct_size(logits, 1), logits->dtype);
   ct_tensor *loss = oh ? ct_cross_entropy(logits, oh, NULL, CT_REDUCTION_MEAN, -100, 0.0) : NULL;
   ct_release(oh);

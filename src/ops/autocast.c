@@ -3,6 +3,7 @@
  * weight's gradient is the bfloat16 product's gradient cast back to float32. CPU tensors and
  * float64 never change. */
 #include "autocast.h"
+#include <stdlib.h>
 #include "ctorch/cuda.h"
 #include "../core/internal.h"
 
@@ -39,4 +40,13 @@ void ct_autocast_release(int n, ct_tensor **out) {
     ct_release(out[i]);
     out[i] = NULL;
   }
+}
+
+bool ct_autocast_lse_direct(const ct_tensor *t, int n, const int64_t *dims) {
+  if (!ct_cuda_autocast_bf16_outputs() || !on_cuda(t) || t->dtype != CT_BFLOAT16 || t->ndim < 1 || n != 1 || !dims ||
+      (dims[0] != -1 && dims[0] != t->ndim - 1) || !ct_is_contiguous(t) || ct_numel(t) == 0)
+    return false;
+  /* CT_AUTOCAST_LSE_DIRECT=0: the float32 copy as before (to compare the two paths' loss curves) */
+  const char *e = getenv("CT_AUTOCAST_LSE_DIRECT");
+  return !(e && e[0] == '0');
 }

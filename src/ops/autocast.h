@@ -14,4 +14,7 @@ bool ct_autocast_lower(int n, const ct_tensor *const *in, ct_tensor **out);
  * float32 under the mode (new reference, true), else false. *out NULL on failure. */
 bool ct_autocast_upcast(const ct_tensor *t, ct_tensor **out);
 void ct_autocast_release(int n, ct_tensor **out);
+/* logsumexp under the mode over the last dim of a contiguous, non-empty bfloat16 CUDA tensor: true
+ * where the op can read it directly and return float32 (the upcast's values without its copy) */
+bool ct_autocast_lse_direct(const ct_tensor *t, int n, const int64_t *dims);
 #endif

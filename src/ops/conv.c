@@ -7,6 +7,7 @@
  * Attributes: k0 spatial dims, k1 groups, i[0..3) stride, i[3..6) padding (low side),
  * i[6..9) dilation (the high side of the padding only shows in the output shape). */
 #include "nn_util.h"
+#include "layout.h"
 
 typedef struct {
   int nd;
@@ -35,9 +36,17 @@ static ct_tensor *conv_call(int op, const ct_tensor *a, const ct_tensor *b, cons
   c.in[0] = (ct_tensor *)a;
   c.in[1] = (ct_tensor *)b;
   c.in[2] = (ct_tensor *)bias;
-  c.out[0] = nn_new_out(a, nd, shape, a->dtype);
+  /* channels-last operands give a channels-last result (PyTorch's rule: input or weight). CUDA
+   * writes it directly (cuDNN's NHWC descriptors); the other backends' kernels write contiguous
+   * memory, converted before autograd records the call. */
+  bool cl = nd == 4 && (ct_suggests_channels_last(a) || ct_suggests_channels_last(b));
+  bool direct = cl && a->storage->device.type == CT_DEVICE_CUDA;
+  c.out[0] = direct ? ct_new_channels_last(shape, a->dtype, a->storage->device) : nn_new_out(a, nd, shape, a->dtype);
   c.a = *at;
-  if (c.out[0]) nn_dispatch(&c);
+  if (c.out[0]) {
+    if (cl && !direct) ct_dispatch_channels_last_out0(&c);
+    else nn_dispatch(&c);
+  }
   return c.out[0];
 }
 

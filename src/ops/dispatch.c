@@ -11,6 +11,10 @@ static const char *backend_title(ct_device_type t) {
   }
 }
 
+/* per-op timing when profiling (src/core/op_profile.c) */
+bool ct_op_profile_on(void);
+ct_status ct_op_profile_run(ct_kernel_fn k, const ct_call *c);
+
 ct_status ct_run_kernel(ct_call *c) {
   const ct_op_info *info = ct_op_info_of(c->op);
   if (!info) return CT_ERR(CT_ERR_RUNTIME, "unknown op %d", c->op);
@@ -36,6 +40,7 @@ ct_status ct_run_kernel(ct_call *c) {
   if (!k)
     return CT_ERR(CT_ERR_NOT_IMPLEMENTED, "Could not run 'aten::%s' with arguments from the '%s' backend.", info->id,
                   backend_title(dev.type));
+  if (__builtin_expect(ct_op_profile_on(), 0)) return ct_op_profile_run(k, c);
   return k(c);
 }
 

@@ -5,6 +5,7 @@
  * point works inside a scope: temporaries die at its end, the result is kept. */
 #include "pointwise.h"
 #include "autocast.h"
+#include "loss_fused.h"
 #include "../backend/cpu/simd/simd.h"
 #include <math.h>
 #include <stdio.h>
@@ -448,7 +449,11 @@ static ct_tensor *weight_view(const ct_tensor *w, int ndim, int cd) {
  * grad mode on during backward (create_graph) the same gradient is built from public ops
  * (softmax of the saved input), so double backward works. Other cases take the composed
  * path below, which stays the reference (CT_REFERENCE_KERNELS=1). */
-static bool ce_fusable(const ct_tensor *x, const ct_tensor *t, const ct_tensor *w) {
+static bool ce_fusable(const ct_tensor *x, const ct_tensor *t, const ct_tensor *w, double ls) {
+  /* WebGPU: float32 logits [N, C] or [C], N, C > 0; no label smoothing with class weights (webgpu_kernels.c) */
+  if (x->storage->device.type == CT_DEVICE_WEBGPU && t->storage->device.type == CT_DEVICE_WEBGPU && ct_numel(x) > 0 &&
+      x->ndim <= 2 && x->dtype == CT_FLOAT32)
+    return !w || (w->dtype == CT_FLOAT32 && w->storage->device.type == CT_DEVICE_WEBGPU && !(ls > 0.0));
   /* CUDA: float32 / bfloat16 logits (k_fast.cu cu_ce_fused); lse and the weight total float32 */
   if (x->storage->device.type == CT_DEVICE_CUDA && t->storage->device.type == CT_DEVICE_CUDA && ct_numel(x) > 0 &&
       x->ndim <= 2 && (x->dtype == CT_FLOAT32 || x->dtype == CT_BFLOAT16))
@@ -460,7 +465,7 @@ static bool ce_fusable(const ct_tensor *x, const ct_tensor *t, const ct_tensor *
 }
 
 static ct_tensor *ce_fused(const ct_tensor *x, const ct_tensor *t, const ct_tensor *w, ct_reduction r,
-                           int64_t ignore_index, double ls) {
+                           int64_t ignore_index, double ls, bool unchecked) {
   ct_scope *s = ct_scope_begin();
   int64_t C = x->shape[x->ndim - 1], N = x->ndim == 2 ? x->shape[0] : 1;
   ct_tensor *x2 = TRY_T(ct_contiguous(TRY_T(ct_reshape(x, 2, (int64_t[]){N, C}))));
@@ -475,12 +480,14 @@ static ct_tensor *ce_fused(const ct_tensor *x, const ct_tensor *t, const ct_tens
   c.a.i[0] = ignore_index;
   c.a.f[0] = ls;
   c.a.k[1] = w != NULL;
+  c.a.k[2] = unchecked;
   c.out[0] = TRY_T(ct_tensor_new(r == CT_REDUCTION_NONE ? 1 : 0, &N, x->dtype, x->storage->device));
   ct_dtype sdt = x->dtype == CT_BFLOAT16 ? CT_FLOAT32 : x->dtype; /* saved lse: float32 for bfloat16 logits */
   c.out[1] = TRY_T(ct_tensor_new(1, &N, sdt, x->storage->device));
   c.out[2] = TRY_T(ct_tensor_new(0, NULL, sdt, x->storage->device));
   TRY_S(ct_dispatch(&c));
   ct_tensor *res = c.out[0];
+  if (res->grad_fn) res->grad_fn->grad_unused_mask = 0x6; /* ct_bw_cross_entropy_fused reads g[0] only */
   if (r == CT_REDUCTION_NONE && x->ndim == 1) res = TRY_T(ct_reshape(res, 0, NULL));
   /* PyTorch 1.13: log_softmax + nll_loss, plus the smoothing term when label_smoothing > 0 */
   return finish(s, ct_name_node(res, ls > 0 ? "AddBackward0" : "NllLossBackward0"));
@@ -631,9 +638,9 @@ ct_tensor *ct_cross_entropy(const ct_tensor *x, const ct_tensor *t, const ct_ten
     ct_set_error(CT_ERR_RUNTIME, "label_smoothing must be between 0.0 and 1.0. Got: %g", ls);
     goto fail;
   }
-  if (ce_fusable(x, t, w)) {
+  if (ce_fusable(x, t, w, ls)) {
     ct_scope_end(s);
-    return ce_fused(x, t, w, r, ignore_index, ls > 0.0 ? ls : 0.0);
+    return ce_fused(x, t, w, r, ignore_index, ls > 0.0 ? ls : 0.0, false);
   }
   {
     ct_tensor *lsm = TRY_T(ct_log_softmax(x, cd, -1));
@@ -829,4 +836,11 @@ ct_tensor *ct_one_hot(const ct_tensor *t, int64_t num_classes) {
   }
   ct_release(c);
   return out;
+}
+
+/* ct_cross_entropy_unchecked's fused form (loss_fused.h): NULL with no error set where the
+ * fused kernel does not apply (the caller then builds the one-hot form). */
+ct_tensor *ct_cross_entropy_fused_unchecked(const ct_tensor *x, const ct_tensor *t) {
+  if (x->storage->device.type != CT_DEVICE_WEBGPU || x->ndim != 2 || !ce_fusable(x, t, NULL, 0.0)) return NULL;
+  return ce_fused(x, t, NULL, CT_REDUCTION_MEAN, -100, 0.0, true);
 }

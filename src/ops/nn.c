@@ -6,6 +6,7 @@
  * the composed path stays the reference, used for other dtypes/devices and under
  * CT_REFERENCE_KERNELS=1). */
 #include "nn_util.h"
+#include "layout.h"
 #include "reduce_util.h"
 #include "../backend/cpu/simd/simd.h"
 #include <math.h>
@@ -243,6 +244,8 @@ static ct_tensor *fused_norm(bool rms, const ct_tensor *x, int n, const ct_tenso
   }
   nn_release_n(3, xc, wc, bc);
   for (int j = 1; j < c.n_out; j++) ct_release(c.out[j]); /* the node keeps what it saved */
+  /* ct_bw_native_norm reads g[0] only: no zero-filled gradients for mean / rstd */
+  if (c.out[0] && c.out[0]->grad_fn) c.out[0]->grad_fn->grad_unused_mask = rms ? 0x2 : 0x6;
   return c.out[0];
 }
 
@@ -484,6 +487,9 @@ ct_tensor *ct_group_norm(const ct_tensor *x, int64_t G, const ct_tensor *weight,
 int ct_cuda_bn_update_running(ct_tensor *rm, const ct_tensor *mean, ct_tensor *rv, const ct_tensor *var,
                               double momentum, double factor);
 #endif
+/* src/backend/webgpu/webgpu_kernels.c: the same contract */
+int ct_webgpu_bn_update_running(ct_tensor *rm, const ct_tensor *mean, ct_tensor *rv, const ct_tensor *var,
+                                double momentum, double factor);
 static ct_status update_running(ct_tensor *running, const ct_tensor *stat, double momentum, double factor) {
   int64_t C = ct_numel(running);
   bool prev = ct_set_grad_enabled(false);
@@ -503,10 +509,12 @@ static ct_status update_running(ct_tensor *running, const ct_tensor *stat, doubl
  * that require grad). A backward taken with create_graph forms the same gradient from public
  * ops (bn_bw_composed), recomputing the statistics from x so double backward sees them. */
 static bool bn_fusable(const ct_tensor *x, const ct_tensor *const *others) {
-  /* CPU, and CUDA (src/backend/cuda/k_bn.cu has the same two ops) */
+  /* CPU, and CUDA (src/backend/cuda/k_bn.cu has the same two ops), and WebGPU in float32 (webgpu_kernels.c) */
   ct_device_type dv = x->storage->device.type;
-  if (!ct_fast_enabled() || (dv != CT_DEVICE_CPU && dv != CT_DEVICE_CUDA) || ct_numel(x) == 0) return false;
+  if (!ct_fast_enabled() || (dv != CT_DEVICE_CPU && dv != CT_DEVICE_CUDA && dv != CT_DEVICE_WEBGPU) || ct_numel(x) == 0)
+    return false;
   if (x->dtype != CT_FLOAT32 && x->dtype != CT_FLOAT64) return false;
+  if (dv == CT_DEVICE_WEBGPU && x->dtype != CT_FLOAT32) return false;
   for (int k = 0; k < 4; k++) {
     const ct_tensor *t = others[k];
     if (t && (t->dtype != x->dtype || t->storage->device.type != dv || (k >= 2 && ct_requires_grad(t))))
@@ -528,10 +536,30 @@ static ct_tensor *bn_flat(const ct_tensor *t) {
   return c;
 }
 
+/* The op with a ReLU fused behind it (kernels_bn.c, k3): the node also saves the output (relu(y)),
+ * whose sign is the ReLU's mask in the backward. */
+static ct_status bn_relu_dispatch(ct_call *c) {
+  ct_status st = ct_run_kernel(c);
+  if (st == CT_OK) {
+    ct_clear_error();
+    uint32_t save = ct_op_info_of(c->op)->save | CT_SAVE_OUT(0);
+    if (!ct_record_node(c->op, c->n_in, c->in, c->n_out, c->out, &c->a, save, NULL, NULL) && ct_last_status() != CT_OK)
+      st = ct_last_status();
+  }
+  if (st != CT_OK)
+    for (int j = 0; j < c->n_out; j++) {
+      ct_release(c->out[j]);
+      c->out[j] = NULL;
+    }
+  return st;
+}
+
 static ct_tensor *bn_fused(const ct_tensor *x, ct_tensor *running_mean, ct_tensor *running_var, const ct_tensor *weight,
-                           const ct_tensor *bias, bool training, double momentum, double eps) {
+                           const ct_tensor *bias, bool training, double momentum, double eps, bool relu) {
   int64_t C = x->shape[1], per_channel = ct_numel(x) / C;
-  ct_tensor *xc = ct_contiguous(x), *wc = bn_flat(weight), *bc = bn_flat(bias);
+  /* channels-last float32 on CUDA: the kernels read NHWC as it is and write the output so */
+  bool cl = ct_suggests_channels_last(x) && x->storage->device.type == CT_DEVICE_CUDA && x->dtype == CT_FLOAT32;
+  ct_tensor *xc = cl ? ct_retain((ct_tensor *)x) : ct_contiguous(x), *wc = bn_flat(weight), *bc = bn_flat(bias);
   ct_tensor *rm = training ? NULL : bn_flat(running_mean), *rv = training ? NULL : bn_flat(running_var);
   ct_call c = ct_call_make(CT_OP_native_batch_norm);
   c.n_in = 5;
@@ -544,12 +572,16 @@ static ct_tensor *bn_fused(const ct_tensor *x, ct_tensor *running_mean, ct_tenso
   c.a.k[0] = training;
   c.a.k[1] = weight != NULL;
   c.a.k[2] = bias != NULL;
+  c.a.k[3] = relu; /* only for devices whose kernels read it (batch_norm_impl decides) */
   c.a.f[0] = eps;
   ct_status st = CT_ERR_RUNTIME;
   if (xc && (!weight || wc) && (!bias || bc) && (training || (rm && rv))) {
-    bool ok = (c.out[0] = nn_new_out(x, x->ndim, x->shape, x->dtype)) != NULL;
+    bool ok = (c.out[0] = cl ? ct_new_channels_last(x->shape, x->dtype, x->storage->device)
+                             : nn_new_out(x, x->ndim, x->shape, x->dtype)) != NULL;
     for (int j = 1; j < 4; j++) ok = (c.out[j] = nn_new_out(x, 1, &C, x->dtype)) != NULL && ok;
-    if (ok) st = nn_dispatch(&c);
+    /* other backends: a channels-last x still gives a channels-last y (PyTorch's layout) */
+    if (ok) st = relu ? bn_relu_dispatch(&c) : !cl && ct_suggests_channels_last(x) ? ct_dispatch_channels_last_out0(&c)
+                                                                                    : nn_dispatch(&c);
     else
       for (int j = 0; j < 4; j++) {
         ct_release(c.out[j]);
@@ -566,6 +598,10 @@ static ct_tensor *bn_fused(const ct_tensor *x, ct_tensor *running_mean, ct_tenso
       if (done < 0) st = ct_last_status() != CT_OK ? ct_last_status() : CT_ERR_RUNTIME;
     }
 #endif
+    if (x->storage->device.type == CT_DEVICE_WEBGPU) { /* the same in one dispatch (webgpu_kernels.c) */
+      done = ct_webgpu_bn_update_running(running_mean, c.out[1], running_var, c.out[3], momentum, fvar);
+      if (done < 0) st = ct_last_status() != CT_OK ? ct_last_status() : CT_ERR_RUNTIME;
+    }
     if (!done && running_mean) st = update_running(running_mean, c.out[1], momentum, 1.0);
     if (!done && st == CT_OK && running_var) st = update_running(running_var, c.out[3], momentum, fvar);
     if (st != CT_OK) {
@@ -576,7 +612,7 @@ static ct_tensor *bn_fused(const ct_tensor *x, ct_tensor *running_mean, ct_tenso
   nn_release_n(5, xc, wc, bc, rm, rv);
   for (int j = 1; j < 4; j++) ct_release(c.out[j]); /* the node keeps what it saved */
   if (c.out[0] && c.out[0]->grad_fn) {
-    c.out[0]->grad_fn->name = "NativeBatchNormBackward0";
+    c.out[0]->grad_fn->name = relu ? "ReluBackward0" : "NativeBatchNormBackward0"; /* the output's last op */
     c.out[0]->grad_fn->grad_unused_mask = 0xe; /* ct_bw_native_batch_norm reads g[0] only */
   }
   return c.out[0];
@@ -642,28 +678,72 @@ fail:
 }
 
 ct_status ct_bw_native_batch_norm(ct_node *n, ct_tensor *const *g, ct_tensor **gin) {
-  bool has_w = n->a.k[1];
+  bool has_w = n->a.k[1], relu = n->a.k[3];
   ct_tensor *x = ct_node_saved_in(n, 0), *w = has_w ? ct_node_saved_in(n, 1) : NULL;
   if (!x || (has_w && !w)) return ct_last_status();
   if (!g[0]) return CT_OK; /* only the statistics were used: they carry no gradient here */
-  if (ct_is_grad_enabled()) return bn_bw_composed(n, x, w, g[0], gin);
+  ct_tensor *r = relu ? ct_node_saved_out(n, 0) : NULL; /* the fused ReLU's output */
+  if (relu && !r) return ct_last_status();
+  if (ct_is_grad_enabled()) {
+    if (!relu) return bn_bw_composed(n, x, w, g[0], gin);
+    /* the ReLU's gradient first, as ReluBackward0 forms it (threshold_backward at its output) */
+    ct_attrs a;
+    memset(&a, 0, sizeof a);
+    a.k[4] = 1;
+    a.k[5] = CT_OP_relu;
+    const ct_tensor *in[2] = {g[0], r};
+    ct_tensor *gr = ct_pointwise(CT_OP_unary_deriv, 2, in, &a, CT_OUT_SAME);
+    if (!gr) return ct_last_status();
+    ct_status st = bn_bw_composed(n, x, w, gr, gin);
+    ct_release(gr);
+    return st;
+  }
   ct_tensor *mean = ct_node_saved_out(n, 1), *rstd = ct_node_saved_out(n, 2);
   if (!mean || !rstd) return ct_last_status();
-  ct_tensor *gc = ct_contiguous(g[0]);
+  /* a channels-last x (CUDA, bn_fused): the gradient in x's layout, dx written so */
+  bool cl = ct_suggests_channels_last(x);
+  ct_tensor *gc = !cl ? ct_contiguous(g[0]) : ct_dense_same_layout(g[0], x) ? ct_retain(g[0]) : ct_to_channels_last(g[0]);
   if (!gc) return ct_last_status();
   ct_call c = norm_bw_call(CT_OP_native_batch_norm_backward, n, gc, x, w, mean, rstd);
+  if (relu) {
+    c.n_in = 6;
+    c.in[5] = r;
+  }
   bool ok = true;
   for (int j = 0; j < 3 && ok; j++)
     if (ct_node_needs_grad(n, j) && (j == 0 || (j == 1 && has_w) || (j == 2 && n->a.k[2])))
-      ok = (c.out[j] = nn_new_out(x, n->in_meta[j].ndim, n->in_meta[j].shape, x->dtype)) != NULL;
+      ok = (c.out[j] = j == 0 && cl ? ct_new_channels_last(x->shape, x->dtype, x->storage->device)
+                                    : nn_new_out(x, n->in_meta[j].ndim, n->in_meta[j].shape, x->dtype)) != NULL;
   ct_status st = norm_bw_dispatch(&c, ok, gc);
   if (st != CT_OK) return st;
   for (int j = 0; j < 3; j++) gin[j] = c.out[j];
   return CT_OK;
 }
 
+static ct_tensor *batch_norm_impl(const ct_tensor *x, ct_tensor *running_mean, ct_tensor *running_var,
+                                  const ct_tensor *weight, const ct_tensor *bias, bool training, double momentum,
+                                  double eps, bool relu);
+static ct_tensor *bn_relu_then(ct_tensor *y) { /* relu(y), y released */
+  ct_tensor *r = y ? ct_relu(y) : NULL;
+  ct_release(y);
+  return r;
+}
+
 ct_tensor *ct_batch_norm(const ct_tensor *x, ct_tensor *running_mean, ct_tensor *running_var, const ct_tensor *weight,
                          const ct_tensor *bias, bool training, double momentum, double eps) {
+  return batch_norm_impl(x, running_mean, running_var, weight, bias, training, momentum, eps, false);
+}
+
+/* relu(batch_norm(...)) (ResNet's bn -> relu pairs, src/nn/layers.c): on the CPU one fused op whose
+ * values and gradients are those of the two ops apart; elsewhere the two ops. */
+ct_tensor *ct_batch_norm_relu(const ct_tensor *x, ct_tensor *running_mean, ct_tensor *running_var,
+                              const ct_tensor *weight, const ct_tensor *bias, bool training, double momentum, double eps) {
+  return batch_norm_impl(x, running_mean, running_var, weight, bias, training, momentum, eps, true);
+}
+
+static ct_tensor *batch_norm_impl(const ct_tensor *x, ct_tensor *running_mean, ct_tensor *running_var,
+                                  const ct_tensor *weight, const ct_tensor *bias, bool training, double momentum,
+                                  double eps, bool relu) {
   if (ct_check_tensor(x, "batch_norm")) return NULL;
   char a[160];
   if (x->ndim < 2) {
@@ -690,7 +770,15 @@ ct_tensor *ct_batch_norm(const ct_tensor *x, ct_tensor *running_mean, ct_tensor 
   }
   if (check_norm_dtype(x, "batch_norm")) return NULL;
   const ct_tensor *bn_others[4] = {weight, bias, running_mean, running_var};
-  if (bn_fusable(x, bn_others)) return bn_fused(x, running_mean, running_var, weight, bias, training, momentum, eps);
+  if (bn_fusable(x, bn_others)) {
+    /* the ReLU fused into the op: CPU, WebGPU (webgpu_kernels.c's k_native_bn, k3) and CUDA (k_bn.cu;
+     * CT_CUDA_BN_RELU=0: the two ops, for A/B and the tests) */
+    const char *cu_off = getenv("CT_CUDA_BN_RELU");
+    bool cpu = x->storage->device.type == CT_DEVICE_CPU || x->storage->device.type == CT_DEVICE_WEBGPU ||
+               (x->storage->device.type == CT_DEVICE_CUDA && !(cu_off && !strcmp(cu_off, "0")));
+    ct_tensor *y = bn_fused(x, running_mean, running_var, weight, bias, training, momentum, eps, relu && cpu);
+    return relu && !cpu ? bn_relu_then(y) : y;
+  }
   ct_dtype cdt = nn_is_reduced_float(x->dtype) ? CT_FLOAT32 : x->dtype;
   ct_tensor *xc = compute_view(x, cdt);
   ct_tensor *w = channel_view(weight, x->ndim, cdt), *bb = channel_view(bias, x->ndim, cdt);
@@ -725,7 +813,7 @@ done:
   }
   /* PyTorch 1.13 runs one native op: its name on the result's node (users print it) */
   if (y && y->grad_fn) y->grad_fn->name = "NativeBatchNormBackward0";
-  return y;
+  return relu ? bn_relu_then(y) : y;
 }
 
 /* ---- rms_norm ---- */
@@ -1022,6 +1110,7 @@ static ct_tensor *sdpa_fused(const ct_tensor *q, const ct_tensor *k, const ct_te
     } else if (nn_dispatch(&c) == CT_OK) {
       out = c.out[0];
       nn_release_n(2, c.out[1], c.out[2]); /* the node keeps the log-sum-exp and the copy */
+      if (out->grad_fn) out->grad_fn->grad_unused_mask = 0x6; /* ct_bw_sdpa_flash reads g[0] only */
       /* the name the composed path's last op (matmul) gives its node, as PyTorch 1.13 */
       ct_name_node(out, nb == 0 ? "MmBackward0" : "UnsafeViewBackward0");
     }

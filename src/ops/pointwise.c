@@ -1,5 +1,6 @@
 /* The elementwise door: promotion, broadcast, casting checks, in-place and out=. */
 #include "pointwise.h"
+#include "layout.h"
 
 ct_dtype ct_pointwise_compute_dtype(int n, const ct_tensor *const *in, ct_out_kind kind) {
   ct_dtype dt = ct_result_type_n(n, in);
@@ -64,8 +65,14 @@ ct_tensor *ct_pointwise(int op, int n, const ct_tensor *const *in, const ct_attr
   ct_tensor *prep[CT_MAX_OP_IN];
   ct_tensor *out = NULL;
   /* the prepared inputs are on dev: the output is allocated there */
-  if (prepare(n, in, dt, nd, shape, dev, prep) == CT_OK)
-    out = ct_dispatch_new(op, n, prep, nd, shape, result_dtype(dt, kind), a);
+  if (prepare(n, in, dt, nd, shape, dev, prep) == CT_OK) {
+    /* PyTorch keeps a channels-last operand's layout (the first dense full-shape one decides);
+     * not for WebGPU's bool outputs, whose kernels write whole contiguous words */
+    if (ct_pointwise_wants_channels_last(n, in, nd, shape) &&
+        !(dev.type == CT_DEVICE_WEBGPU && result_dtype(dt, kind) == CT_BOOL))
+      out = ct_dispatch_new_channels_last(op, n, prep, shape, result_dtype(dt, kind), a);
+    else out = ct_dispatch_new(op, n, prep, nd, shape, result_dtype(dt, kind), a);
+  }
   for (int i = 0; i < n; i++) ct_release(prep[i]);
   return out;
 }

@@ -866,6 +866,13 @@ done:
 ct_tensor *ct_logsumexp(const ct_tensor *t, int n, const int64_t *dims, bool keepdim) {
   if (ct_check_tensor(t, "logsumexp")) return NULL;
   ct_tensor *up; /* bf16 autocast's float32 list (autocast.h) */
+  if (ct_autocast_lse_direct(t, n, dims)) {
+    /* contiguous bfloat16 CUDA rows reduced over the last dim: read as they are, float32 result
+     * (the GPT loss's 50257-wide logits: no float32 copy; the backward writes a bfloat16 gradient) */
+    uint32_t mask;
+    if (ct_dims_to_mask(t, n, dims, &mask)) return NULL;
+    return reduce1(CT_OP_logsumexp, t, mask, keepdim, t->dtype, CT_FLOAT32, NULL);
+  }
   if (ct_autocast_upcast(t, &up)) {
     ct_tensor *r = up ? ct_logsumexp(up, n, dims, keepdim) : NULL;
     ct_release(up);
@@ -877,13 +884,15 @@ ct_tensor *ct_logsumexp(const ct_tensor *t, int n, const int64_t *dims, bool kee
   ct_dtype dt = ct_dtype_is_floating(t->dtype) ? t->dtype : ct_get_default_dtype();
   return reduce1(CT_OP_logsumexp, t, mask, keepdim, dt, dt, NULL);
 }
-/* CUDA, float32, the last dim: grad * exp(x - result) in one pass (cross_entropy_fused_backward with no
- * targets, k_fast.cu) instead of sub, exp and mul, three passes over the GPT loss's 50257-wide logits.
- * NULL (error cleared) where it does not apply; with grad mode on the composed form (double backward). */
+/* CUDA, float32 (or bfloat16 with a float32 result: autocast's direct logsumexp), the last dim:
+ * grad * exp(x - result) in one pass (cross_entropy_fused_backward with no targets, k_fast.cu)
+ * instead of sub, exp and mul, three passes over the GPT loss's 50257-wide logits; the gradient has
+ * x's dtype. NULL (error cleared) where it does not apply; with grad mode on the composed form
+ * (double backward). */
 static ct_tensor *lse_bw_cuda(const ct_tensor *x, const ct_tensor *g, const ct_tensor *r, uint32_t mask) {
-  if (x->storage->device.type != CT_DEVICE_CUDA || ct_is_grad_enabled() || x->ndim < 1 || x->dtype != CT_FLOAT32 ||
-      mask != 1u << (x->ndim - 1) || g->dtype != CT_FLOAT32 || r->dtype != CT_FLOAT32 || !ct_is_contiguous(x) ||
-      ct_numel(x) == 0)
+  if (x->storage->device.type != CT_DEVICE_CUDA || ct_is_grad_enabled() || x->ndim < 1 ||
+      (x->dtype != CT_FLOAT32 && x->dtype != CT_BFLOAT16) || mask != 1u << (x->ndim - 1) || g->dtype != CT_FLOAT32 ||
+      r->dtype != CT_FLOAT32 || !ct_is_contiguous(x) || ct_numel(x) == 0)
     return NULL;
   ct_call c = ct_call_make(CT_OP_cross_entropy_fused_backward);
   c.n_in = 6;

@@ -58,13 +58,14 @@ static void relu_bw_range(void *vctx, int64_t begin, int64_t end) {
   relu_bw_portable(g, y, o, end - begin);
 }
 
-static bool fast_ok(const ct_tensor *g, const ct_tensor *y) {
+static bool fast_ok(const ct_tensor *g, const ct_tensor *y, bool any_g_layout) {
   if (!ct_fast_enabled()) return false; /* CT_REFERENCE_KERNELS=1: the generic op (and a test's reference) */
   if (g->storage->device.type != CT_DEVICE_CPU || y->storage->device.type != CT_DEVICE_CPU) return false;
   if (g->dtype != CT_FLOAT32 || y->dtype != CT_FLOAT32 || g->ndim != y->ndim) return false;
   for (int i = 0; i < g->ndim; i++)
     if (g->shape[i] != y->shape[i]) return false;
-  if (!ct_is_contiguous(g) || !ct_is_contiguous(y) || !g->storage->data || !y->storage->data) return false;
+  if ((!any_g_layout && !ct_is_contiguous(g)) || !ct_is_contiguous(y) || !g->storage->data || !y->storage->data)
+    return false;
   /* with create_graph the result needs its node (unary_deriv) for a double backward */
   return !(ct_is_grad_enabled() && (ct_tensor_requires_grad(g) || ct_tensor_requires_grad(y)));
 }
@@ -73,12 +74,23 @@ ct_status ct_bw_relu(ct_node *n, ct_tensor *const *g, ct_tensor **gin) {
   ct_tensor *y = ct_node_saved_out(n, 0);
   if (!y) return ct_last_status();
   const ct_tensor *G = g[0];
-  if (fast_ok(G, y)) {
+  ct_tensor *gc = NULL;
+  /* a strided or expanded gradient (a mean's backward: ResNet's last ReLU before the average pool)
+   * is made contiguous first: one copy is cheaper than the generic broadcasting op */
+  if (!fast_ok(G, y, false) && fast_ok(G, y, true)) {
+    if (!(gc = ct_contiguous(G))) return ct_last_status();
+    G = gc;
+  }
+  if (fast_ok(G, y, false)) {
     ct_tensor *o = ct_empty(G->ndim, G->shape, ct_opts_dtype(CT_FLOAT32)); /* contiguous, on the CPU */
-    if (!o) return ct_last_status();
+    if (!o) {
+      ct_release(gc);
+      return ct_last_status();
+    }
     int64_t numel = ct_numel(o);
     relu_bw_ctx c = {(const float *)ct_cpu_ptr(G), (const float *)ct_cpu_ptr(y), (float *)ct_cpu_ptr(o), ct_simd_active()};
     ct_parallel_for(numel, 32768, relu_bw_range, &c);
+    ct_release(gc);
     gin[0] = o;
     return CT_OK;
   }

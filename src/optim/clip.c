@@ -13,9 +13,23 @@ static ct_status check_list(int64_t n, ct_tensor *const *params, const char *wha
   return CT_OK;
 }
 
+#ifdef CT_HAVE_CUDA
+/* the 2-norm over float32 CUDA gradients in a few multi-tensor launches (src/backend/cuda/k_fast.cu) */
+bool ct_cuda_clip_grad_norm_fused(int64_t n, ct_tensor *const *params, double max_norm, ct_tensor **total);
+#endif
+
 ct_tensor *ct_clip_grad_norm_(int64_t n, ct_tensor *const *params, double max_norm, double norm_type,
                               bool error_if_nonfinite) {
   if (check_list(n, params, "clip_grad_norm_")) return NULL;
+#ifdef CT_HAVE_CUDA
+  if (norm_type == 2.0 && !error_if_nonfinite) {
+    ct_tensor *t;
+    bool prev = ct_set_grad_enabled(false);
+    bool done = ct_cuda_clip_grad_norm_fused(n, params, max_norm, &t);
+    ct_set_grad_enabled(prev);
+    if (done) return t;
+  }
+#endif
   int64_t ng = 0;
   for (int64_t i = 0; i < n; i++) ng += params[i]->grad != NULL;
   bool prev = ct_set_grad_enabled(false);

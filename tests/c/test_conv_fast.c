@@ -192,16 +192,17 @@ static void cf_check(const cf_case *c) {
                   ct_conv_path_count(CT_CONV_PATH_WINOGRAD) - before;
     if (ran < 3) ct_test_fail(__FILE__, __LINE__, "%s (%s): fast kernels ran %lld times, expected 3", c->name,
                               modes[m].name, (long long)ran);
-    /* Winograd takes the forward and the input gradient of float32 3x3 stride-1 convs with >= 16
-     * channels on both sides, padding <= 2 (the input gradient's flipped padding 2 - p >= 0) and
-     * at least (C + O) / 2 2x2 tiles of output (of gx for the input gradient), unless im2col is forced */
+    /* Winograd takes the forward, the input gradient and the weight gradient of float32 3x3 stride-1
+     * convs with >= 16 channels on both sides, padding <= 2 (the input gradient's flipped padding
+     * 2 - p >= 0) and at least (C + O) / 2 2x2 tiles of output (of gx for the input gradient; the
+     * weight gradient goes with the forward), unless im2col is forced */
     int64_t wino = ct_conv_path_count(CT_CONV_PATH_WINOGRAD) - wino_before;
     bool w_any = !c->tr && c->dt == CT_FLOAT32 && c->nd == 2 && c->G == 1 && c->C >= 16 && c->O >= 16 &&
                  c->k[0] == 3 && c->k[1] == 3 && c->s[0] == 1 && c->s[1] == 1 && c->d[0] == 1 && c->d[1] == 1 &&
                  c->p[0] <= 2 && c->p[1] <= 2 && c->N > 0 && modes[m].path != CT_CONV_PATH_IM2COL;
     int64_t need = c->C + c->O, t_fwd = c->N * ((ys[2] + 1) / 2) * ((ys[3] + 1) / 2),
             t_bwd = c->N * ((c->in[0] + 1) / 2) * ((c->in[1] + 1) / 2);
-    int want = w_any ? (2 * t_fwd >= need) + (2 * t_bwd >= need) : 0;
+    int want = w_any ? 2 * (2 * t_fwd >= need) + (2 * t_bwd >= need) : 0;
     if (wino != want)
       ct_test_fail(__FILE__, __LINE__, "%s (%s): Winograd ran %lld times, expected %d", c->name, modes[m].name,
                    (long long)wino, want);
@@ -300,7 +301,7 @@ TEST(conv_fast_winograd_simd_levels) {
       if (!strncmp(cf_cases[i].name, "winograd", 8)) cf_check(&cf_cases[i]);
   }
   ct_simd_force(was);
-  CHECK(ct_conv_path_count(CT_CONV_PATH_WINOGRAD) - before >= 14 * levels); /* 7 cases, fwd + input grad */
+  CHECK(ct_conv_path_count(CT_CONV_PATH_WINOGRAD) - before >= 21 * levels); /* 7 cases, fwd + both grads */
 }
 
 /* The chunking does not depend on the thread count, nor does the GEMM's order: 1 and 2
@@ -333,10 +334,10 @@ TEST(conv_fast_thread_invariant) {
   /* strided (col2im input gradient) and stride 1 (input gradient as the flipped-kernel forward) */
   cf_thread_invariant((cf_case){"threads", 2, false, 3, 8, 12, 1, {11, 10}, {3, 3}, {1, 2}, {1, 1}, {1, 1}, {0, 0}, true, F32, 0});
   cf_thread_invariant((cf_case){"threads s1", 2, false, 3, 8, 12, 1, {11, 10}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, true, F32, 0});
-  /* Winograd (forward and input gradient, at each thread count) */
+  /* Winograd (forward, input and weight gradients, at each thread count) */
   int64_t wino = ct_conv_path_count(CT_CONV_PATH_WINOGRAD);
   cf_thread_invariant((cf_case){"threads winograd", 2, false, 3, 16, 24, 1, {11, 10}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, true, F32, 0});
-  CHECK(ct_conv_path_count(CT_CONV_PATH_WINOGRAD) - wino == 4);
+  CHECK(ct_conv_path_count(CT_CONV_PATH_WINOGRAD) - wino == 6);
 }
 
 /* The rule: 1x1/stride 1/unpadded takes the GEMM alone, others im2col, other dtypes the

@@ -970,6 +970,12 @@ CUDA_TEST(conv_pool) {
  * this test again with CT_CUDA_FA_TC=0 (the float32-tile kernel for every dtype). */
 #ifdef CT_HAVE_CUDA
 int64_t ct_cuda_sdpa_calls(bool backward);
+#else
+/* CPU-only builds skip the CUDA tests before any call; this keeps them linking */
+static int64_t ct_cuda_sdpa_calls(bool backward) {
+  (void)backward;
+  return 0;
+}
 #endif
 
 typedef struct {
@@ -1100,6 +1106,84 @@ CUDA_TEST(flash_attention_mma64) {
   };
   for (size_t i = 0; i < sizeof ca / sizeof ca[0]; i++) fa_check(&ca[i]);
   CHECK_OK(ct_cuda_set_autocast_bf16(false));
+  ct_scope_end(s);
+}
+
+/* Head dim 64 with 16-byte-aligned rows takes the pipelined kernels (k_attention64.cu: cp.async
+ * double buffering, 4- or 8-warp blocks): several streamed tiles per block (T up to 300, so the
+ * double buffer is refilled and drained), T not a multiple of 64 or of the 128-row blocks, causal
+ * with L < S (keys no query sees) and L > S, transposed and head-broadcast inputs, bfloat16, float16
+ * and float32 under bf16 autocast (rounded into bfloat16 copies first), under three warps-per-block
+ * choices (CT_CUDA_FA_NW, read per call) that together cover 4 and 8 for each kernel and the
+ * low-register backward kernels (h). Then NaN in a
+ * query row and in a key row (causal): exactly the CPU's NaN rows are NaN, the rest agree.
+ * Tolerances as flash_attention_mma64's. */
+CUDA_TEST(flash_attention_pipe) {
+  ct_scope *s = ct_scope_begin();
+  const double f16 = 5e-3, bf16 = 3e-2;
+  fa_case cs[] = {
+      {CT_BFLOAT16, 2, 3, 300, 300, 64, true, 0, bf16, bf16, true},
+      {CT_BFLOAT16, 1, 2, 257, 257, 64, false, 1, bf16, bf16, true}, /* transposed */
+      {CT_BFLOAT16, 1, 2, 100, 300, 64, true, 0, bf16, bf16, true},  /* causal, L < S */
+      {CT_BFLOAT16, 1, 2, 300, 70, 64, true, 2, bf16, bf16, true},   /* causal, L > S, k/v broadcast */
+      {CT_BFLOAT16, 1, 1, 1, 1, 64, true, 0, bf16, bf16, true},      /* one query, one key */
+      {CT_FLOAT16, 2, 2, 200, 200, 64, true, 1, f16, f16, true},
+      {CT_FLOAT16, 1, 3, 129, 193, 64, false, 0, f16, f16, true},
+  };
+  fa_case ca[] = {
+      {CT_FLOAT32, 2, 2, 300, 300, 64, true, 0, 4e-2, 4e-2, true},
+      {CT_FLOAT32, 1, 3, 150, 70, 64, false, 1, 4e-2, 4e-2, true},
+  };
+  const char *env = getenv("CT_CUDA_FA_NW");
+  char *prev = env ? strdup(env) : NULL;
+  const char *nws[3] = {"8,4,8", "4,8,4", "8,h,h"};
+  for (int k = 0; k < 3; k++) {
+    setenv("CT_CUDA_FA_NW", nws[k], 1);
+    for (size_t i = 0; i < sizeof cs / sizeof cs[0]; i++) fa_check(&cs[i]);
+    CHECK_OK(ct_cuda_set_autocast_bf16(true));
+    for (size_t i = 0; i < sizeof ca / sizeof ca[0]; i++) fa_check(&ca[i]);
+    CHECK_OK(ct_cuda_set_autocast_bf16(false));
+  }
+  if (prev) setenv("CT_CUDA_FA_NW", prev, 1);
+  else unsetenv("CT_CUDA_FA_NW");
+  free(prev);
+  /* NaN at q[0, 1, 5, 3] and k[0, 0, 40, 7]: head 1 row 5 is NaN; head 0 rows >= 40 are NaN */
+  int64_t sh[4] = {1, 2, 130, 64}, n = 2 * 130 * 64;
+  float *b = malloc((size_t)n * 3 * sizeof(float));
+  CHECK(b != NULL);
+  if (!b) {
+    ct_scope_end(s);
+    return;
+  }
+  uint32_t x = 12345;
+  for (int64_t i = 0; i < 3 * n; i++) {
+    x = x * 1664525u + 1013904223u;
+    b[i] = (float)((x >> 8) & 0xffff) / 32768.f - 1.f;
+  }
+  b[(130 + 5) * 64 + 3] = NAN;
+  b[n + 40 * 64 + 7] = NAN;
+  ct_tensor *t[3], *tg[3];
+  for (int i = 0; i < 3; i++) {
+    t[i] = ct_to_dtype(ct_from_floats(b + i * n, 4, sh), CT_BFLOAT16);
+    tg[i] = G(t[i]);
+  }
+  free(b);
+  int64_t f0 = ct_cuda_sdpa_calls(false);
+  ct_tensor *ref = ct_scaled_dot_product_attention(ct_to_dtype(t[0], CT_FLOAT64), ct_to_dtype(t[1], CT_FLOAT64),
+                                                   ct_to_dtype(t[2], CT_FLOAT64), NULL, 0, true, NULL, NULL);
+  ct_tensor *got = ct_scaled_dot_product_attention(tg[0], tg[1], tg[2], NULL, 0, true, NULL, NULL);
+  CHECK(ref && got && ct_cuda_sdpa_calls(false) == f0 + 1);
+  if (ref && got) {
+    same("sdpa bf16 with NaN rows", ct_to_dtype(ref, CT_BFLOAT16), got, bf16, bf16);
+    double *o = malloc((size_t)n * sizeof(double));
+    CHECK(o && ct_copy_to_buffer(got, o, CT_FLOAT64, n) == CT_OK);
+    if (o) {
+      int64_t nan_rows = 0;
+      for (int64_t r = 0; r < 260; r++) nan_rows += isnan(o[r * 64]) ? 1 : 0;
+      CHECK(isnan(o[(130 + 5) * 64]) && isnan(o[40 * 64]) && !isnan(o[39 * 64]) && nan_rows == 1 + 90);
+    }
+    free(o);
+  }
   ct_scope_end(s);
 }
 
@@ -2309,5 +2393,141 @@ CUDA_TEST(autocast_bf16_outputs) {
     ct_release(l[1]);
   }
   for (int k = 0; k < 2; k++) ct_gpt_free(m[k]);
+  ct_scope_end(s);
+}
+
+/* ---- session 8 (cudag8): dtype-converting copies and logsumexp over bfloat16 logits ---- */
+#ifdef CT_HAVE_CUDA
+int64_t ct_cuda_fast_cast_calls(void);
+#endif
+static int64_t fast_cast_calls(void) {
+#ifdef CT_HAVE_CUDA
+  return ct_cuda_fast_cast_calls();
+#else
+  return 0; /* never reached: the GPU tests are skipped in builds without CUDA */
+#endif
+}
+
+/* k_fast.cu's contiguous float32 / float16 / bfloat16 casts (8 elements per thread, 16-byte
+ * vectors where aligned, a scalar path otherwise) use the reference's conversions: results equal
+ * the CPU's exactly (NaN where NaN, overflow to inf, subnormals), for every pair of the three
+ * dtypes, an odd length, an unaligned (offset) source and an empty tensor; the fast path is taken. */
+CUDA_TEST(fast_cast_copy) {
+  ct_scope *s = ct_scope_begin();
+  ct_dtype dts[3] = {CT_FLOAT32, CT_BFLOAT16, CT_FLOAT16};
+  int64_t n = 1003, sh2[2] = {37, 129}, n0 = 0;
+  ct_tensor *base = rnd(1, &n, CT_FLOAT64, true);
+  /* magnitudes past float16's range and below its normal range, and float32 subnormals */
+  ct_tensor *big = ct_mul_scalar(base, ct_sf(3e4)), *tiny = ct_mul_scalar(base, ct_sf(1e-6));
+  ct_tensor *sub = ct_mul_scalar(base, ct_sf(1e-39));
+  ct_tensor *src64 = ct_cat(4, (const ct_tensor *[]){base, big, tiny, sub}, 0);
+  int64_t calls0 = fast_cast_calls(), want = 0;
+  for (int a = 0; a < 3; a++)
+    for (int b = 0; b < 3; b++) {
+      if (a == b) continue;
+      ct_tensor *x = ct_to_dtype(src64, dts[a]);
+      char nm[96];
+      snprintf(nm, sizeof nm, "cast %s -> %s", ct_dtype_name(dts[a]), ct_dtype_name(dts[b]));
+      same(nm, ct_to_dtype(x, dts[b]), ct_to_dtype(G(x), dts[b]), 0, 0);
+      int64_t m = ct_shape(x)[0] - 1;
+      ct_tensor *xo = ct_narrow(G(x), 0, 1, m); /* an element past the start: unaligned */
+      snprintf(nm, sizeof nm, "cast %s -> %s, offset source", ct_dtype_name(dts[a]), ct_dtype_name(dts[b]));
+      same(nm, ct_to_dtype(ct_narrow(x, 0, 1, m), dts[b]), ct_to_dtype(xo, dts[b]), 0, 0);
+      ct_tensor *x2 = rnd(2, sh2, dts[a], true);
+      snprintf(nm, sizeof nm, "cast %s -> %s, 2-d", ct_dtype_name(dts[a]), ct_dtype_name(dts[b]));
+      same(nm, ct_to_dtype(x2, dts[b]), ct_to_dtype(G(x2), dts[b]), 0, 0);
+      ct_tensor *e = ct_to_dtype(G(ct_zeros(1, &n0, ct_opts_dtype(dts[a]))), dts[b]);
+      CHECK(e && ct_numel(e) == 0 && ct_tensor_dtype(e) == dts[b]);
+      want += 3; /* an empty copy may never reach the kernel */
+    }
+  CHECK(fast_cast_calls() - calls0 >= want);
+  ct_scope_end(s);
+}
+
+/* logsumexp under PyTorch-style autocast reads contiguous bfloat16 CUDA rows directly (no float32
+ * copy) and returns float32: equal to the CPU's float32 logsumexp of the same values (rel 1e-5:
+ * the same float32 arithmetic in another order); its backward writes a bfloat16 gradient, the
+ * CPU's float32 gradient rounded once (rel 1e-2 = a bfloat16 rounding plus float32 order). Rows
+ * of an odd length (1001: every row starts at another alignment) with NaN / inf rows; a [2, 3,
+ * 1001] input over its last dim; the GPT loss over the mode is checked by autocast_bf16_outputs. */
+CUDA_TEST(autocast_lse_bf16_direct) {
+  ct_scope *s = ct_scope_begin();
+  int64_t sh[2] = {6, 1001}, sh3[3] = {2, 3, 1001}, nr = 6, dl = 1, dm = -1;
+  ct_tensor *x = rnd(2, sh, CT_BFLOAT16, true), *w = rnd(1, &nr, CT_FLOAT32, false);
+  ct_tensor *xc = ct_to_dtype(x, CT_FLOAT32);
+  ct_requires_grad_(xc, true);
+  ct_tensor *lc = ct_logsumexp(xc, 1, &dl, false);
+  CHECK_OK(ct_backward(ct_sum(ct_mul(lc, w)), NULL, false, false));
+  ct_tensor *xd = G(x);
+  ct_requires_grad_(xd, true);
+  CHECK_OK(ct_cuda_set_autocast_bf16(true));
+  CHECK_OK(ct_cuda_set_autocast_bf16_outputs(true));
+  ct_tensor *ld = ct_logsumexp(xd, 1, &dl, false), *l3 = ct_logsumexp(G(ct_reshape(x, 3, sh3)), 1, &dm, true);
+  CHECK_OK(ct_cuda_set_autocast_bf16(false));
+  CHECK_OK(ct_cuda_set_autocast_bf16_outputs(false));
+  CHECK(ld && l3);
+  if (ld && l3) {
+    CHECK(ct_tensor_dtype(ld) == CT_FLOAT32 && ct_tensor_dtype(l3) == CT_FLOAT32);
+    same("bfloat16 logsumexp, float32 result", lc, ld, 1e-5, 1e-6);
+    same("bfloat16 logsumexp [2, 3, 1001] keepdim", ct_logsumexp(ct_reshape(xc, 3, sh3), 1, &dm, true), l3, 1e-5, 1e-6);
+    CHECK_OK(ct_backward(ct_sum(ct_mul(ld, G(w))), NULL, false, false));
+    ct_tensor *gd = ct_grad(xd);
+    CHECK(gd && ct_tensor_dtype(gd) == CT_BFLOAT16);
+    if (gd) same("bfloat16 logsumexp gradient", ct_to_dtype(ct_grad(xc), CT_BFLOAT16), gd, 1e-2, 1e-6);
+  }
+  ct_scope_end(s);
+}
+
+/* clip_grad_norm_ (2-norm) over float32 CUDA gradients: k_fast.cu's multi-tensor kernels (a few
+ * launches for 70 gradients: two groups of at most 64) against the CPU's composed form (per-tensor
+ * norms, the norm of their stack, the clamped coefficient, in-place products): the total within
+ * rel 1e-6 (double sums in another order, each rounded once) and every gradient within rel 1e-6;
+ * sizes 0, 1, odd and past one chunk; a total below max_norm (coefficient 1: gradients unchanged),
+ * one above, and a NaN gradient (total NaN, every gradient NaN, as the composition). */
+#ifdef CT_HAVE_CUDA
+int64_t ct_cuda_clip_fused_launches(void);
+#endif
+static int64_t clip_fused_launches(void) {
+#ifdef CT_HAVE_CUDA
+  return ct_cuda_clip_fused_launches();
+#else
+  return 0; /* never reached: the GPU tests are skipped in builds without CUDA */
+#endif
+}
+CUDA_TEST(clip_grad_norm_multi_tensor) {
+  ct_scope *s = ct_scope_begin();
+  enum { NP = 70 };
+  double maxn[3] = {1e9, 1.0, 1.0};
+  for (int c = 0; c < 3; c++) {
+    ct_tensor *pc[NP], *pd[NP];
+    for (int i = 0; i < NP; i++) {
+      int64_t n = i == 0 ? 0 : i == 1 ? 1 : i == 2 ? 100003 : 3 + 37 * i;
+      ct_tensor *v = rnd(1, &n, CT_FLOAT32, false), *g = rnd(1, &n, CT_FLOAT32, c == 2 && i == 5);
+      pc[i] = ct_detach(v);
+      pd[i] = G(v);
+      ct_requires_grad_(pc[i], true);
+      ct_requires_grad_(pd[i], true);
+      if (i == 7) continue; /* a parameter without a gradient */
+      CHECK_OK(ct_set_grad(pc[i], g));
+      CHECK_OK(ct_set_grad(pd[i], G(g)));
+    }
+    int64_t l0 = clip_fused_launches();
+    ct_tensor *tc = ct_clip_grad_norm_(NP, pc, maxn[c], 2.0, false), *td = ct_clip_grad_norm_(NP, pd, maxn[c], 2.0, false);
+    int64_t used = clip_fused_launches() - l0;
+    CHECK(used >= 1 && used <= 10);
+    CHECK(tc && td);
+    if (!tc || !td) continue;
+    char nm[64];
+    snprintf(nm, sizeof nm, "clip total norm, case %d", c);
+    same(nm, tc, td, 1e-6, 0);
+    for (int i = 0; i < NP; i++) {
+      if (i == 7) {
+        CHECK(ct_grad(pd[i]) == NULL);
+        continue;
+      }
+      snprintf(nm, sizeof nm, "clipped gradient %d, case %d", i, c);
+      same(nm, ct_grad(pc[i]), ct_grad(pd[i]), 1e-6, 1e-12);
+    }
+  }
   ct_scope_end(s);
 }

@@ -950,6 +950,85 @@ WG_TEST(conv2d) {
   ct_release(d), ct_release(dw), ct_release(gd), ct_release(gdw);
 }
 
+/* The convolution's tile and split-K choices (session 8: T = 4 register tiles from 64 rows and
+ * columns, K split below 528 workgroups): a 64-channel 3x3 layer whose forward and input gradient
+ * split K = 576 in three at T = 4, against the CPU under each forced T, session 7's policy and
+ * without the next slice's prefetch.
+ * Sums of 576 products in another order than the CPU's double: abs 5e-4. */
+WG_TEST(conv2d_tiles) {
+  int64_t xs[4] = {2, 64, 6, 6}, ws[4] = {64, 64, 3, 3}, bs[1] = {64}, p[7] = {1, 1, 1, 1, 1, 1, 1};
+  const int64_t *shapes[3] = {xs, ws, bs};
+  int nds[3] = {4, 4, 1};
+  static const char *const env[][2] = {{NULL, NULL}, {"CT_WEBGPU_CONV_T", "1"}, {"CT_WEBGPU_CONV_T", "2"},
+                                       {"CT_WEBGPU_CONV_POLICY", "7"}, {"CT_WEBGPU_CONV_PREFETCH", "0"}};
+  for (int k = 0; k < 5; k++) {
+    char what[96];
+    snprintf(what, sizeof what, "conv2d 64->64 3x3 %s=%s", env[k][0] ? env[k][0] : "default", env[k][1] ? env[k][1] : "");
+    if (env[k][0]) setenv(env[k][0], env[k][1], 1);
+    wg_case(what, 3, shapes, nds, case_conv2d, p, 1e-4, 5e-4);
+    if (env[k][0]) unsetenv(env[k][0]);
+  }
+}
+
+/* The fused batch_norm on WebGPU (k_native_bn / k_native_bn_backward, session 8), with and without
+ * the ReLU behind it (ct_batch_norm_relu, src/ops/nn.c; declared there, not in a public header),
+ * training and eval: values, the gradients of x (a transposed view on the device), weight and bias,
+ * and the running statistics, against the CPU. The eval forward is two dispatches (statistics,
+ * then y) where the composed ops took six, training three (the running statistics' update in one,
+ * ct_webgpu_bn_update_running, for eight): counted, so a silent fall-back to them fails.
+ * Tolerance: float32 sums of 4 x 5 x 7 = 140 terms per channel in another order than the CPU's
+ * double sums: rel 1e-4, abs 1e-5. */
+ct_tensor *ct_batch_norm_relu(const ct_tensor *x, ct_tensor *running_mean, ct_tensor *running_var,
+                              const ct_tensor *weight, const ct_tensor *bias, bool training, double momentum, double eps);
+WG_TEST(batch_norm_fused) {
+  int64_t xs[4] = {4, 6, 7, 5}, cs[1] = {6};
+  for (int mode = 0; mode < 4; mode++) {
+    bool training = mode & 1, relu = mode & 2;
+    ct_scope *sc = ct_scope_begin();
+    ct_tensor *x = ct_detach(rnd(4, xs)), *w = ct_detach(rnd(1, cs)), *b = ct_detach(rnd(1, cs));
+    ct_tensor *rm = ct_detach(rnd(1, cs)), *rv = ct_add_scalar(ct_abs(rnd(1, cs)), ct_sf(0.5));
+    /* the device's x: a transposed view of a leaf holding x^T (non-contiguous input) */
+    ct_tensor *gxl = ct_detach(W(ct_contiguous(ct_transpose(x, 2, 3)))), *gx = NULL;
+    ct_tensor *gw = ct_detach(W(w)), *gb = ct_detach(W(b)), *grm = W(rm), *grv = W(rv);
+    ct_tensor *leaves[6] = {x, w, b, gxl, gw, gb};
+    for (int i = 0; i < 6; i++) CHECK_OK(ct_requires_grad_(leaves[i], true));
+    gx = ct_transpose(gxl, 2, 3);
+    ct_tensor *(*f)(const ct_tensor *, ct_tensor *, ct_tensor *, const ct_tensor *, const ct_tensor *, bool, double,
+                    double) = relu ? ct_batch_norm_relu : ct_batch_norm;
+    ct_tensor *yc = f(x, rm, rv, w, b, training, 0.1, 1e-5);
+    ct_tensor *gxc = ct_contiguous(gx); /* so the count below is the op's alone */
+    CHECK_OK(ct_webgpu_synchronize());
+    ct_webgpu_counters c0 = ct_webgpu_get_counters();
+    ct_tensor *yg = f(gxc, grm, grv, gw, gb, training, 0.1, 1e-5);
+    ct_webgpu_counters c1 = ct_webgpu_get_counters();
+    char m[120];
+    snprintf(m, sizeof m, "batch_norm%s %s: value", relu ? "_relu" : "", training ? "training" : "eval");
+    CHECK(yc && yg);
+    if (!yc || !yg) {
+      ct_scope_end(sc);
+      continue;
+    }
+    SAME(m, yc, yg, 1e-4, 1e-5);
+    CHECK(c1.dispatches - c0.dispatches == (training ? 3 : 2)); /* training: + the running statistics' update */
+    if (training) {
+      snprintf(m, sizeof m, "batch_norm%s training: running_mean", relu ? "_relu" : "");
+      SAME(m, rm, grm, 1e-4, 1e-6);
+      snprintf(m, sizeof m, "batch_norm%s training: running_var", relu ? "_relu" : "");
+      SAME(m, rv, grv, 1e-4, 1e-6);
+    }
+    ct_tensor *r = rnd(4, xs);
+    CHECK_OK(ct_backward(ct_sum(ct_mul(yc, r)), NULL, false, false));
+    CHECK_OK(ct_backward(ct_sum(ct_mul(yg, W(r))), NULL, false, false));
+    const char *names[3] = {"x", "weight", "bias"};
+    for (int i = 0; i < 3; i++) {
+      snprintf(m, sizeof m, "batch_norm%s %s: gradient of %s", relu ? "_relu" : "", training ? "training" : "eval", names[i]);
+      const ct_tensor *gg = ct_grad(leaves[3 + i]);
+      SAME(m, ct_grad(leaves[i]), i == 0 && gg ? ct_transpose(gg, 2, 3) : gg, 1e-4, 1e-5);
+    }
+    ct_scope_end(sc);
+  }
+}
+
 /* layer_norm / rms_norm over the last dim (p[0] elements): the fused kernels' gradients, the
  * input a transposed view (float32 statistics over p[0] terms: 1e-4) */
 static ct_tensor *case_layer_norm(ct_tensor *const *in, const int64_t *p) { return ct_layer_norm(in[0], 1, p, in[1], in[2], 1e-5); }

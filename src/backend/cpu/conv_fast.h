@@ -5,7 +5,8 @@
  * stride 1 and no padding; the input gradient of other stride-1 convs runs as the forward
  * conv of the output gradient with the flipped kernel (im2col of gy, no col2im). float32 3x3
  * stride-1 convs with >= 16 input and output channels (one group) run the forward and the
- * input gradient by Winograd F(2x2, 3x3) instead (kernels_conv.c, wino_fwd). Everything
+ * input gradient, and the weight gradient, by Winograd F(2x2, 3x3) instead (kernels_conv.c,
+ * wino_fwd, wino_wgrad). Everything
  * else, and every conv when the fast kernels are off
  * (CT_REFERENCE_KERNELS=1, or CT_CONV_REFERENCE=1 for the convolutions only), runs the
  * reference direct loops (double accumulation). */
@@ -17,7 +18,7 @@ typedef enum {
   CT_CONV_PATH_REFERENCE = 0, /* direct loops */
   CT_CONV_PATH_GEMM_1X1 = 1,  /* GEMM on the input itself, no im2col */
   CT_CONV_PATH_IM2COL = 2,    /* im2col (col2im for the input gradient) + GEMM */
-  CT_CONV_PATH_WINOGRAD = 3,  /* Winograd F(2x2, 3x3) + GEMM: float32 3x3 stride 1, forward and input grad */
+  CT_CONV_PATH_WINOGRAD = 3,  /* Winograd F(2x2, 3x3) + GEMM: float32 3x3 stride 1, forward, input and weight grads */
   CT_CONV_PATH_COUNT = 4
 } ct_conv_path;
 

@@ -1,15 +1,28 @@
 /* bfloat16 / float16 GEMM with float32 accumulation (issue 3 item 2), for matmul/bmm/addmm
  * on tensors of those dtypes when the fast kernels are on.
  *
- * The operands are widened to float32 (exact: every bf16/f16 value is a float), multiplied
- * by the packed float32 GEMM (gemm_packed.c: same blocking, threads and k order), and the
- * result rounded once to the output dtype, so C = round(beta C0 + alpha sum_k a_ik b_kj)
- * with the sum in float32 like the reference kernel (kernels_linalg.c) and PyTorch's CPU
- * path. The widening is O(MK + KN) next to the O(MNK) product. bf16 -> f32 is a 16-bit
- * shift (vectorised by the compiler); f16 -> f32 uses F16C (vcvtph2ps) when the CPU has it,
- * detected at run time, else the portable conversion. Not done: a micro-kernel on
- * AVX-512 BF16's vdpbf16ps (pairs of bf16 products accumulated in f32 without widening);
- * ct_fast_gemm_lowp_isa reports what the CPU offers. */
+ * bf16 x bf16 on a CPU with AVX512_BF16 (detected at run time): a packed micro-kernel on
+ * vdpbf16ps (_mm512_dpbf16_ps), 12 x 32 register block. K is taken in pairs: A is packed as
+ * (a[i][2p], a[i][2p+1]) 32-bit words that are broadcast, B with the k-pair of a column
+ * adjacent, an odd K padded with a zero. Blocks: NC columns of B packed once per task, then
+ * MC rows x KC pairs of A, the float32 sums kept in a per-task MC x NC workspace and written
+ * once, as round(alpha acc + beta C0), to bf16. Threads split batch x M x N rectangles as the
+ * float32 driver does (never K, so results do not depend on the thread count).
+ * vdpbf16ps's arithmetic differs from sequential float32 FMAs: per pair it adds the odd
+ * product, then the even one (each product of two bf16 is exact in float32), rounding to
+ * nearest-even regardless of MXCSR, and by its definition treats denormal inputs and results as
+ * zero: a denormal bf16 operand contributes 0 (the widening path keeps it; test_gemm_bf16.c checks
+ * both on this CPU); flushed denormal partial sums are not tested.
+ * Both paths stay within one bf16 ulp + 2 K 2^-24 sum|a b| of the float32 product of the widened
+ * inputs (tests/c/test_gemm_bf16.c, tests/python/test_bf16_gemm.py vs PyTorch 1.13, whose bf16 CPU
+ * matmul, oneDNN on this Zen 5, gave bit-identical results on the shapes measured).
+ *
+ * Otherwise (float16, no AVX512_BF16, or CT_GEMM_BF16=widen / ct_fast_gemm_lowp_force_widen):
+ * the operands are widened to float32 (exact), multiplied by the packed float32 GEMM
+ * (gemm_packed.c) and the result rounded once, so C = round(beta C0 + alpha sum_k a_ik b_kj)
+ * with the sum in float32 like the reference kernel (kernels_linalg.c). bf16 -> f32 is a
+ * 16-bit shift; f16 -> f32 uses F16C (vcvtph2ps) when the CPU has it, else the portable
+ * conversion. Not done: AVX512_FP16 / AMX kernels. */
 #include "gemm_bf16.h"
 #include "simd/simd.h"
 #include <stdlib.h>
@@ -36,9 +49,23 @@ static bool cpu_avx512bf16(void) {
 }
 #endif
 
+/* the widening path forced: -1 from CT_GEMM_BF16 (=widen forces it), 0 off, 1 on */
+static int widen_forced = -1;
+void ct_fast_gemm_lowp_force_widen(int on) { __atomic_store_n(&widen_forced, on < 0 ? -1 : on ? 1 : 0, __ATOMIC_RELAXED); }
+__attribute__((unused)) static bool lowp_widen_forced(void) { /* unused where there is no dp kernel */
+  int v = __atomic_load_n(&widen_forced, __ATOMIC_RELAXED);
+  if (v < 0) {
+    const char *e = getenv("CT_GEMM_BF16");
+    return e && !strcmp(e, "widen");
+  }
+  return v == 1;
+}
+
 const char *ct_fast_gemm_lowp_isa(void) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-  if (cpu_avx512bf16()) return "avx512_bf16 present (widened to the f32 kernel)";
+  if (cpu_avx512bf16())
+    return lowp_widen_forced() ? "avx512_bf16 present, widening forced (f16 and bf16 widened to the f32 kernel)"
+                               : "avx512_bf16: bf16 vdpbf16ps 12x32 kernel; f16 widened (f16c) to the f32 kernel";
   if (cpu_f16c()) return "f16c (widened to the f32 kernel)";
 #endif
   return "portable widening to the f32 kernel";
@@ -115,11 +142,234 @@ static void lw_narrow(void *vctx, int64_t r0, int64_t r1) {
 /* widens [nb, R, C]; a batch stride of 0 (broadcast operand) is widened once */
 static float *widen(ct_dtype dt, const void *src, int64_t nb, int64_t sb, int64_t sr, int64_t sc, int64_t R, int64_t C) {
   if (sb == 0) nb = 1;
-  float *d = malloc(sizeof(float) * (size_t)(nb * R * C > 0 ? nb * R * C : 1));
+  /* from the GEMM's buffer cache: a fresh malloc of a large block page-faults on every call */
+  float *d = ct_fast_buf_get(sizeof(float) * (size_t)(nb * R * C > 0 ? nb * R * C : 1));
   if (!d) return NULL;
   lw_ctx w = {dt, src, sb, sr, sc, R, C, d, NULL};
   ct_parallel_for(nb * R, 1 + 32768 / (C + 1), lw_widen, &w);
   return d;
+}
+
+/* ---- bf16 x bf16 on AVX512_BF16 (vdpbf16ps) ---- */
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define DP_KERNEL 1
+#define DP_MR 12
+#define DP_NR 32
+#define DP_MC 240  /* rows of A per block (multiple of DP_MR): MC x KC pairs x 4 bytes in L2 */
+#define DP_KCP 256 /* k pairs per block: a B sliver of 32 x 512 bf16 (32 KB) stays in L1 */
+#define DP_NC 1024 /* columns of B packed per block (multiple of DP_NR) */
+
+static bool have_avx512bf16(void) {
+  static int f = -1; /* detected once; racing threads store the same value */
+  int v = __atomic_load_n(&f, __ATOMIC_RELAXED);
+  if (v < 0) {
+    v = cpu_avx512bf16() ? 1 : 0;
+    __atomic_store_n(&f, v, __ATOMIC_RELAXED);
+  }
+  return v == 1;
+}
+
+/* c[12 x 32] (row stride ldc) = / += sum over kp pairs: a holds 12 32-bit words per pair (row r's
+ * two bf16 of the pair), b 64 bf16 per pair (column j's pair at 2j, 2j+1) */
+#define DP_INIT(r) __m512 c##r##0 = _mm512_setzero_ps(), c##r##1 = _mm512_setzero_ps();
+#define DP_ROW(r)                                                       \
+  {                                                                     \
+    __m512bh ar = (__m512bh)_mm512_set1_epi32((int)a[r]);               \
+    c##r##0 = _mm512_dpbf16_ps(c##r##0, ar, b0);                        \
+    c##r##1 = _mm512_dpbf16_ps(c##r##1, ar, b1);                        \
+  }
+#define DP_STORE(r)                                                                          \
+  if (acc) {                                                                                 \
+    _mm512_storeu_ps(c + r * ldc, _mm512_add_ps(_mm512_loadu_ps(c + r * ldc), c##r##0));     \
+    _mm512_storeu_ps(c + r * ldc + 16, _mm512_add_ps(_mm512_loadu_ps(c + r * ldc + 16), c##r##1)); \
+  } else {                                                                                   \
+    _mm512_storeu_ps(c + r * ldc, c##r##0);                                                  \
+    _mm512_storeu_ps(c + r * ldc + 16, c##r##1);                                             \
+  }
+#define DP_REP12(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
+__attribute__((target("avx512f,avx512bf16"))) static void ukr_dpbf16(int64_t kp, const uint32_t *a, const uint16_t *b,
+                                                                      float *c, int64_t ldc, int acc) {
+  DP_REP12(DP_INIT)
+  for (int64_t p = 0; p < kp; p++) {
+    __m512bh b0 = (__m512bh)_mm512_loadu_si512((const void *)b), b1 = (__m512bh)_mm512_loadu_si512((const void *)(b + 32));
+    DP_REP12(DP_ROW)
+    a += DP_MR;
+    b += 2 * DP_NR;
+  }
+  DP_REP12(DP_STORE)
+}
+
+/* d[2 j + h] = (h ? s1 : s0)[j] for 32 columns (AVX2 unpack; 128-bit lanes put back in order) */
+__attribute__((target("avx2"))) static void dp_interleave32(const uint16_t *s0, const uint16_t *s1, uint16_t *d) {
+  for (int h = 0; h < 2; h++) {
+    __m256i x = _mm256_loadu_si256((const __m256i *)(s0 + 16 * h)), y = _mm256_loadu_si256((const __m256i *)(s1 + 16 * h));
+    __m256i lo = _mm256_unpacklo_epi16(x, y), hi = _mm256_unpackhi_epi16(x, y); /* cols 0-3,8-11 / 4-7,12-15 */
+    _mm256_storeu_si256((__m256i *)(d + 32 * h), _mm256_permute2x128_si256(lo, hi, 0x20));
+    _mm256_storeu_si256((__m256i *)(d + 32 * h + 16), _mm256_permute2x128_si256(lo, hi, 0x31));
+  }
+}
+
+/* B[k0.., j0..j0+nc) of batch b into panels of DP_NR columns over all Kp pairs:
+ * dst[panel][p][2 jj + h] = B[2p + h][j0 + panel*NR + jj], zero beyond K and N */
+static void dp_pack_b(const ct_fgemm *g, const uint16_t *B, int64_t j0, int64_t nc, int64_t Kp, uint16_t *dst) {
+  int64_t K = g->K, N = g->N;
+  for (int64_t jp = 0; jp < nc; jp += DP_NR) {
+    uint16_t *d = dst + jp * 2 * Kp;
+    int64_t jn = N - (j0 + jp) < DP_NR ? N - (j0 + jp) : DP_NR;
+    for (int64_t p = 0; p < Kp; p++, d += 2 * DP_NR) {
+      const uint16_t *s0 = B + 2 * p * g->b_k + (j0 + jp) * g->b_n, *s1 = s0 + g->b_k;
+      bool odd = 2 * p + 1 >= K;
+      if (g->b_n == 1 && !odd && jn == DP_NR) {
+        dp_interleave32(s0, s1, d);
+        continue;
+      }
+      for (int64_t jj = 0; jj < jn; jj++) {
+        d[2 * jj] = s0[jj * g->b_n];
+        d[2 * jj + 1] = odd ? 0 : s1[jj * g->b_n];
+      }
+      for (int64_t jj = jn; jj < DP_NR; jj++) d[2 * jj] = d[2 * jj + 1] = 0;
+    }
+  }
+}
+
+/* A[i0..i0+mc, pairs p0..p0+kp) into panels of DP_MR rows: dst[panel][p][r] = the pair as a word */
+static void dp_pack_a(const ct_fgemm *g, const uint16_t *A, int64_t i0, int64_t mc, int64_t p0, int64_t kp, uint32_t *dst) {
+  int64_t K = g->K, M = g->M;
+  for (int64_t ip = 0; ip < mc; ip += DP_MR) {
+    uint32_t *d = dst + ip * kp;
+    int64_t in = M - (i0 + ip) < DP_MR ? M - (i0 + ip) : DP_MR;
+    for (int64_t r = 0; r < in; r++) {
+      const uint16_t *s = A + (i0 + ip + r) * g->a_m;
+      if (g->a_k == 1) { /* a row's pairs are adjacent: one 32-bit load each, the odd tail padded */
+        int64_t pf = 2 * (p0 + kp) <= K ? kp : kp - 1;
+        for (int64_t p = 0; p < pf; p++) memcpy(&d[p * DP_MR + r], s + 2 * (p0 + p), 4);
+        if (pf < kp) d[pf * DP_MR + r] = s[2 * (p0 + pf)];
+        continue;
+      }
+      for (int64_t p = 0; p < kp; p++) {
+        int64_t k = 2 * (p0 + p);
+        uint32_t lo = s[k * g->a_k], hi = k + 1 < K ? s[(k + 1) * g->a_k] : 0;
+        d[p * DP_MR + r] = lo | hi << 16;
+      }
+    }
+    for (int64_t r = in; r < DP_MR; r++)
+      for (int64_t p = 0; p < kp; p++) d[p * DP_MR + r] = 0;
+  }
+}
+
+/* o[j] = bf16(w[j]), rounded to nearest-even as ct_float_to_bf16 (NaN kept quiet, denormals kept) */
+__attribute__((target("avx512f"))) static void dp_round_row(const float *w, uint16_t *o, int64_t n) {
+  int64_t j = 0;
+  const __m512i bias = _mm512_set1_epi32(0x7fff), one = _mm512_set1_epi32(1), q = _mm512_set1_epi32(0x40);
+  for (; j + 16 <= n; j += 16) {
+    __m512 v = _mm512_loadu_ps(w + j);
+    __m512i u = _mm512_castps_si512(v), hi = _mm512_srli_epi32(u, 16);
+    __m512i r = _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(bias, _mm512_and_si512(hi, one))), 16);
+    r = _mm512_mask_mov_epi32(r, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), _mm512_or_si512(hi, q));
+    _mm256_storeu_si256((__m256i *)(o + j), _mm512_cvtepi32_epi16(r));
+  }
+  for (; j < n; j++) o[j] = ct_float_to_bf16(w[j]);
+}
+
+typedef struct {
+  const ct_fgemm *g;
+  int64_t tm, tn, rm, rn; /* rectangles per batch along M, N and their sizes */
+  int failed;
+} dp_ctx;
+
+/* one rectangle [i0, i1) x [j0, j1) of batch b */
+static int dp_rect(const ct_fgemm *g, int64_t b, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+  int64_t K = g->K, Kp = (K + 1) / 2;
+  const uint16_t *A = (const uint16_t *)g->A + b * g->a_b, *B = (const uint16_t *)g->B + b * g->b_b;
+  const uint16_t *C0 = g->C0 ? (const uint16_t *)g->C0 + b * g->c0_b : NULL;
+  uint16_t *C = (uint16_t *)g->C + b * g->c_b;
+  int64_t ncmax = j1 - j0 < DP_NC ? (j1 - j0 + DP_NR - 1) / DP_NR * DP_NR : DP_NC;
+  int64_t mcmax = i1 - i0 < DP_MC ? (i1 - i0 + DP_MR - 1) / DP_MR * DP_MR : DP_MC;
+  int64_t kcmax = Kp < DP_KCP ? Kp : DP_KCP;
+  uint16_t *bp = ct_fast_buf_get((size_t)(ncmax * 2 * Kp) * 2);
+  uint32_t *ap = ct_fast_buf_get((size_t)(mcmax * kcmax) * 4);
+  float *ws = ct_fast_buf_get((size_t)(mcmax * ncmax) * 4);
+  int bad = !bp || !ap || !ws;
+  const float alpha = (float)g->alpha, beta = (float)g->beta;
+  for (int64_t jc = j0; jc < j1 && !bad; jc += DP_NC) {
+    int64_t nc = j1 - jc < DP_NC ? j1 - jc : DP_NC, ncp = (nc + DP_NR - 1) / DP_NR * DP_NR;
+    dp_pack_b(g, B, jc, ncp, Kp, bp);
+    for (int64_t ic = i0; ic < i1; ic += DP_MC) {
+      int64_t mc = i1 - ic < DP_MC ? i1 - ic : DP_MC, mcp = (mc + DP_MR - 1) / DP_MR * DP_MR;
+      for (int64_t pc = 0; pc < Kp; pc += DP_KCP) {
+        int64_t kc = Kp - pc < DP_KCP ? Kp - pc : DP_KCP;
+        dp_pack_a(g, A, ic, mcp, pc, kc, ap);
+        for (int64_t jr = 0; jr < ncp; jr += DP_NR)
+          for (int64_t ir = 0; ir < mcp; ir += DP_MR)
+            ukr_dpbf16(kc, ap + ir * kc, bp + jr * 2 * Kp + pc * 2 * DP_NR, ws + ir * ncp + jr, ncp, pc > 0);
+      }
+      /* write-back: one rounding of alpha acc + beta C0 to bf16 */
+      if (g->c_n == 1 && !C0 && alpha == 1.0f) {
+        for (int64_t i = 0; i < mc; i++) dp_round_row(ws + i * ncp, C + (ic + i) * g->c_m + jc, nc);
+        continue;
+      }
+      for (int64_t i = 0; i < mc; i++) {
+        const float *w = ws + i * ncp;
+        uint16_t *o = C + (ic + i) * g->c_m + jc * g->c_n;
+        const uint16_t *c0 = C0 ? C0 + (ic + i) * g->c0_m + jc * g->c0_n : NULL;
+        for (int64_t j = 0; j < nc; j++) {
+          float v = w[j];
+          if (alpha != 1.0f) v *= alpha;
+          if (c0) v += beta * ct_bf16_to_float(c0[j * g->c0_n]);
+          o[j * g->c_n] = ct_float_to_bf16(v);
+        }
+      }
+    }
+  }
+  ct_fast_buf_put(bp);
+  ct_fast_buf_put(ap);
+  ct_fast_buf_put(ws);
+  return bad;
+}
+
+static void dp_tasks(void *vctx, int64_t begin, int64_t end) {
+  dp_ctx *x = vctx;
+  const ct_fgemm *g = x->g;
+  for (int64_t t = begin; t < end; t++) {
+    int64_t r[5];
+    if (!ct_gemm_task_rect(g, t, x->tm, x->tn, x->rm, x->rn, r)) continue;
+    if (dp_rect(g, r[0], r[1], r[2], r[3], r[4])) __atomic_store_n(&x->failed, 1, __ATOMIC_RELAXED);
+  }
+}
+
+/* batch x tm x tn rectangles: enough for every thread (twice that for large products, for load
+ * balance on a busy machine), split along M first (each rectangle packs all of its B columns) */
+static ct_status dp_gemm(const ct_fgemm *g) {
+  dp_ctx x = {g, 1, 1, 0, 0, 0};
+  double flops = 2.0 * (double)g->batch * (double)g->M * (double)g->N * (double)g->K;
+  int nt = ct_get_num_threads();
+  int64_t mt = (g->M + DP_MR - 1) / DP_MR, ntl = (g->N + DP_NR - 1) / DP_NR;
+  if (nt > 1 && flops > 4e6) {
+    int64_t want = flops > 1e9 ? 2 * (int64_t)nt : nt;
+    want = (want + g->batch - 1) / g->batch;
+    x.tm = want < mt ? want : mt;
+    int64_t tn = (want + x.tm - 1) / x.tm;
+    x.tn = tn < ntl ? tn : ntl;
+  }
+  x.rm = (mt + x.tm - 1) / x.tm * DP_MR;
+  x.rn = (ntl + x.tn - 1) / x.tn * DP_NR;
+  int64_t tasks = g->batch * x.tm * x.tn;
+  ct_parallel_for(tasks, flops > 4e6 ? 1 : tasks, dp_tasks, &x);
+  if (x.failed) return CT_ERR(CT_ERR_OOM, "gemm: out of memory for packing buffers");
+  return CT_OK;
+}
+#else
+#define DP_KERNEL 0
+#endif
+
+/* Whether the vdpbf16ps kernel takes g now (for tests and reports). */
+bool ct_fast_gemm_lowp_uses_dpbf16(ct_dtype dt) {
+#if DP_KERNEL
+  return dt == CT_BFLOAT16 && !lowp_widen_forced() && have_avx512bf16();
+#else
+  (void)dt;
+  return false;
+#endif
 }
 
 ct_status ct_fast_gemm_lowp(const ct_fgemm *g) {
@@ -128,10 +378,13 @@ ct_status ct_fast_gemm_lowp(const ct_fgemm *g) {
     return CT_ERR(CT_ERR_RUNTIME, "fast gemm: unsupported dtype %s", ct_dtype_name(dt));
   if (g->batch <= 0 || g->M <= 0 || g->N <= 0) return CT_OK;
   int64_t nb = g->batch, M = g->M, N = g->N, K = g->K;
+#if DP_KERNEL
+  if (K > 0 && ct_fast_gemm_lowp_uses_dpbf16(dt)) return dp_gemm(g);
+#endif
   float *a = widen(dt, g->A, nb, g->a_b, g->a_m, g->a_k, M, K);
   float *b = widen(dt, g->B, nb, g->b_b, g->b_k, g->b_n, K, N);
   float *c0 = g->C0 ? widen(dt, g->C0, nb, g->c0_b, g->c0_m, g->c0_n, M, N) : NULL;
-  float *c = malloc(sizeof(float) * (size_t)(nb * M * N));
+  float *c = ct_fast_buf_get(sizeof(float) * (size_t)(nb * M * N));
   ct_status st = CT_OK;
   if (!a || !b || !c || (g->C0 && !c0)) {
     st = CT_ERR(CT_ERR_OOM, "gemm: out of memory widening %s operands", ct_dtype_name(dt));
@@ -148,9 +401,9 @@ ct_status ct_fast_gemm_lowp(const ct_fgemm *g) {
       ct_parallel_for(nb * M, 1 + 32768 / (N + 1), lw_narrow, &w);
     }
   }
-  free(a);
-  free(b);
-  free(c0);
-  free(c);
+  ct_fast_buf_put(a);
+  ct_fast_buf_put(b);
+  ct_fast_buf_put(c0);
+  ct_fast_buf_put(c);
   return st;
 }

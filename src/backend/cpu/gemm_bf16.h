@@ -10,5 +10,10 @@ bool ct_fast_gemm_lowp_wants(ct_dtype dt);
 ct_status ct_fast_gemm_lowp(const ct_fgemm *g);
 /* What the CPU offers for it, for benchmark reports. */
 const char *ct_fast_gemm_lowp_isa(void);
+/* Forces the widening path for bf16 (1), lets the vdpbf16ps kernel run where the CPU has it (0),
+ * or back to the environment's choice (-1: CT_GEMM_BF16=widen forces widening); for tests/benches. */
+void ct_fast_gemm_lowp_force_widen(int on);
+/* Whether bf16 x bf16 products of dtype dt run on the AVX512_BF16 vdpbf16ps kernel now. */
+bool ct_fast_gemm_lowp_uses_dpbf16(ct_dtype dt);
 
 #endif

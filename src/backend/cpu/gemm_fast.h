@@ -37,6 +37,20 @@ void ct_fast_gemm_set_shared_b(int on);
 /* Which micro-kernel the fast GEMM uses now, e.g. "avx512 12x32". */
 const char *ct_fast_gemm_kernel_name(ct_dtype dt);
 
+/* Task t of a split of C into batch x tm x tn rectangles of rm x rn (the last ones clipped):
+ * r = {batch, i0, i1, j0, j1}; false when the rectangle is empty (past M or N). One decoding
+ * for the float32/float64 split (gemm_packed.c) and the bf16 kernel's (gemm_bf16.c). */
+static inline bool ct_gemm_task_rect(const ct_fgemm *g, int64_t t, int64_t tm, int64_t tn, int64_t rm, int64_t rn,
+                                     int64_t r[5]) {
+  int64_t per = tm * tn, q = t % per, i0 = q / tn * rm, j0 = q % tn * rn;
+  r[0] = t / per;
+  r[1] = i0;
+  r[2] = i0 + rm < g->M ? i0 + rm : g->M;
+  r[3] = j0;
+  r[4] = j0 + rn < g->N ? j0 + rn : g->N;
+  return r[1] < r[2] && r[3] < r[4];
+}
+
 /* A 64-byte aligned scratch buffer from the GEMM's buffer cache (reused across calls, so
  * large workspaces are not page-faulted each time); NULL when out of memory. Give it back
  * with ct_fast_buf_put. */

@@ -14,13 +14,25 @@
  *     against its spread); eval: running mean/var. y = (x - mean) * (rstd * w) + b.
  *   backward (one read pass for sum(g), sum(g (x - mean)); one read+write pass for dx):
  *     training: dx = rstd w (g - sum(g)/M - (x - mean) rstd^2 sum(g (x - mean))/M);
- *     eval: dx = g rstd w; dw = rstd sum(g (x - mean)); db = sum(g). */
+ *     eval: dx = g rstd w; dw = rstd sum(g (x - mean)); db = sum(g).
+ * With a ReLU fused behind it (k3, ct_batch_norm_relu: ResNet's bn -> relu pairs) the forward writes
+ * relu(y) (v <= 0 ? 0 : v, as the ReLU kernels) and the backward reads the saved relu output r
+ * (in[5]) and uses g' = r <= 0 ? 0 : g (threshold_backward) wherever it read g: the same
+ * operations in the same order as the two ops apart, one pass over the activation fewer each way
+ * and no batch-norm output tensor. */
+#if defined(__GNUC__) && !defined(__clang__)
+/* vectorise the elementwise loops (GCC 12 -O2's very-cheap cost model leaves them scalar); the same bits: no
+ * reassociation, no contraction into FMA */
+#pragma GCC optimize("vect-cost-model=dynamic", "fp-contract=off")
+#endif
 #include "kernels_nn.h"
+#include "simd/simd.h"
 #include <math.h>
+#include <string.h>
 
 /* Per-plane sums: s1 += sum(x - shift), s2 += sum((x - shift)^2) (forward statistics);
  * or, with g, s1 += sum(g), s2 += sum(g (x - shift)) (backward). */
-#define BN_SUMS(T, SUF, ATTR)                                                                         \
+#define BN_SUMS(T, UT, SUF, ATTR)                                                                         \
   ATTR static void bn_stats_##SUF(const T *x, int64_t n, double shift, double *s1, double *s2) {      \
     double a[8] = {0}, b[8] = {0};                                                                    \
     int64_t i = 0;                                                                                    \
@@ -64,23 +76,69 @@
   }                                                                                                   \
   ATTR static void bn_scale_##SUF(T *restrict dx, const T *restrict g, int64_t n, T a) {              \
     for (int64_t i = 0; i < n; i++) dx[i] = g[i] * a;                                                 \
+  }                                                                                                   \
+  /* the ReLU-fused forms: r is the saved relu output, g' = r <= 0 ? 0 : g */                       \
+  ATTR static void bn_apply_relu_##SUF(T *restrict y, const T *restrict x, int64_t n, T m, T sc, T b) { \
+    for (int64_t i = 0; i < n; i++) {                                                                 \
+      T v = (x[i] - m) * sc + b;                                                                      \
+      y[i] = v <= 0 ? (T)0 : v;                                                                       \
+    }                                                                                                 \
+  }                                                                                                   \
+  ATTR static void bn_gsums_relu_##SUF(const T *g, const T *r, const T *x, int64_t n, double mean, double *s1, \
+                                       double *s2) {                                                  \
+    double a[8] = {0}, b[8] = {0};                                                                    \
+    int64_t i = 0;                                                                                    \
+    for (; i + 8 <= n; i += 8)                                                                        \
+      for (int j = 0; j < 8; j++) {                                                                   \
+        /* the select as a bit mask: GCC leaves a select in a reduction scalar and branchy */       \
+        T gi = g[i + j], gm;                                                                          \
+        UT gb;                                                                                        \
+        memcpy(&gb, &gi, sizeof gb);                                                                  \
+        gb &= (UT)0 - (UT)!(r[i + j] <= 0);                                                           \
+        memcpy(&gm, &gb, sizeof gb);                                                                  \
+        double gv = (double)gm;                                                                       \
+        a[j] += gv;                                                                                   \
+        b[j] += gv * ((double)x[i + j] - mean);                                                       \
+      }                                                                                               \
+    for (; i < n; i++) {                                                                              \
+      double gv = (double)(r[i] <= 0 ? (T)0 : g[i]);                                                  \
+      a[0] += gv;                                                                                     \
+      b[0] += gv * ((double)x[i] - mean);                                                             \
+    }                                                                                                 \
+    *s1 += ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));                         \
+    *s2 += ((b[0] + b[1]) + (b[2] + b[3])) + ((b[4] + b[5]) + (b[6] + b[7]));                         \
+  }                                                                                                   \
+  ATTR static void bn_dx_relu_##SUF(T *restrict dx, const T *restrict g, const T *restrict r, const T *restrict x, \
+                                    int64_t n, T m, T cg, T cx, T a) {                                \
+    for (int64_t i = 0; i < n; i++) {                                                                 \
+      T gi = g[i], ri = r[i];                                                                         \
+      T gv = ri <= 0 ? (T)0 : gi;                                                                     \
+      dx[i] = ((gv - cg) - (x[i] - m) * cx) * a;                                                      \
+    }                                                                                                 \
+  }                                                                                                   \
+  ATTR static void bn_scale_relu_##SUF(T *restrict dx, const T *restrict g, const T *restrict r, int64_t n, T a) { \
+    for (int64_t i = 0; i < n; i++) {                                                                 \
+      T gi = g[i], ri = r[i];                                                                         \
+      dx[i] = (ri <= 0 ? (T)0 : gi) * a;                                                              \
+    }                                                                                                 \
   }
 
 /* A wider-vector copy for x86-64 CPUs with AVX2 (no FMA, so no contraction: the same bits as the
  * baseline build), chosen once at run time. */
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define BN_HAVE_AVX2 1
-BN_SUMS(float, f32_avx2, __attribute__((target("avx2"))))
-BN_SUMS(double, f64_avx2, __attribute__((target("avx2"))))
+BN_SUMS(float, uint32_t, f32_avx2, __attribute__((target("avx2"))))
+BN_SUMS(double, uint64_t, f64_avx2, __attribute__((target("avx2"))))
 #endif
-BN_SUMS(float, f32, )
-BN_SUMS(double, f64, )
+BN_SUMS(float, uint32_t, f32, )
+BN_SUMS(double, uint64_t, f64, )
 
 typedef struct {
-  bool dbl, training, avx2;
+  bool dbl, training, avx2, relu; /* relu: a ReLU fused behind (forward), or r given (backward) */
   int64_t N, C, S;
   double eps;
   const char *x, *g, *w, *b, *rm, *rv; /* rm/rv: running stats (eval); in backward rm/rv = mean/rstd */
+  const char *r;                       /* backward with relu: the saved relu output */
   char *y, *mean, *rstd, *var;         /* backward: y = dx, mean = dw, rstd = db */
 } bn_ctx;
 
@@ -107,7 +165,11 @@ typedef struct {
     ((T *)q->mean)[c] = m;                                                                             \
     ((T *)q->rstd)[c] = (T)rstd;                                                                       \
     ((T *)q->var)[c] = (T)var;                                                                         \
-    for (int64_t n = 0; n < q->N; n++) apply((T *)q->y + (n * q->C + c) * S, x + (n * q->C + c) * S, S, m, sc, bb); \
+    for (int64_t n = 0; n < q->N; n++) {                                                               \
+      int64_t o = (n * q->C + c) * S;                                                                  \
+      if (q->relu) apply_relu((T *)q->y + o, x + o, S, m, sc, bb);                                     \
+      else apply((T *)q->y + o, x + o, S, m, sc, bb);                                                  \
+    }                                                                                                  \
   }
 
 static void bn_fwd_range(void *vq, int64_t begin, int64_t end) {
@@ -117,15 +179,17 @@ static void bn_fwd_range(void *vq, int64_t begin, int64_t end) {
     if (q->dbl) {
       void (*stats)(const double *, int64_t, double, double *, double *) = bn_stats_f64;
       void (*apply)(double *, const double *, int64_t, double, double, double) = bn_apply_f64;
+      void (*apply_relu)(double *, const double *, int64_t, double, double, double) = bn_apply_relu_f64;
 #ifdef BN_HAVE_AVX2
-      if (q->avx2) stats = bn_stats_f64_avx2, apply = bn_apply_f64_avx2;
+      if (q->avx2) stats = bn_stats_f64_avx2, apply = bn_apply_f64_avx2, apply_relu = bn_apply_relu_f64_avx2;
 #endif
       BN_FWD(double, f64)
     } else {
       void (*stats)(const float *, int64_t, double, double *, double *) = bn_stats_f32;
       void (*apply)(float *, const float *, int64_t, float, float, float) = bn_apply_f32;
+      void (*apply_relu)(float *, const float *, int64_t, float, float, float) = bn_apply_relu_f32;
 #ifdef BN_HAVE_AVX2
-      if (q->avx2) stats = bn_stats_f32_avx2, apply = bn_apply_f32_avx2;
+      if (q->avx2) stats = bn_stats_f32_avx2, apply = bn_apply_f32_avx2, apply_relu = bn_apply_relu_f32_avx2;
 #endif
       BN_FWD(float, f32)
     }
@@ -135,12 +199,15 @@ static void bn_fwd_range(void *vq, int64_t begin, int64_t end) {
 /* one channel's backward: in rm = mean, rv = rstd; out y = dx?, mean = dw?, rstd = db? */
 #define BN_BWD(T, SUF)                                                                                 \
   {                                                                                                    \
-    const T *x = (const T *)q->x, *g = (const T *)q->g;                                                \
+    const T *x = (const T *)q->x, *g = (const T *)q->g, *r = (const T *)q->r;                          \
     T m = ELT(T, q->rm, c), rs = ELT(T, q->rv, c);                                                     \
     double s1 = 0, s2 = 0, M = (double)(q->N * S), rstd = (double)rs;                                  \
     bool need_sums = q->mean || q->rstd || (q->y && q->training);                                      \
-    for (int64_t n = 0; need_sums && n < q->N; n++)                                                    \
-      gsums(g + (n * q->C + c) * S, x + (n * q->C + c) * S, S, (double)m, &s1, &s2);                   \
+    for (int64_t n = 0; need_sums && n < q->N; n++) {                                                  \
+      int64_t o = (n * q->C + c) * S;                                                                  \
+      if (r) gsums_relu(g + o, r + o, x + o, S, (double)m, &s1, &s2);                                  \
+      else gsums(g + o, x + o, S, (double)m, &s1, &s2);                                                \
+    }                                                                                                  \
     if (q->mean) ((T *)q->mean)[c] = (T)(s2 * rstd);                                                   \
     if (q->rstd) ((T *)q->rstd)[c] = (T)s1;                                                            \
     if (q->y) {                                                                                        \
@@ -148,7 +215,9 @@ static void bn_fwd_range(void *vq, int64_t begin, int64_t end) {
       T cg = (T)(s1 / M), cx = (T)(rstd * rstd * s2 / M);                                              \
       for (int64_t n = 0; n < q->N; n++) {                                                             \
         int64_t o = (n * q->C + c) * S;                                                                \
-        if (q->training) dx((T *)q->y + o, g + o, x + o, S, m, cg, cx, a);                             \
+        if (r && q->training) dx_relu((T *)q->y + o, g + o, r + o, x + o, S, m, cg, cx, a);            \
+        else if (r) scale_relu((T *)q->y + o, g + o, r + o, S, a);                                     \
+        else if (q->training) dx((T *)q->y + o, g + o, x + o, S, m, cg, cx, a);                        \
         else scale((T *)q->y + o, g + o, S, a);                                                        \
       }                                                                                                \
     }                                                                                                  \
@@ -162,30 +231,42 @@ static void bn_bwd_range(void *vq, int64_t begin, int64_t end) {
       void (*gsums)(const double *, const double *, int64_t, double, double *, double *) = bn_gsums_f64;
       void (*dx)(double *, const double *, const double *, int64_t, double, double, double, double) = bn_dx_f64;
       void (*scale)(double *, const double *, int64_t, double) = bn_scale_f64;
+      void (*gsums_relu)(const double *, const double *, const double *, int64_t, double, double *, double *) =
+          bn_gsums_relu_f64;
+      void (*dx_relu)(double *, const double *, const double *, const double *, int64_t, double, double, double,
+                      double) = bn_dx_relu_f64;
+      void (*scale_relu)(double *, const double *, const double *, int64_t, double) = bn_scale_relu_f64;
 #ifdef BN_HAVE_AVX2
-      if (q->avx2) gsums = bn_gsums_f64_avx2, dx = bn_dx_f64_avx2, scale = bn_scale_f64_avx2;
+      if (q->avx2) {
+        gsums = bn_gsums_f64_avx2, dx = bn_dx_f64_avx2, scale = bn_scale_f64_avx2;
+        gsums_relu = bn_gsums_relu_f64_avx2, dx_relu = bn_dx_relu_f64_avx2, scale_relu = bn_scale_relu_f64_avx2;
+      }
 #endif
       BN_BWD(double, f64)
     } else {
       void (*gsums)(const float *, const float *, int64_t, double, double *, double *) = bn_gsums_f32;
       void (*dx)(float *, const float *, const float *, int64_t, float, float, float, float) = bn_dx_f32;
       void (*scale)(float *, const float *, int64_t, float) = bn_scale_f32;
+      void (*gsums_relu)(const float *, const float *, const float *, int64_t, double, double *, double *) =
+          bn_gsums_relu_f32;
+      void (*dx_relu)(float *, const float *, const float *, const float *, int64_t, float, float, float, float) =
+          bn_dx_relu_f32;
+      void (*scale_relu)(float *, const float *, const float *, int64_t, float) = bn_scale_relu_f32;
 #ifdef BN_HAVE_AVX2
-      if (q->avx2) gsums = bn_gsums_f32_avx2, dx = bn_dx_f32_avx2, scale = bn_scale_f32_avx2;
+      if (q->avx2) {
+        gsums = bn_gsums_f32_avx2, dx = bn_dx_f32_avx2, scale = bn_scale_f32_avx2;
+        gsums_relu = bn_gsums_relu_f32_avx2, dx_relu = bn_dx_relu_f32_avx2, scale_relu = bn_scale_relu_f32_avx2;
+      }
 #endif
       BN_BWD(float, f32)
     }
   }
 }
 
+/* the fast kernels' level (CT_SIMD, ct_simd_force), so tests can run the portable loops too */
 static bool bn_use_avx2(void) {
 #ifdef BN_HAVE_AVX2
-  static int have = -1;
-  if (have < 0) {
-    __builtin_cpu_init();
-    have = __builtin_cpu_supports("avx2") ? 1 : 0;
-  }
-  return have == 1;
+  return ct_simd_active() >= CT_SIMD_AVX2;
 #else
   return false;
 #endif
@@ -222,6 +303,7 @@ ct_status ct_cpu_native_batch_norm(const ct_call *c) {
   memset(&q, 0, sizeof q);
   bn_geom(&q, x);
   q.training = c->a.k[0] != 0;
+  q.relu = c->a.k[3] != 0;
   q.eps = c->a.f[0];
   if (!q.training && (!c->in[3] || !c->in[4]))
     return CT_ERR(CT_ERR_RUNTIME, "native_batch_norm: running_mean and running_var must be defined in evaluation mode");
@@ -240,7 +322,8 @@ ct_status ct_cpu_native_batch_norm(const ct_call *c) {
   return CT_OK;
 }
 
-/* in g, x, weight?, mean, rstd -> dx?, dweight?, dbias? (each output optional); k0 training */
+/* in g, x, weight?, mean, rstd, r? -> dx?, dweight?, dbias? (each output optional); k0 training; k3: a
+ * ReLU was fused behind the forward, in[5] = its saved output r */
 ct_status ct_cpu_native_batch_norm_backward(const ct_call *c) {
   const ct_tensor *x = c->in[1];
   CT_TRY(ct_bn_layout_check(c, x, 2, 4));
@@ -251,6 +334,12 @@ ct_status ct_cpu_native_batch_norm_backward(const ct_call *c) {
   memset(&q, 0, sizeof q);
   bn_geom(&q, x);
   q.training = c->a.k[0] != 0;
+  if (c->a.k[3]) {
+    const ct_tensor *r = c->n_in > 5 ? c->in[5] : NULL;
+    if (!r || r->dtype != x->dtype || !ct_is_contiguous(r) || ct_numel(r) != ct_numel(x))
+      return CT_ERR(CT_ERR_RUNTIME, "native_batch_norm_backward: expected the fused ReLU's contiguous output");
+    q.r = ct_cpu_ptr(r);
+  }
   q.g = ct_cpu_ptr(c->in[0]);
   q.x = ct_cpu_ptr(x);
   q.w = opt_ptr(c->in[2]);

@@ -338,9 +338,37 @@ DEFINE_RUN(double, f64)
     const int64_t OW = g->out[2], OH = g->out[1], IW = g->in[2], sw = g->s[2], sh = g->s[1];       \
     /* stride 1 along H and W and OW == IW: a block of valid rows is contiguous in x and in col */ \
     const bool run = sw == 1 && sh == 1 && OW == IW;                                               \
+    /* 2-d planes with short rows: plain loops. The run/memcpy code below costs a few calls per     \
+     * kernel offset and row, which at 4..16 outputs a row cost more than the copying (ResNet-18    \
+     * CIFAR's 8x8 and 4x4 layers: 3-4 ms of im2col per 4x4 layer call at batch 16) */              \
+    const bool small = OW <= 16 && g->k[0] == 1 && g->in[0] == 1 && g->out[0] == 1 && g->p[0] == 0; \
+    /* tasks channel-major (samples of one channel adjacent): a thread's tasks then write (read, in   \
+     * col2im) whole col rows in order, not one short run every ld elements (at 4x4 outputs a 64-byte \
+     * run per 1 KiB row: the 4.7 MB col of a 512-channel layer at batch 16 took ~3.5 ms) */          \
+    const int64_t nbs = q->np > 0 ? q->ld / q->np : 1;                                             \
     for (int64_t t = begin; t < end; t++) {                                                        \
-      int64_t s = t / g->C, ch = t % g->C;                                                         \
+      int64_t s = t % nbs, ch = t / nbs;                                                           \
       const T *xp = (const T *)q->x + ((q->n0 + s) * g->C + ch) * g->insp;                         \
+      if (small) {                                                                                 \
+        for (int64_t kh = 0; kh < g->k[1]; kh++)                                                   \
+          for (int64_t kw = 0; kw < g->k[2]; kw++) {                                               \
+            T *d = (T *)q->col + (ch * g->ksp + kh * g->k[2] + kw) * q->ld + s * q->np;            \
+            int64_t off = kw * g->d[2] - g->p[2], lo, hi;                                          \
+            ow_range(OW, IW, sw, off, &lo, &hi);                                                   \
+            for (int64_t oh = q->r0; oh < q->r1; oh++, d += OW) {                                  \
+              int64_t ih = oh * sh - g->p[1] + kh * g->d[1];                                       \
+              if (ih < 0 || ih >= g->in[1]) {                                                      \
+                for (int64_t ow = 0; ow < OW; ow++) d[ow] = 0;                                     \
+                continue;                                                                          \
+              }                                                                                    \
+              const T *src = xp + ih * IW + off;                                                   \
+              for (int64_t ow = 0; ow < lo; ow++) d[ow] = 0;                                       \
+              for (int64_t ow = lo; ow < hi; ow++) d[ow] = src[ow * sw];                           \
+              for (int64_t ow = hi; ow < OW; ow++) d[ow] = 0;                                      \
+            }                                                                                      \
+          }                                                                                        \
+        continue;                                                                                  \
+      }                                                                                            \
       for (int64_t kd = 0; kd < g->k[0]; kd++)                                                     \
         for (int64_t kh = 0; kh < g->k[1]; kh++)                                                   \
           for (int64_t kw = 0; kw < g->k[2]; kw++) {                                               \
@@ -378,9 +406,9 @@ DEFINE_RUN(double, f64)
   }                                                                                                \
   static void col2im_##SUF(const fx_ctx *q, int64_t begin, int64_t end) {                          \
     const ct_conv_geom *g = q->g;                                                                     \
-    const int64_t OW = g->out[2], sw = g->s[2];                                                    \
+    const int64_t OW = g->out[2], sw = g->s[2], nbs = q->np > 0 ? q->ld / q->np : 1; /* as im2col */ \
     for (int64_t t = begin; t < end; t++) {                                                        \
-      int64_t s = t / g->C, ch = t % g->C;                                                         \
+      int64_t s = t % nbs, ch = t / nbs;                                                           \
       T *xp = (T *)q->x + ((q->n0 + s) * g->C + ch) * g->insp;                                     \
       for (int64_t kd = 0; kd < g->k[0]; kd++)                                                     \
         for (int64_t kh = 0; kh < g->k[1]; kh++)                                                   \
@@ -759,18 +787,27 @@ static void wino_out_range(void *vq, int64_t begin, int64_t end) {
 
 /* The forward convolution x [N, C, H, W] * w [O, C, 3, 3] -> y [N, O, OH, OW] (all contiguous
  * float32, wino_eligible). */
-static ct_status wino_fwd(const ct_conv_geom *g, const float *x, const float *w, float *y) {
-  wino_ctx q = {g, x, w, y, NULL, NULL, NULL, 0, 0, (g->out[1] + 1) / 2, (g->out[2] + 1) / 2};
-  int64_t C = g->C, O = g->O, tps = q.TH * q.TW, per = 16 * (C + O) * tps;
-  int64_t budget = conv_col_budget > 0 ? conv_col_budget : WINO_MAX_ELEMS, nb = budget / per;
+/* The samples per chunk (V and M of a chunk within max_elems floats, or the test's budget) and
+ * q's scratch: U [16, O*C], V [16, C*nb*tiles], M [16, O*nb*tiles]; 0 when out of memory (q's
+ * buffers are given back by the caller either way). */
+static int64_t wino_scratch(wino_ctx *q, int64_t max_elems) {
+  const ct_conv_geom *g = q->g;
+  int64_t C = g->C, O = g->O, tps = q->TH * q->TW, per = 16 * (C + O) * tps;
+  int64_t budget = conv_col_budget > 0 ? conv_col_budget : max_elems, nb = budget / per;
   if (nb < 1) nb = 1;
   if (nb > g->N) nb = g->N;
+  q->uld = wino_ld(O * C);
+  q->U = ws_get(16 * q->uld, sizeof(float));
+  q->V = q->U ? ws_get(16 * wino_ld(C * nb * tps), sizeof(float)) : NULL;
+  q->M = q->V ? ws_get(16 * wino_ld(O * nb * tps), sizeof(float)) : NULL;
+  return q->M ? nb : 0;
+}
+
+static ct_status wino_fwd(const ct_conv_geom *g, const float *x, const float *w, float *y) {
+  wino_ctx q = {g, x, w, y, NULL, NULL, NULL, 0, 0, (g->out[1] + 1) / 2, (g->out[2] + 1) / 2};
+  int64_t C = g->C, O = g->O, tps = q.TH * q.TW, nb = wino_scratch(&q, WINO_MAX_ELEMS);
   ct_status st = CT_OK;
-  q.uld = wino_ld(O * C);
-  q.U = ws_get(16 * q.uld, sizeof(float));
-  q.V = q.U ? ws_get(16 * wino_ld(C * nb * tps), sizeof(float)) : NULL;
-  q.M = q.V ? ws_get(16 * wino_ld(O * nb * tps), sizeof(float)) : NULL;
-  if (!q.M) {
+  if (!nb) {
     st = ct_last_status();
     goto done;
   }
@@ -791,6 +828,129 @@ done:
   return st;
 }
 
+/* ---- Winograd weight gradient (the same F(2x2, 3x3) of a forward conv g) ----
+ * y = A^T [U . V] A per tile is linear in U = G w G^T, so per tile dL/dU = (A dY A^T) . V and
+ * gw = G^T [sum over tiles (A dY A^T) . V] G. Per chunk of samples:
+ *   V[e, c, t]   = (B^T d B)[e] of input tile t of channel c     (wino_in, as the forward)
+ *   D[e, o, t]   = (A dY A^T)[e] of the 2x2 gy tile t, zero past the output's edge (tasks (sample, o))
+ *   dU[e] (+)=   D[e] [O, T] @ V[e]^T [T, C]                      (one GEMM call, batch over the 16 e)
+ * then gw[o, c] = G^T dU[., o, c] G (tasks (o, c)). 16 products per tile and (o, c) instead of 36. */
+#define DEFINE_WINO_GYT(SUF, ATTR)                                                                       \
+  ATTR static void wino_gyt_##SUF(wino_ctx *q, int64_t begin, int64_t end, float *rows) {                \
+    const ct_conv_geom *g = q->g;                                                                        \
+    const int64_t O = g->O, OH = g->out[1], OW = g->out[2], TW = q->TW, tps = q->TH * TW, OT = q->mld;   \
+    const int64_t RW = 2 * TW + 16; /* a zero-padded gy row, room for the last vector's reads */         \
+    float *r0 = rows, *r1 = rows + RW;                                                                   \
+    for (int64_t t = begin; t < end; t++) {                                                              \
+      int64_t s = t / O, o = t % O;                                                                      \
+      const float *gp = q->x + ((q->n0 + s) * O + o) * OH * OW; /* q->x holds gy here */                 \
+      for (int64_t th = 0; th < q->TH; th++) {                                                           \
+        memcpy(r0, gp + 2 * th * OW, sizeof(float) * (size_t)OW);                                        \
+        memset(r0 + OW, 0, sizeof(float) * (size_t)(RW - OW));                                           \
+        if (2 * th + 1 < OH) {                                                                           \
+          memcpy(r1, gp + (2 * th + 1) * OW, sizeof(float) * (size_t)OW);                                \
+          memset(r1 + OW, 0, sizeof(float) * (size_t)(RW - OW));                                         \
+        } else                                                                                           \
+          memset(r1, 0, sizeof(float) * (size_t)RW);                                                     \
+        float *d = q->M + o * q->T + s * tps + th * TW;                                                  \
+        int64_t tw = 0;                                                                                  \
+        for (; tw + 8 <= TW; tw += 8) {                                                                  \
+          wino_v8 l0 = V8LD(r0 + 2 * tw), h0 = V8LD(r0 + 2 * tw + 8);                                    \
+          wino_v8 l1 = V8LD(r1 + 2 * tw), h1 = V8LD(r1 + 2 * tw + 8);                                    \
+          wino_v8 a = V8EVEN(l0, h0), b = V8ODD(l0, h0), c = V8EVEN(l1, h1), dd = V8ODD(l1, h1);         \
+          wino_v8 ru[4] = {a, a + c, a - c, -c}, rv[4] = {b, b + dd, b - dd, -dd};                       \
+          for (int k = 0; k < 4; k++) {                                                                  \
+            V8ST(d + (4 * k) * OT + tw, ru[k]);                                                          \
+            V8ST(d + (4 * k + 1) * OT + tw, ru[k] + rv[k]);                                              \
+            V8ST(d + (4 * k + 2) * OT + tw, ru[k] - rv[k]);                                              \
+            V8ST(d + (4 * k + 3) * OT + tw, -rv[k]);                                                     \
+          }                                                                                              \
+        }                                                                                                \
+        for (; tw < TW; tw++) {                                                                          \
+          float a = r0[2 * tw], b = r0[2 * tw + 1], c = r1[2 * tw], dd = r1[2 * tw + 1];                 \
+          float ru[4] = {a, a + c, a - c, -c}, rv[4] = {b, b + dd, b - dd, -dd};                         \
+          for (int k = 0; k < 4; k++) {                                                                  \
+            d[(4 * k) * OT + tw] = ru[k];                                                                \
+            d[(4 * k + 1) * OT + tw] = ru[k] + rv[k];                                                    \
+            d[(4 * k + 2) * OT + tw] = ru[k] - rv[k];                                                    \
+            d[(4 * k + 3) * OT + tw] = -rv[k];                                                           \
+          }                                                                                              \
+        }                                                                                                \
+      }                                                                                                  \
+    }                                                                                                    \
+  }
+DEFINE_WINO_GYT(port, )
+#if defined(__x86_64__)
+DEFINE_WINO_GYT(avx2, __attribute__((target("avx2,fma"))))
+#endif
+static void wino_gyt_range(void *vq, int64_t begin, int64_t end) {
+  wino_ctx *q = vq;
+  float *rows = malloc(sizeof(float) * (size_t)(2 * (2 * q->TW + 16)));
+  if (!rows) {
+    __atomic_store_n(&q->failed, 1, __ATOMIC_RELAXED);
+    return;
+  }
+#if defined(__x86_64__)
+  if (ct_simd_active() >= CT_SIMD_AVX2) wino_gyt_avx2(q, begin, end, rows);
+  else
+#endif
+    wino_gyt_port(q, begin, end, rows);
+  free(rows);
+}
+/* tasks (o, c): gw[o, c] = G^T dU[., o, c] G (q->U holds dU, q->y gw) */
+static void wino_gw_range(void *vq, int64_t begin, int64_t end) {
+  wino_ctx *q = vq;
+  int64_t OC = q->uld;
+  for (int64_t t = begin; t < end; t++) {
+    float r[3][4]; /* G^T down the 4 rows of each column */
+    for (int j = 0; j < 4; j++) {
+      float u0 = q->U[j * OC + t], u1 = q->U[(4 + j) * OC + t], u2 = q->U[(8 + j) * OC + t],
+            u3 = q->U[(12 + j) * OC + t];
+      r[0][j] = u0 + 0.5f * (u1 + u2);
+      r[1][j] = 0.5f * (u1 - u2);
+      r[2][j] = 0.5f * (u1 + u2) + u3;
+    }
+    float *k = q->y + t * 9;
+    for (int i = 0; i < 3; i++) {
+      k[3 * i] = r[i][0] + 0.5f * (r[i][1] + r[i][2]);
+      k[3 * i + 1] = 0.5f * (r[i][1] - r[i][2]);
+      k[3 * i + 2] = 0.5f * (r[i][1] + r[i][2]) + r[i][3];
+    }
+  }
+}
+/* V + D of one weight-gradient chunk: up to 8 MiB of float32, so that the GEMM's K (tiles) is
+ * long (ResNet-18 CIFAR b16: 1024 / 512 / 256 tiles at 32x32 / 16x16 / 8x8) and dU, which every
+ * chunk accumulates into, is read and written few times */
+#define WINO_WG_MAX_ELEMS ((int64_t)1 << 21)
+/* gw [O, C, 3, 3] of the forward conv g (wino_eligible) from x [N, C, H, W] and gy [N, O, OH, OW]
+ * (contiguous float32). */
+static ct_status wino_wgrad(const ct_conv_geom *g, const float *x, const float *gy, float *gw) {
+  wino_ctx q = {g, x, NULL, gw, NULL, NULL, NULL, 0, 0, (g->out[1] + 1) / 2, (g->out[2] + 1) / 2};
+  int64_t C = g->C, O = g->O, tps = q.TH * q.TW, nb = wino_scratch(&q, WINO_WG_MAX_ELEMS);
+  ct_status st = CT_OK;
+  if (!nb) {
+    st = ct_last_status();
+    goto done;
+  }
+  wino_ctx qy = q; /* the gy transform reads gy through x */
+  qy.x = gy;
+  for (int64_t n0 = 0; n0 < g->N && !st; n0 += nb) {
+    int64_t nbc = g->N - n0 < nb ? g->N - n0 : nb;
+    q.n0 = n0, q.T = nbc * tps, q.vld = wino_ld(C * q.T), q.mld = wino_ld(O * q.T);
+    qy.n0 = q.n0, qy.T = q.T, qy.vld = q.vld, qy.mld = q.mld;
+    ct_parallel_for(nbc * C, plane_grain(16 * tps), wino_in_range, &q);
+    ct_parallel_for(nbc * O, plane_grain(16 * tps), wino_gyt_range, &qy);
+    if (q.failed || qy.failed) break; /* reported below */
+    st = gemm_call(CT_FLOAT32, 16, O, C, q.T, q.M, q.mld, q.T, 1, q.V, q.vld, 1, q.T, q.U, q.uld, C, n0 > 0);
+  }
+  if (!st && (q.failed || qy.failed)) st = CT_ERR(CT_ERR_OOM, "CPU out of memory: Winograd transform scratch");
+  if (!st) ct_parallel_for(O * C, plane_grain(16), wino_gw_range, &q);
+done:
+  ct_fast_buf_put(q.U);
+  ct_fast_buf_put(q.V);
+  ct_fast_buf_put(q.M);
+  return st;
+}
 /* The chunk loop of the three im2col paths on contiguous operands, chunked by plan_chunks
  * (g->C * g->ksp > 0). x is the forward conv's input (gx for OP_BWD_INPUT, which col2im adds
  * into: zeroed by the caller), y its output (gy for the gradients). Per chunk of nb samples x
@@ -976,8 +1136,12 @@ static ct_status fast_bwd_input(const ct_call *c, const ct_conv_geom *g, ct_conv
   ct_status st = CT_OK;
   fx_ctx q = {g, dt == CT_FLOAT64, es};
   if (c->in[2] && !bias) return ct_last_status();
-  bool flip = (path == CT_CONV_PATH_WINOGRAD || (path == CT_CONV_PATH_IM2COL && flip_eligible(g))) && rows > 0 &&
-              Og > 0 && g->outsp > 0;
+  /* im2col + GEMM flips the weights first (a scattered pass over them): worth it where gx, which col2im
+   * would zero and add into, is the bigger (not ResNet's 4x4 512-channel layers: 2.4M weights, 131K gx
+   * at batch 16, where the flip alone took ~2.8 ms) */
+  bool flip_pays = (Og * Cg * g->ksp) * G <= g->N * g->C * g->insp;
+  bool flip = (path == CT_CONV_PATH_WINOGRAD || (path == CT_CONV_PATH_IM2COL && flip_eligible(g) && flip_pays)) &&
+              rows > 0 && Og > 0 && g->outsp > 0;
   if ((path != CT_CONV_PATH_GEMM_1X1 && !flip) || Og == 0) zero_par(gx, (size_t)ct_numel(xt) * es); /* col2im adds into it */
   if (rows == 0 || Og == 0 || g->outsp == 0) goto done;
   const char *gy = operand(c->in[0], dt, &yo), *w = gy ? operand(c->in[1], dt, &wo) : NULL;
@@ -1028,21 +1192,22 @@ static ct_status fast_bwd_weight(const ct_call *c, const ct_conv_geom *g, ct_con
                      EL(x, n * g->C * g->insp), Cg * g->insp, 1, g->insp, gw, Og * Cg, Cg, n > 0);
     goto done;
   }
-  st = cols_loop(OP_BWD_WEIGHT, g, dt, (char *)x, NULL, (char *)gy, gw);
+  if (path == CT_CONV_PATH_WINOGRAD) st = wino_wgrad(g, (const float *)x, (const float *)gy, (float *)gw);
+  else st = cols_loop(OP_BWD_WEIGHT, g, dt, (char *)x, NULL, (char *)gy, gw);
 done:
   free(xo);
   free(yo);
   return st;
 }
 
-/* choose_path's rule, then WINOGRAD in place of IM2COL for the forward and the input gradient of
- * a float32 3x3 stride-1 conv with enough channels (wino_eligible; for the input gradient, of
- * the flipped-kernel forward conv it runs as), unless im2col is forced. */
+/* choose_path's rule, then WINOGRAD in place of IM2COL for the forward, the input gradient and the
+ * weight gradient of a float32 3x3 stride-1 conv with enough channels (wino_eligible; for the input
+ * gradient, of the flipped-kernel forward conv it runs as), unless im2col is forced. */
 static ct_conv_path pick(const ct_conv_geom *g, ct_dtype dt, int op) {
   ct_conv_path p = choose_path(g, dt, op);
   if (p == CT_CONV_PATH_IM2COL && (conv_forced < 0 || conv_forced == CT_CONV_PATH_WINOGRAD)) {
     ct_conv_geom f;
-    if (op == OP_FWD && wino_eligible(g, dt)) p = CT_CONV_PATH_WINOGRAD;
+    if ((op == OP_FWD || op == OP_BWD_WEIGHT) && wino_eligible(g, dt)) p = CT_CONV_PATH_WINOGRAD;
     else if (op == OP_BWD_INPUT && flip_eligible(g)) {
       flip_geom(g, &f);
       if (wino_eligible(&f, dt)) p = CT_CONV_PATH_WINOGRAD;

@@ -437,12 +437,25 @@ static double prof_now(void) {
   clock_gettime(CLOCK_MONOTONIC, &t);
   return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }
+/* CT_CUDA_OP_PROFILE=2: the totals per (op, first input's dtype, first output's dtype), to tell
+ * e.g. float32 -> bfloat16 casts from the reverse ones */
+static bool prof_by_dtype;
+#define PROF_NK (CT_OP_COUNT * CT_NUM_DTYPES * CT_NUM_DTYPES)
+static double prof_t2[PROF_NK];
+static int64_t prof_n2[PROF_NK];
 static ct_status prof_kernel(const ct_call *c) {
   double t0 = prof_now();
   ct_status st = prof_orig[c->op](c);
   if (!D[ct_cuda_call_dev(c)].capturing) cudaStreamSynchronize(D[ct_cuda_call_dev(c)].stream);
-  prof_t[c->op] += prof_now() - t0;
+  double dt = prof_now() - t0;
+  prof_t[c->op] += dt;
   prof_n[c->op]++;
+  if (prof_by_dtype) {
+    int di = c->n_in > 0 && c->in[0] ? (int)c->in[0]->dtype : 0, dout = c->n_out > 0 && c->out[0] ? (int)c->out[0]->dtype : 0;
+    int k = (c->op * CT_NUM_DTYPES + di) * CT_NUM_DTYPES + dout;
+    prof_t2[k] += dt;
+    prof_n2[k]++;
+  }
   return st;
 }
 static void prof_report(void) {
@@ -459,6 +472,16 @@ static void prof_report(void) {
     fprintf(stderr, "  %-28s %9.2f ms %7lld calls\n", ct_op_info_of(best)->id, prof_t[best] * 1e3, (long long)prof_n[best]);
     prof_t[best] = -1;
   }
+  for (int k = 0; prof_by_dtype && k < 45; k++) {
+    int best = -1;
+    for (int i = 0; i < PROF_NK; i++)
+      if (prof_t2[i] > 0 && (best < 0 || prof_t2[i] > prof_t2[best])) best = i;
+    if (best < 0) break;
+    int op = best / (CT_NUM_DTYPES * CT_NUM_DTYPES), di = best / CT_NUM_DTYPES % CT_NUM_DTYPES, dout = best % CT_NUM_DTYPES;
+    fprintf(stderr, "  by dtype %-20s %-8s -> %-8s %9.2f ms %7lld calls\n", ct_op_info_of(op)->id, ct_dtype_name((ct_dtype)di),
+            ct_dtype_name((ct_dtype)dout), prof_t2[best] * 1e3, (long long)prof_n2[best]);
+    prof_t2[best] = -1;
+  }
 }
 
 static void fill_table(void) {
@@ -472,6 +495,7 @@ static void fill_table(void) {
   ct_cuda_register_bn(table);
   const char *pe = getenv("CT_CUDA_OP_PROFILE");
   if (pe && strcmp(pe, "0")) {
+    prof_by_dtype = !strcmp(pe, "2");
     for (int i = 0; i < CT_OP_COUNT; i++)
       if (table[i]) {
         prof_orig[i] = table[i];
@@ -664,10 +688,25 @@ extern "C" void ct_cuda_impl_set_bf16(bool on) { __atomic_store_n(&bf16mm, on, _
 extern "C" bool ct_cuda_impl_bf16(void) { return __atomic_load_n(&bf16mm, __ATOMIC_RELAXED); }
 
 /* ---- the iterator: same-shaped tensors, dims coalesced where every tensor allows ---- */
+extern "C" bool ct_dense_same_layout(const ct_tensor *a, const ct_tensor *b); /* src/ops/memory_format.c */
 extern "C" void cu_iter_make(int nt, ct_tensor *const *ts, cu_iter *it) {
   memset(it, 0, sizeof *it);
   it->nt = nt;
   const ct_tensor *t0 = ts[0];
+  /* every tensor in one dense non-contiguous layout (channels-last): one flat run in memory order */
+  bool flat = ct_numel(t0) > 0 && !ct_is_contiguous(t0) && ct_dense_same_layout(t0, t0);
+  for (int k = 1; k < nt && flat; k++) flat = ct_dense_same_layout(ts[k], t0);
+  if (flat) {
+    it->numel = ct_numel(t0);
+    it->nd = 1;
+    it->shape[0] = it->numel;
+    it->contig = true;
+    for (int k = 0; k < nt; k++) {
+      it->st[k][0] = (int64_t)ct_dtype_size(ts[k]->dtype);
+      it->base[k] = (char *)ts[k]->storage->data + ts[k]->offset * (int64_t)ct_dtype_size(ts[k]->dtype);
+    }
+    return;
+  }
   int nd = 0;
   int64_t numel = 1;
   for (int d = 0; d < t0->ndim; d++) {

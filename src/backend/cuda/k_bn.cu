@@ -15,6 +15,10 @@
 
 #define BN_T 256
 
+/* src/ops/memory_format.c */
+extern "C" bool ct_suggests_channels_last(const ct_tensor *t);
+extern "C" bool ct_dense_same_layout(const ct_tensor *a, const ct_tensor *b);
+
 template <typename T> __device__ __forceinline__ T bn_sub(T a, T b);
 template <> __device__ __forceinline__ float bn_sub(float a, float b) { return __fsub_rn(a, b); }
 template <> __device__ __forceinline__ double bn_sub(double a, double b) { return __dsub_rn(a, b); }
@@ -46,7 +50,24 @@ struct BnArgs {
   int64_t N, C, S;
   double eps;
   bool training;
+  /* a ReLU fused behind (ct_batch_norm_relu, k3): the forward writes relu(y) (v <= 0 ? 0 : v, as the
+   * ReLU kernels); the backward reads the saved relu output r and uses g' = r <= 0 ? 0 : g */
+  bool relu;
+  const void *r;
 };
+template <typename T> __device__ __forceinline__ T bn_relu(T v, bool on) { return on && v <= (T)0 ? (T)0 : v; }
+template <typename T> __device__ __forceinline__ T bn_gmask(T g, const void *r, size_t o) {
+  return r && ((const T *)r)[o] <= (T)0 ? (T)0 : g;
+}
+__device__ __forceinline__ float4 bn_gmask4(float4 g, const void *r, size_t o) {
+  if (!r) return g;
+  float4 v = *(const float4 *)((const float *)r + o);
+  g.x = v.x <= 0.f ? 0.f : g.x;
+  g.y = v.y <= 0.f ? 0.f : g.y;
+  g.z = v.z <= 0.f ? 0.f : g.z;
+  g.w = v.w <= 0.f ? 0.f : g.w;
+  return g;
+}
 
 template <typename T> __global__ void __launch_bounds__(BN_T) k_bn_fwd(BnArgs a) {
   __shared__ double sh[2 * BN_T / 32];
@@ -80,7 +101,7 @@ template <typename T> __global__ void __launch_bounds__(BN_T) k_bn_fwd(BnArgs a)
   T *y = (T *)a.y;
   for (int64_t i = threadIdx.x; i < M; i += BN_T) {
     int64_t o = ((i / S) * a.C + c) * S + i % S;
-    y[o] = bn_add(bn_mul(bn_sub(x[o], m), sc), bb);
+    y[o] = bn_relu(bn_add(bn_mul(bn_sub(x[o], m), sc), bb), a.relu);
   }
 }
 
@@ -94,7 +115,7 @@ template <typename T> __global__ void __launch_bounds__(BN_T) k_bn_bwd(BnArgs a)
   if (need) {
     for (int64_t i = threadIdx.x; i < M; i += BN_T) {
       int64_t o = ((i / S) * a.C + c) * S + i % S;
-      double gv = (double)g[o];
+      double gv = (double)bn_gmask(g[o], a.r, o);
       s1 += gv;
       s2 += gv * ((double)x[o] - (double)m);
     }
@@ -110,7 +131,8 @@ template <typename T> __global__ void __launch_bounds__(BN_T) k_bn_bwd(BnArgs a)
   T *dx = (T *)a.y;
   for (int64_t i = threadIdx.x; i < M; i += BN_T) {
     int64_t o = ((i / S) * a.C + c) * S + i % S;
-    dx[o] = a.training ? bn_mul(bn_sub(bn_sub(g[o], cg), bn_mul(bn_sub(x[o], m), cx)), av) : bn_mul(g[o], av);
+    T gm = bn_gmask(g[o], a.r, o);
+    dx[o] = a.training ? bn_mul(bn_sub(bn_sub(gm, cg), bn_mul(bn_sub(x[o], m), cx)), av) : bn_mul(gm, av);
   }
 }
 
@@ -207,12 +229,13 @@ __global__ void __launch_bounds__(BN_T2) k_bn_fwd_fast(BnFast f) {
     unsigned o = bn_off(u, c, f);
     if (f.V == 4) {
       float4 v = *(const float4 *)(x + o), w;
-      w.x = bn_add(bn_mul(bn_sub(v.x, m), sc), bb);
-      w.y = bn_add(bn_mul(bn_sub(v.y, m), sc), bb);
-      w.z = bn_add(bn_mul(bn_sub(v.z, m), sc), bb);
-      w.w = bn_add(bn_mul(bn_sub(v.w, m), sc), bb);
+      bool rl = f.a.relu;
+      w.x = bn_relu(bn_add(bn_mul(bn_sub(v.x, m), sc), bb), rl);
+      w.y = bn_relu(bn_add(bn_mul(bn_sub(v.y, m), sc), bb), rl);
+      w.z = bn_relu(bn_add(bn_mul(bn_sub(v.z, m), sc), bb), rl);
+      w.w = bn_relu(bn_add(bn_mul(bn_sub(v.w, m), sc), bb), rl);
       *(float4 *)(y + o) = w;
-    } else y[o] = bn_add(bn_mul(bn_sub(x[o], m), sc), bb);
+    } else y[o] = bn_relu(bn_add(bn_mul(bn_sub(x[o], m), sc), bb), f.a.relu);
   }
 }
 
@@ -233,12 +256,12 @@ __global__ void __launch_bounds__(BN_T2) k_bn_bwd_fast(BnFast f) {
     for (unsigned u = t0; u < U; u += step) {
       unsigned o = bn_off(u, c, f);
       if (f.V == 4) {
-        float4 gv = *(const float4 *)(g + o), xv = *(const float4 *)(x + o);
+        float4 gv = bn_gmask4(*(const float4 *)(g + o), f.a.r, o), xv = *(const float4 *)(x + o);
         s1 += ((double)gv.x + (double)gv.y) + ((double)gv.z + (double)gv.w);
         s2 += ((double)gv.x * ((double)xv.x - md) + (double)gv.y * ((double)xv.y - md)) +
               ((double)gv.z * ((double)xv.z - md) + (double)gv.w * ((double)xv.w - md));
       } else {
-        double gd = (double)g[o];
+        double gd = (double)bn_gmask(g[o], f.a.r, o);
         s1 += gd;
         s2 += gd * ((double)x[o] - md);
       }
@@ -259,13 +282,13 @@ __global__ void __launch_bounds__(BN_T2) k_bn_bwd_fast(BnFast f) {
   for (unsigned u = t0; u < U; u += step) {
     unsigned o = bn_off(u, c, f);
     if (f.V == 4) {
-      float4 gv = *(const float4 *)(g + o), xv = *(const float4 *)(x + o), w;
+      float4 gv = bn_gmask4(*(const float4 *)(g + o), f.a.r, o), xv = *(const float4 *)(x + o), w;
       w.x = bn_dx(gv.x, xv.x, m, cg, cx, av, tr);
       w.y = bn_dx(gv.y, xv.y, m, cg, cx, av, tr);
       w.z = bn_dx(gv.z, xv.z, m, cg, cx, av, tr);
       w.w = bn_dx(gv.w, xv.w, m, cg, cx, av, tr);
       *(float4 *)(dx + o) = w;
-    } else dx[o] = bn_dx(g[o], x[o], m, cg, cx, av, tr);
+    } else dx[o] = bn_dx(bn_gmask(g[o], f.a.r, o), x[o], m, cg, cx, av, tr);
   }
 }
 
@@ -285,7 +308,8 @@ static int bn_fast_launch(const BnArgs *a, const ct_tensor *x, bool backward, in
   f.C = (unsigned)a->C;
   f.S = (unsigned)a->S;
   f.N = (unsigned)a->N;
-  bool al = ((uintptr_t)a->x % 16 == 0) && ((uintptr_t)a->y % 16 == 0) && (!backward || (uintptr_t)a->g % 16 == 0);
+  bool al = ((uintptr_t)a->x % 16 == 0) && ((uintptr_t)a->y % 16 == 0) && (!backward || (uintptr_t)a->g % 16 == 0) &&
+            (uintptr_t)a->r % 16 == 0;
   f.V = (a->S % 4 == 0 && al) ? 4 : 1;
   unsigned U = f.N * f.S / f.V;
   f.cl = 1;
@@ -324,9 +348,256 @@ static void bn_geom(BnArgs *a, const ct_tensor *x) {
   a->S = a->N && a->C ? ct_numel(x) / (a->N * a->C) : 0;
 }
 
+/* ---- channels-last float32 (session 8): x [N, C, H, W] with strides (HWC, 1, WC, C), i.e. M =
+ * N H W rows of C channels. Per-channel blocks would read with a stride of C floats, so: (1) a
+ * partial-sums kernel over (32-channel tile, row slice) blocks whose warps read 32 adjacent
+ * channels of a row (coalesced), each block's sums over its 16 row lanes added in a fixed order;
+ * (2) one thread per channel adds the slices in order (deterministic, no atomics, graph-safe),
+ * writes the statistics (or dweight / dbias) and the per-channel coefficients; (3) the
+ * elementwise pass over the flat NHWC array, 4 channels per load where C % 4 == 0. Same double
+ * sums and the same float expressions for y / dx as the kernels above. ---- */
+#define BNC_TX 32
+#define BNC_TY 16
+struct BnCl {
+  BnArgs a;
+  unsigned C, M, R, V; /* R row slices, V elements per load (1 or 4) */
+  double *part;        /* [R][C][2] partial sums */
+  float *coef;         /* [4][C]: fwd m, scale, bias; bwd m, av, cg, cx */
+};
+
+__global__ void __launch_bounds__(BNC_TX *BNC_TY) k_bn_cl_sums(BnCl f, bool backward) {
+  __shared__ double sh[2][BNC_TY][BNC_TX + 1];
+  unsigned tx = threadIdx.x, ty = threadIdx.y, c = blockIdx.x * BNC_TX + tx;
+  double s1 = 0, s2 = 0;
+  if (c < f.C) {
+    const float *x = (const float *)f.a.x;
+    if (!backward) {
+      double shift = (double)x[c];
+#pragma unroll 4 /* several loads in flight per thread */
+      for (unsigned m = blockIdx.y * BNC_TY + ty; m < f.M; m += f.R * BNC_TY) {
+        double d = (double)x[(size_t)m * f.C + c] - shift;
+        s1 += d;
+        s2 += d * d;
+      }
+    } else {
+      const float *g = (const float *)f.a.g;
+      double md = (double)((const float *)f.a.rm)[c];
+#pragma unroll 4
+      for (unsigned m = blockIdx.y * BNC_TY + ty; m < f.M; m += f.R * BNC_TY) {
+        size_t o = (size_t)m * f.C + c;
+        double gd = (double)bn_gmask(g[o], f.a.r, o);
+        s1 += gd;
+        s2 += gd * ((double)x[o] - md);
+      }
+    }
+  }
+  sh[0][ty][tx] = s1;
+  sh[1][ty][tx] = s2;
+  __syncthreads();
+  if (ty == 0 && c < f.C) {
+    double a = 0, b = 0;
+    for (int k = 0; k < BNC_TY; k++) a += sh[0][k][tx], b += sh[1][k][tx];
+    double *p = f.part + ((size_t)blockIdx.y * f.C + c) * 2;
+    p[0] = a;
+    p[1] = b;
+  }
+}
+
+/* one warp per channel: lane l adds the slices r = l, l + 32, ... and the lanes meet in a fixed
+ * shuffle tree (a thread walking all R slices alone waited R dependent L2 loads) */
+__global__ void __launch_bounds__(256) k_bn_cl_finish(BnCl f, bool backward) {
+  unsigned c = blockIdx.x * 8 + threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (c >= f.C) return; /* whole warps leave together (c is per warp) */
+  const BnArgs &a = f.a;
+  double s1 = 0, s2 = 0;
+  bool need = !backward ? a.training : (a.mean || a.rstd || (a.y && a.training));
+  if (need) {
+    for (unsigned r = lane; r < f.R; r += 32) {
+      const double *p = f.part + ((size_t)r * f.C + c) * 2;
+      s1 += p[0];
+      s2 += p[1];
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+      s1 += __shfl_xor_sync(0xffffffffu, s1, o);
+      s2 += __shfl_xor_sync(0xffffffffu, s2, o);
+    }
+  }
+  if (lane) return;
+  double M = (double)f.M;
+  float *k = f.coef;
+  if (!backward) {
+    double mean, var;
+    if (a.training) {
+      double shift = (double)((const float *)a.x)[c], d = s1 / M;
+      mean = shift + d;
+      var = s2 / M - d * d;
+      if (var < 0) var = 0;
+    } else {
+      mean = (double)((const float *)a.rm)[c];
+      var = (double)((const float *)a.rv)[c];
+    }
+    double rstd = 1.0 / sqrt(var + a.eps);
+    float m = (float)mean;
+    ((float *)a.mean)[c] = m;
+    ((float *)a.rstd)[c] = (float)rstd;
+    ((float *)a.var)[c] = (float)var;
+    k[c] = m;
+    k[f.C + c] = (float)(rstd * (a.w ? (double)((const float *)a.w)[c] : 1.0));
+    k[2 * f.C + c] = a.b ? ((const float *)a.b)[c] : 0.f;
+  } else {
+    double rstd = (double)((const float *)a.rv)[c];
+    if (a.mean) ((float *)a.mean)[c] = (float)(s2 * rstd);
+    if (a.rstd) ((float *)a.rstd)[c] = (float)s1;
+    k[c] = ((const float *)a.rm)[c];
+    k[f.C + c] = (float)(rstd * (a.w ? (double)((const float *)a.w)[c] : 1.0));
+    k[2 * f.C + c] = (float)(s1 / M);
+    k[3 * f.C + c] = (float)(rstd * rstd * s2 / M);
+  }
+}
+
+__global__ void __launch_bounds__(256) k_bn_cl_apply(BnCl f, bool backward) {
+  size_t U = (size_t)f.M * f.C / f.V;
+  const float *x = (const float *)f.a.x, *g = (const float *)f.a.g, *k = f.coef;
+  float *y = (float *)f.a.y;
+  unsigned C = f.C;
+  bool tr = f.a.training;
+  for (size_t u = blockIdx.x * (size_t)blockDim.x + threadIdx.x; u < U; u += (size_t)gridDim.x * blockDim.x) {
+    size_t o = u * f.V;
+    unsigned c = (unsigned)(o % C);
+    if (f.V == 4) {
+      float4 xv = *(const float4 *)(x + o), w;
+      float4 m = *(const float4 *)(k + c), s = *(const float4 *)(k + C + c), b = *(const float4 *)(k + 2 * C + c);
+      if (!backward) {
+        bool rl = f.a.relu;
+        w.x = bn_relu(bn_add(bn_mul(bn_sub(xv.x, m.x), s.x), b.x), rl);
+        w.y = bn_relu(bn_add(bn_mul(bn_sub(xv.y, m.y), s.y), b.y), rl);
+        w.z = bn_relu(bn_add(bn_mul(bn_sub(xv.z, m.z), s.z), b.z), rl);
+        w.w = bn_relu(bn_add(bn_mul(bn_sub(xv.w, m.w), s.w), b.w), rl);
+      } else {
+        float4 gv = bn_gmask4(*(const float4 *)(g + o), f.a.r, o), cx = *(const float4 *)(k + 3 * C + c);
+        w.x = bn_dx(gv.x, xv.x, m.x, b.x, cx.x, s.x, tr);
+        w.y = bn_dx(gv.y, xv.y, m.y, b.y, cx.y, s.y, tr);
+        w.z = bn_dx(gv.z, xv.z, m.z, b.z, cx.z, s.z, tr);
+        w.w = bn_dx(gv.w, xv.w, m.w, b.w, cx.w, s.w, tr);
+      }
+      *(float4 *)(y + o) = w;
+    } else if (!backward) y[o] = bn_relu(bn_add(bn_mul(bn_sub(x[o], k[c]), k[C + c]), k[2 * C + c]), f.a.relu);
+    else y[o] = bn_dx(bn_gmask(g[o], f.a.r, o), x[o], k[c], k[2 * C + c], k[3 * C + c], k[C + c], tr);
+  }
+}
+
+static int64_t bn_cl_n; /* channels-last launches (tests) */
+extern "C" int64_t ct_cuda_bn_cl_count(void) { return __atomic_load_n(&bn_cl_n, __ATOMIC_RELAXED); }
+
+/* The three kernels for a channels-last float32 x (and g): CT_OK or the error. */
+static ct_status bn_cl_run(const BnArgs *a, bool backward, int dev, const char *name) {
+  BnCl f;
+  memset(&f, 0, sizeof f);
+  f.a = *a;
+  f.C = (unsigned)a->C;
+  f.M = (unsigned)(a->N * a->S);
+  bool al = (uintptr_t)a->x % 16 == 0 && (!a->y || (uintptr_t)a->y % 16 == 0) && (!backward || (uintptr_t)a->g % 16 == 0) &&
+            (uintptr_t)a->r % 16 == 0;
+  f.V = f.C % 4 == 0 && al ? 4 : 1;
+  unsigned tiles = (f.C + BNC_TX - 1) / BNC_TX, rmax = (f.M + 4 * BNC_TY - 1) / (4 * BNC_TY); /* >= 4 rows a lane */
+  f.R = (264 + tiles - 1) / tiles;
+  if (f.R > rmax) f.R = rmax;
+  if (f.R < 1) f.R = 1;
+  bool sums = backward ? (a->mean || a->rstd || (a->y && a->training)) : a->training;
+  size_t pbytes = sums ? (size_t)f.R * f.C * 2 * sizeof(double) : 0, kbytes = (size_t)4 * f.C * sizeof(float);
+  size_t bytes = pbytes + kbytes;
+  char *ws = (char *)ct_cuda_tmp_alloc(dev, bytes);
+  if (!ws) return ct_last_status();
+  f.part = (double *)ws;
+  f.coef = (float *)(ws + pbytes);
+  cudaStream_t s = CU_STREAM(dev);
+  if (sums) k_bn_cl_sums<<<dim3(tiles, f.R), dim3(BNC_TX, BNC_TY), 0, s>>>(f, backward);
+  k_bn_cl_finish<<<(f.C + 7) / 8, 256, 0, s>>>(f, backward);
+  if (a->y && f.M) {
+    size_t U = (size_t)f.M * f.C / f.V, blocks = (U + 255) / 256;
+    k_bn_cl_apply<<<(unsigned)(blocks < 8192 ? blocks : 8192), 256, 0, s>>>(f, backward);
+  }
+  ct_cuda_tmp_free(dev, ws, bytes);
+  __atomic_add_fetch(&bn_cl_n, 1, __ATOMIC_RELAXED);
+  return ct_cuda_check_launch(name);
+}
+
+/* x (and g) channels-last float32 with per-channel tensors as the contiguous path wants them:
+ * 1 (handled, *st set), 0 (not this layout). */
+static int bn_cl_call(const ct_call *c, bool backward, ct_status *st) {
+  const ct_tensor *x = c->in[backward ? 1 : 0], *g = backward ? c->in[0] : NULL;
+  if (!ct_suggests_channels_last(x)) return 0;
+  const char *name = backward ? "native_batch_norm_backward" : "native_batch_norm";
+  const ct_tensor *rr = backward && c->n_in > 5 ? c->in[5] : NULL; /* the fused ReLU's saved output */
+  bool ok = x->dtype == CT_FLOAT32 && ct_numel(x) < ((int64_t)1 << 31) - 8 && (!g || ct_dense_same_layout(g, x)) &&
+            (!rr || (rr->dtype == x->dtype && ct_dense_same_layout(rr, x)));
+  for (int k = backward ? 2 : 1; ok && k <= 4; k++) {
+    const ct_tensor *t = c->in[k];
+    ok = !t || (t->dtype == x->dtype && ct_is_contiguous(t) && ct_numel(t) == x->shape[1]);
+  }
+  if (ok && c->out[0]) ok = ct_dense_same_layout(c->out[0], x);
+  for (int j = 1; ok && j < c->n_out; j++) ok = !c->out[j] || ct_is_contiguous(c->out[j]);
+  if (!ok) {
+    *st = CT_ERR(CT_ERR_RUNTIME, "%s: a channels-last input needs float32, its gradient and output in its layout and "
+                 "contiguous per-channel tensors", name);
+    return 1;
+  }
+  BnArgs a;
+  memset(&a, 0, sizeof a);
+  bn_geom(&a, x);
+  a.training = c->a.k[0] != 0;
+  if (!backward) {
+    a.eps = c->a.f[0];
+    if (!a.training && (!c->in[3] || !c->in[4])) {
+      *st = CT_ERR(CT_ERR_RUNTIME, "native_batch_norm: running_mean and running_var must be defined in evaluation mode");
+      return 1;
+    }
+  } else if (!c->in[3] || !c->in[4]) {
+    *st = CT_ERR(CT_ERR_RUNTIME, "native_batch_norm_backward: expected the saved statistics");
+    return 1;
+  }
+  if (a.training && a.N * a.S == 0) {
+    *st = CT_ERR(CT_ERR_RUNTIME, "%s: no values per channel", name);
+    return 1;
+  }
+  if (a.C == 0) {
+    *st = CT_OK;
+    return 1;
+  }
+  int dev = ct_cuda_call_dev(c);
+  if ((*st = ct_cuda_use(dev)) != CT_OK) return 1;
+  if (!backward) {
+    a.x = bn_ptr(x);
+    a.w = bn_ptr(c->in[1]);
+    a.b = bn_ptr(c->in[2]);
+    a.rm = bn_ptr(c->in[3]);
+    a.rv = bn_ptr(c->in[4]);
+    a.y = (void *)bn_ptr(c->out[0]);
+    a.mean = (void *)bn_ptr(c->out[1]);
+    a.rstd = (void *)bn_ptr(c->out[2]);
+    a.var = (void *)bn_ptr(c->out[3]);
+  } else {
+    a.g = bn_ptr(g);
+    a.x = bn_ptr(x);
+    a.w = bn_ptr(c->in[2]);
+    a.rm = bn_ptr(c->in[3]);
+    a.rv = bn_ptr(c->in[4]);
+    a.y = c->out[0] ? (void *)bn_ptr(c->out[0]) : NULL;
+    a.mean = c->out[1] ? (void *)bn_ptr(c->out[1]) : NULL;
+    a.rstd = c->out[2] ? (void *)bn_ptr(c->out[2]) : NULL;
+  }
+  a.relu = !backward && c->a.k[3] != 0;
+  a.r = rr ? bn_ptr(rr) : NULL;
+  *st = bn_cl_run(&a, backward, dev, name);
+  return 1;
+}
+
 /* in x, weight?, bias?, running_mean?, running_var? (eval) -> y, mean, rstd, var; k0 training, f0 eps */
 static ct_status cu_native_batch_norm(const ct_call *c) {
   const ct_tensor *x = c->in[0];
+  ct_status cst;
+  if (bn_cl_call(c, false, &cst)) return cst;
   CT_TRY(ct_bn_layout_check(c, x, 1, 4));
   BnArgs a;
   memset(&a, 0, sizeof a);
@@ -349,6 +620,7 @@ static ct_status cu_native_batch_norm(const ct_call *c) {
   a.mean = (void *)bn_ptr(c->out[1]);
   a.rstd = (void *)bn_ptr(c->out[2]);
   a.var = (void *)bn_ptr(c->out[3]);
+  a.relu = c->a.k[3] != 0;
   ct_status fst = CT_OK;
   if (bn_fast_launch(&a, x, false, dev, &fst)) return fst;
   if (x->dtype == CT_FLOAT64) k_bn_fwd<double><<<(unsigned)a.C, BN_T, 0, CU_STREAM(dev)>>>(a);
@@ -359,6 +631,8 @@ static ct_status cu_native_batch_norm(const ct_call *c) {
 /* in g, x, weight?, mean, rstd -> dx?, dweight?, dbias?; k0 training */
 static ct_status cu_native_batch_norm_backward(const ct_call *c) {
   const ct_tensor *x = c->in[1];
+  ct_status cst;
+  if (bn_cl_call(c, true, &cst)) return cst;
   CT_TRY(ct_bn_layout_check(c, x, 2, 4));
   if (!c->in[3] || !c->in[4] || !ct_is_contiguous(c->in[0]) || c->in[0]->dtype != x->dtype ||
       ct_numel(c->in[0]) != ct_numel(x))
@@ -381,6 +655,12 @@ static ct_status cu_native_batch_norm_backward(const ct_call *c) {
   a.y = c->out[0] ? (void *)bn_ptr(c->out[0]) : NULL;
   a.mean = c->out[1] ? (void *)bn_ptr(c->out[1]) : NULL;
   a.rstd = c->out[2] ? (void *)bn_ptr(c->out[2]) : NULL;
+  if (c->n_in > 5 && c->in[5]) {
+    const ct_tensor *r = c->in[5];
+    if (r->dtype != x->dtype || !ct_is_contiguous(r) || ct_numel(r) != ct_numel(x))
+      return CT_ERR(CT_ERR_RUNTIME, "native_batch_norm_backward: expected the fused ReLU's output like the input");
+    a.r = bn_ptr(r);
+  }
   ct_status fst = CT_OK;
   if (bn_fast_launch(&a, x, true, dev, &fst)) return fst;
   if (x->dtype == CT_FLOAT64) k_bn_bwd<double><<<(unsigned)a.C, BN_T, 0, CU_STREAM(dev)>>>(a);

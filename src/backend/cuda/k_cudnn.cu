@@ -24,6 +24,9 @@
 #endif
 
 static int64_t cudnn_calls;
+/* src/ops/memory_format.c */
+extern "C" bool ct_is_channels_last(const ct_tensor *t);
+extern "C" bool ct_suggests_channels_last(const ct_tensor *t);
 extern "C" int64_t ct_cuda_cudnn_calls(void) { return __atomic_load_n(&cudnn_calls, __ATOMIC_RELAXED); }
 
 #ifndef CT_HAVE_CUDNN_H
@@ -194,6 +197,7 @@ static bool handle_for(int dev, cudnnHandle_t *h) {
 typedef struct {
   int op, dt, nb, groups, math;
   int x[5], w[5], y[5], pad[3], str[3], dil[3];
+  int lx, lw, ly; /* 1: channels-last (NHWC in memory, 4-D only), 0: packed NCHW */
 } ckey;
 typedef struct {
   ckey k;
@@ -227,12 +231,22 @@ static void packed_strides(int nb, const int *dims, int *st) {
   for (int i = nb - 2; i >= 0; i--) st[i] = st[i + 1] * dims[i + 1];
 }
 
+/* [N, C, H, W] stored NHWC (PyTorch's channels_last): strides (HWC, 1, WC, C) */
+static void nhwc_strides(const int *dims, int *st) {
+  st[1] = 1;
+  st[3] = dims[1];
+  st[2] = dims[3] * dims[1];
+  st[0] = dims[2] * dims[3] * dims[1];
+}
+
 /* Descriptors and an algorithm for the key; false (entry unusable) where cuDNN declines. */
 static bool build(centry *e, cudnnHandle_t h) {
   const ckey *k = &e->k;
   int sx[5], sy[5];
   packed_strides(k->nb, k->x, sx);
   packed_strides(k->nb, k->y, sy);
+  if (k->lx) nhwc_strides(k->x, sx);
+  if (k->ly) nhwc_strides(k->y, sy);
   cudnnDataType_t dt = cdt(k->dt);
   cudnnDataType_t comp = k->dt == CT_FLOAT64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
   if (p_cudnnCreateTensorDescriptor(&e->xd) || p_cudnnCreateTensorDescriptor(&e->yd) ||
@@ -240,7 +254,7 @@ static bool build(centry *e, cudnnHandle_t h) {
       p_cudnnCreateConvolutionDescriptor(&e->cd))
     return false;
   if (p_cudnnSetTensorNdDescriptor(e->xd, dt, k->nb, k->x, sx) || p_cudnnSetTensorNdDescriptor(e->yd, dt, k->nb, k->y, sy) ||
-      p_cudnnSetFilterNdDescriptor(e->wd, dt, CUDNN_TENSOR_NCHW, k->nb, k->w) ||
+      p_cudnnSetFilterNdDescriptor(e->wd, dt, k->lw ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW, k->nb, k->w) ||
       p_cudnnSetConvolutionNdDescriptor(e->cd, k->nb - 2, k->pad, k->str, k->dil, CUDNN_CROSS_CORRELATION, comp) ||
       p_cudnnSetConvolutionGroupCount(e->cd, k->groups) ||
       p_cudnnSetConvolutionMathType(e->cd, (cudnnMathType_t)k->math))
@@ -333,7 +347,11 @@ extern "C" bool ct_cuda_cudnn_conv(const ct_call *c, ct_status *st) {
   int dt = x->dtype;
   if (!(dt == CT_FLOAT32 || dt == CT_FLOAT64 || dt == CT_FLOAT16 || dt == CT_BFLOAT16)) return false;
   if (w->dtype != dt || y->dtype != dt || (bias && bias->dtype != dt)) return false;
-  if (!contiguous(x) || !contiguous(w) || !contiguous(y)) return false;
+  /* packed NCHW, or channels-last (4-D): cuDNN's NHWC kernels then run without the transposes
+   * it puts around NCHW operands. A tensor that is both (size-1 dims) goes with the others. */
+  bool any_cl = nd == 2 && (ct_suggests_channels_last(x) || ct_suggests_channels_last(w) || ct_suggests_channels_last(y));
+  int lx = any_cl && ct_is_channels_last(x), lw = any_cl && ct_is_channels_last(w), ly = any_cl && ct_is_channels_last(y);
+  if ((!lx && !contiguous(x)) || (!lw && !contiguous(w)) || (!ly && !contiguous(y))) return false;
   if (bias && (bias->ndim != 1 || (bias->shape[0] != 1 && bias->stride[0] != 1))) return false;
   ckey k;
   memset(&k, 0, sizeof k);
@@ -343,6 +361,7 @@ extern "C" bool ct_cuda_cudnn_conv(const ct_call *c, ct_status *st) {
   k.groups = (int)c->a.k[1];
   k.math = dt == CT_FLOAT32 ? (ct_cuda_tf32() ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH)
            : dt == CT_FLOAT64 ? CUDNN_DEFAULT_MATH : CUDNN_TENSOR_OP_MATH;
+  k.lx = lx, k.lw = lw, k.ly = ly;
   if (!dims_of(x, nd, k.x) || !dims_of(w, nd, k.w) || !dims_of(y, nd, k.y)) return false;
   int sp = k.nb - 2;
   for (int i = 0; i < sp; i++) {

@@ -195,6 +195,7 @@ __global__ void __launch_bounds__(CU_THREADS) k_ew(char *out, Opnd A, Opnd B, in
   }
 }
 
+extern "C" bool ct_dense_same_layout(const ct_tensor *a, const ct_tensor *b); /* src/ops/memory_format.c */
 /* Classifies input t against the contiguous output o of n elements. */
 static bool classify(const ct_tensor *t, const ct_tensor *o, Opnd *op) {
   op->p = dptr(t);
@@ -203,6 +204,11 @@ static bool classify(const ct_tensor *t, const ct_tensor *o, Opnd *op) {
   int64_t tn = ct_numel(t);
   if (tn == 1) {
     op->mode = 1;
+    return true;
+  }
+  if (!ct_is_contiguous(o)) { /* o dense in another layout (channels-last): t flat alike, or not here */
+    if (!ct_dense_same_layout(t, o)) return false;
+    op->mode = 0;
     return true;
   }
   if (t->ndim == o->ndim && tn == ct_numel(o) && ct_is_contiguous(t)) {
@@ -290,7 +296,10 @@ static void launch_ew_dt(int dev, ct_dtype dt, char *out, const Opnd &A, const O
 
 /* The output must be contiguous, of a fast dtype, not overlapping an input other than
  * exactly (in-place ops write the element they read). */
-static bool out_ok(const ct_tensor *o) { return fast_dtype(o->dtype) && ct_is_contiguous(o) && ct_numel(o) > 0; }
+/* o contiguous, or dense in another layout (channels-last: then only same-layout operands, flat) */
+static bool out_ok(const ct_tensor *o) {
+  return fast_dtype(o->dtype) && (ct_is_contiguous(o) || ct_dense_same_layout(o, o)) && ct_numel(o) > 0;
+}
 static bool alias_ok(const ct_tensor *o, const ct_tensor *t, const Opnd &op) {
   if (o->storage != t->storage) return true;
   return op.mode == 0 && dptr(o) == dptr(t);
@@ -339,18 +348,28 @@ struct CpGeom {
   int64_t sh[4], ds[4], ss[4]; /* dim 0 innermost; strides in elements, sh[0] counted in vectors */
   int64_t nvec;
 };
+/* I: the index type; 32-bit where every vector index and element offset fits (64-bit division
+ * is a long software sequence: it made the attention transposes' copies compute-bound) */
+template <typename I>
 __global__ void __launch_bounds__(CU_THREADS) k_copy_vec(char *dst, const char *src, CpGeom g, int vw) {
+  I sh[4], ds[4], ss[4];
+#pragma unroll
+  for (int d = 0; d < 4; d++) {
+    sh[d] = (I)g.sh[d];
+    ds[d] = (I)g.ds[d];
+    ss[d] = (I)g.ss[d];
+  }
   for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < g.nvec; i += (int64_t)gridDim.x * blockDim.x) {
-    int64_t r = i, od = (r % g.sh[0]) * vw, os = od;
-    r /= g.sh[0];
+    I r = (I)i, od = (r % sh[0]) * (I)vw, os = od;
+    r /= sh[0];
     for (int d = 1; d < g.nd; d++) {
-      int64_t k = r % g.sh[d];
-      r /= g.sh[d];
-      od += k * g.ds[d];
-      os += k * g.ss[d];
+      I k = r % sh[d];
+      r /= sh[d];
+      od += k * ds[d];
+      os += k * ss[d];
     }
     int isz = 16 / vw;
-    *(uint4 *)(dst + od * isz) = *(const uint4 *)(src + os * isz);
+    *(uint4 *)(dst + (int64_t)od * isz) = *(const uint4 *)(src + (int64_t)os * isz);
   }
 }
 static bool fast_copy_strided(ct_tensor *dst, const ct_tensor *src, ct_status *st) {
@@ -385,7 +404,15 @@ static bool fast_copy_strided(ct_tensor *dst, const ct_tensor *src, ct_status *s
   g.nvec = ct_numel(dst) / vw;
   int dev = dst->storage->device.index;
   if ((*st = ct_cuda_use(dev)) != CT_OK) return true;
-  k_copy_vec<<<cu_blocks(g.nvec), CU_THREADS, 0, CU_STREAM(dev)>>>(dp, sp, g, vw);
+  /* 32-bit indices where the last element of either tensor has an offset below 2^31 */
+  int64_t dmax = 0, smax = 0;
+  for (int d = 0; d < nd; d++) {
+    dmax += (g.sh[d] - 1) * (d ? g.ds[d] : vw);
+    smax += (g.sh[d] - 1) * (d ? g.ss[d] : vw);
+  }
+  bool small = g.nvec < 0x7fffffff && dmax + vw < 0x7fffffff && smax + vw < 0x7fffffff;
+  if (small) k_copy_vec<uint32_t><<<cu_blocks(g.nvec), CU_THREADS, 0, CU_STREAM(dev)>>>(dp, sp, g, vw);
+  else k_copy_vec<int64_t><<<cu_blocks(g.nvec), CU_THREADS, 0, CU_STREAM(dev)>>>(dp, sp, g, vw);
   *st = ct_cuda_check_launch("copy");
   return true;
 }
@@ -429,9 +456,71 @@ static ct_status cu_fast_fill(const ct_call *c) {
   return ct_cuda_check_launch("fill");
 }
 
+/* ---- dtype-converting copy between float32 / float16 / bfloat16, both contiguous: 8 elements
+ * per thread through 16-byte vectors (the reference converts one element at a time through
+ * the generic iterator and double: ~0.5 TB/s on the GPT's residual upcasts). The conversions
+ * are the reference's (cu_f2bf / cu_f2h / exact widening), so results are bit-identical. ---- */
+template <int SD, int DD>
+__global__ void __launch_bounds__(CU_THREADS) k_cast8(const char *src, char *dst, int64_t n, bool vec) {
+  typedef typename El<SD>::raw SR;
+  typedef typename El<DD>::raw DR;
+  int64_t st = (int64_t)gridDim.x * blockDim.x, n8 = vec ? n / 8 : 0;
+  for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n8; i += st) {
+    SR a[8];
+    DR b[8];
+#pragma unroll
+    for (int k = 0; k < (int)(8 * sizeof(SR)) / 16; k++) ((uint4 *)a)[k] = ((const uint4 *)(src + i * 8 * sizeof(SR)))[k];
+#pragma unroll
+    for (int k = 0; k < 8; k++) {
+      float v = El<SD>::ld(a[k]);
+      b[k] = DD == CT_BFLOAT16 ? (DR)cu_f2bf(v) : DD == CT_FLOAT16 ? (DR)cu_f2h(v) : (DR)v;
+    }
+#pragma unroll
+    for (int k = 0; k < (int)(8 * sizeof(DR)) / 16; k++) ((uint4 *)(dst + i * 8 * sizeof(DR)))[k] = ((uint4 *)b)[k];
+  }
+  for (int64_t i = n8 * 8 + blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += st) {
+    float v = El<SD>::ld(((const SR *)src)[i]);
+    ((DR *)dst)[i] = DD == CT_BFLOAT16 ? (DR)cu_f2bf(v) : DD == CT_FLOAT16 ? (DR)cu_f2h(v) : (DR)v;
+  }
+}
+static int64_t cast_fast_calls; /* for the tests: the fast path was taken */
+extern "C" int64_t ct_cuda_fast_cast_calls(void) { return cast_fast_calls; }
+static bool fast_cast(ct_tensor *dst, const ct_tensor *src, ct_status *st) {
+  if (!fast_dtype(dst->dtype) || !fast_dtype(src->dtype) || dst->dtype == src->dtype) return false;
+  if (!ct_is_contiguous(dst) || !ct_is_contiguous(src) || dst->storage == src->storage) return false;
+  int64_t n = ct_numel(dst);
+  int dev = dst->storage->device.index;
+  if ((*st = ct_cuda_use(dev)) != CT_OK) return true;
+  cast_fast_calls++;
+  if (n == 0) return true;
+  const char *sp = dptr(src);
+  char *dp = dptr(dst);
+  bool vec = al16(sp) && al16(dp);
+  unsigned nb = fast_blocks(vec ? (n + 7) / 8 : n);
+#define CAST_L(S, Dd) k_cast8<S, Dd><<<nb, CU_THREADS, 0, CU_STREAM(dev)>>>(sp, dp, n, vec)
+  switch (src->dtype * 16 + dst->dtype) {
+    case CT_FLOAT32 * 16 + CT_BFLOAT16: CAST_L(CT_FLOAT32, CT_BFLOAT16); break;
+    case CT_BFLOAT16 * 16 + CT_FLOAT32: CAST_L(CT_BFLOAT16, CT_FLOAT32); break;
+    case CT_FLOAT32 * 16 + CT_FLOAT16: CAST_L(CT_FLOAT32, CT_FLOAT16); break;
+    case CT_FLOAT16 * 16 + CT_FLOAT32: CAST_L(CT_FLOAT16, CT_FLOAT32); break;
+    case CT_FLOAT16 * 16 + CT_BFLOAT16: CAST_L(CT_FLOAT16, CT_BFLOAT16); break;
+    default: CAST_L(CT_BFLOAT16, CT_FLOAT16); break;
+  }
+#undef CAST_L
+  *st = ct_cuda_check_launch("copy");
+  return true;
+}
+
 extern "C" bool ct_cuda_fast_copy(ct_tensor *dst, const ct_tensor *src, ct_status *st) {
   if (!getenv_fast_enabled()) return false;
-  if (dst->dtype != src->dtype) return false;
+  if (dst->dtype != src->dtype) {
+    if (src->storage->device.type != CT_DEVICE_CUDA || src->storage->device.index != dst->storage->device.index ||
+        ct_numel(dst) != ct_numel(src) || dst->ndim != src->ndim)
+      return false;
+    for (int d = 0; d < dst->ndim; d++)
+      if (dst->shape[d] != src->shape[d]) return false;
+    return fast_cast(dst, src, st);
+  }
   if (src->storage->device.type != CT_DEVICE_CUDA || src->storage->device.index != dst->storage->device.index) return false;
   int64_t n = ct_numel(dst);
   if (n != ct_numel(src)) return false;
@@ -957,6 +1046,17 @@ static bool sgd_fused(ct_tensor *p, ct_tensor *g, ct_pstate *s, const ct_optim_o
   return true;
 }
 
+/* src/ops/memory_format.c */
+extern "C" bool ct_suggests_channels_last(const ct_tensor *t);
+extern "C" bool ct_dense_same_layout(const ct_tensor *a, const ct_tensor *b);
+extern "C" ct_tensor *ct_new_channels_last(const int64_t *shape, ct_dtype dt, ct_device dev);
+/* t usable beside parameter p as a flat float32 array: both contiguous, or both in one dense
+ * layout (channels-last weights, their gradients and momentum buffers) */
+static bool sgd_usable(const ct_tensor *t, const ct_tensor *p, int dev) {
+  return t && t->dtype == CT_FLOAT32 && t->storage->device.type == CT_DEVICE_CUDA && t->storage->device.index == dev &&
+         ((ct_is_contiguous(t) && ct_is_contiguous(p)) || ct_dense_same_layout(t, p));
+}
+
 static int64_t sgd_mt_launch_count;
 extern "C" int64_t ct_cuda_sgd_multi_launches(void) { return sgd_mt_launch_count; }
 
@@ -974,9 +1074,9 @@ extern "C" int ct_cuda_sgd_group_fused(ct_optim *opt, ct_pgroup *gr) {
     ct_tensor *p = gr->params[i], *g = p->grad;
     if (!g) continue;
     if (dev < 0) dev = p->storage->device.index;
-    if (!gr->st[i].init || !fused_usable(p, dev) || !fused_usable(g, dev) || ct_shares_storage(p, g)) return 0;
+    if (!gr->st[i].init || !sgd_usable(p, p, dev) || !sgd_usable(g, p, dev) || ct_shares_storage(p, g)) return 0;
     ct_tensor *b = gr->st[i].t[0];
-    if (b && (!fused_usable(b, dev) || ct_shares_storage(b, p) || ct_shares_storage(b, g))) return 0;
+    if (b && (!sgd_usable(b, p, dev) || ct_shares_storage(b, p) || ct_shares_storage(b, g))) return 0;
     /* the kernel assumes no parameter aliases another's memory */
     for (int64_t j = 0; j < i; j++)
       if (gr->params[j]->grad && (ct_shares_storage(gr->params[j], p) || ct_shares_storage(gr->params[j]->grad, g)))
@@ -991,8 +1091,9 @@ extern "C" int ct_cuda_sgd_group_fused(ct_optim *opt, ct_pgroup *gr) {
   for (int64_t i = 0; ok && mom && i < gr->n; i++) {
     ct_tensor *p = gr->params[i];
     if (!p->grad || gr->st[i].t[0]) continue;
-    ct_tensor *t = ct_empty_like(p, NULL);
-    if (!t || !fused_usable(t, dev)) {
+    ct_tensor *t = ct_suggests_channels_last(p) ? ct_new_channels_last(p->shape, p->dtype, p->storage->device)
+                                                : ct_empty_like(p, NULL);
+    if (!t || !sgd_usable(t, p, dev)) {
       ct_release(t);
       ok = false;
       break;
@@ -1375,49 +1476,73 @@ static ct_status cu_native_norm_backward(const ct_call *c) {
  * -inf. Anything else (other dims, dtypes, layouts) goes to the reduction kernels. ---- */
 static ct_kernel_fn lse_ref, deriv_ref;
 
-__global__ void __launch_bounds__(CU_THREADS) k_lse_rows(const float *x, float *y, int64_t rows, int64_t len, int vec) {
-  __shared__ float shm[CU_THREADS / 32], shs[CU_THREADS / 32];
+/* One row's online (max, sum-of-exp) state, NaN / +inf flags and a plain sum (label smoothing's)
+ * merged over the block: warp shuffles, then warp leaders through shared memory. Thread 0 gets
+ * the row's logsumexp (NaN if a NaN was seen, +inf if +inf, -inf for an all -inf row) and the
+ * block's plain sum in *sx; the other threads' results are unspecified. The caller syncs the
+ * block before the shared memory is reused (its next row). */
+__device__ __forceinline__ float lse_block(float m, float s, int fl, float *sx) {
+  __shared__ float shm[CU_THREADS / 32], shs[CU_THREADS / 32], shx[CU_THREADS / 32];
   __shared__ int shf[CU_THREADS / 32];
+  float x = *sx;
+#pragma unroll
+  for (int h = 16; h > 0; h /= 2) {
+    float m2 = __shfl_down_sync(0xffffffffu, m, h), s2 = __shfl_down_sync(0xffffffffu, s, h);
+    fl |= __shfl_down_sync(0xffffffffu, fl, h);
+    x += __shfl_down_sync(0xffffffffu, x, h);
+    sm_merge(m, s, m2, s2);
+  }
+  if ((threadIdx.x & 31) == 0) {
+    shm[threadIdx.x / 32] = m;
+    shs[threadIdx.x / 32] = s;
+    shx[threadIdx.x / 32] = x;
+    shf[threadIdx.x / 32] = fl;
+  }
+  __syncthreads();
+  if (threadIdx.x != 0) return 0.f;
+  for (int k = 1; k < CU_THREADS / 32; k++) {
+    sm_merge(m, s, shm[k], shs[k]);
+    fl |= shf[k];
+    x += shx[k];
+  }
+  *sx = x;
+  return (fl & 1) ? __int_as_float(0x7fc00000) : (fl & 2) ? INFINITY : m == -INFINITY ? -INFINITY : m + logf(s);
+}
+
+/* logsumexp over each contiguous row of float32 or bfloat16 (the GPT loss's bfloat16 logits
+ * under PyTorch-style autocast, read as they are: no float32 copy), float32 result; 16-byte
+ * vectors over each row's aligned middle (rows of 50257 start anywhere) */
+template <int DT>
+__global__ void __launch_bounds__(CU_THREADS) k_lse_rows(const char *x, float *y, int64_t rows, int64_t len) {
+  typedef typename El<DT>::raw R;
+  const int V = 16 / (int)sizeof(R);
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    const float *xr = x + r * len;
-    float m = -INFINITY, s = 0.f;
+    const R *xr = (const R *)x + r * len;
+    float m = -INFINITY, s = 0.f, sx = 0.f;
     int fl = 0; /* bit 0: NaN seen, bit 1: +inf seen */
     auto add = [&](float v) {
       if (v != v) fl |= 1;
       else if (v == INFINITY) fl |= 2;
       else sm_add(m, s, v);
     };
-    if (vec) {
-      for (int64_t j = threadIdx.x; j < len / 4; j += CU_THREADS) {
-        float4 v = ((const float4 *)xr)[j];
-        add(v.x);
-        add(v.y);
-        add(v.z);
-        add(v.w);
-      }
-      for (int64_t j = len / 4 * 4 + threadIdx.x; j < len; j += CU_THREADS) add(xr[j]);
-    } else {
-      for (int64_t j = threadIdx.x; j < len; j += CU_THREADS) add(xr[j]);
+    int64_t h0 = 0, nv = 0;
+    if ((uintptr_t)xr % sizeof(R) == 0) {
+      uintptr_t a = (uintptr_t)xr % 16;
+      h0 = a ? (int64_t)((16 - a) / sizeof(R)) : 0;
+      if (h0 > len) h0 = len;
+      nv = (len - h0) / V;
     }
+    for (int64_t j = threadIdx.x; j < h0; j += CU_THREADS) add(El<DT>::ld(xr[j]));
+    const uint4 *xv = (const uint4 *)(xr + h0);
+    for (int64_t q = threadIdx.x; q < nv; q += CU_THREADS) {
+      uint4 in = xv[q];
+      const R *ie = (const R *)&in;
 #pragma unroll
-    for (int h = 16; h > 0; h /= 2) {
-      float m2 = __shfl_down_sync(0xffffffffu, m, h), s2 = __shfl_down_sync(0xffffffffu, s, h);
-      fl |= __shfl_down_sync(0xffffffffu, fl, h);
-      sm_merge(m, s, m2, s2);
+      for (int e = 0; e < V; e++) add(El<DT>::ld(ie[e]));
     }
-    if ((threadIdx.x & 31) == 0) {
-      shm[threadIdx.x / 32] = m;
-      shs[threadIdx.x / 32] = s;
-      shf[threadIdx.x / 32] = fl;
-    }
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      for (int k = 1; k < CU_THREADS / 32; k++) {
-        sm_merge(m, s, shm[k], shs[k]);
-        fl |= shf[k];
-      }
-      y[r] = (fl & 1) ? __int_as_float(0x7fc00000) : (fl & 2) ? INFINITY : m == -INFINITY ? -INFINITY : m + logf(s);
-    }
+    for (int64_t j = h0 + nv * V + threadIdx.x; j < len; j += CU_THREADS) add(El<DT>::ld(xr[j]));
+    float lse = lse_block(m, s, fl, &sx);
+    if (threadIdx.x == 0) y[r] = lse;
     __syncthreads();
   }
 }
@@ -1425,17 +1550,16 @@ __global__ void __launch_bounds__(CU_THREADS) k_lse_rows(const float *x, float *
 static ct_status cu_fast_logsumexp(const ct_call *c) {
   const ct_tensor *x = c->in[0];
   const ct_tensor *y = c->n_out > 0 ? c->out[0] : NULL;
-  if (!getenv_fast_enabled() || !y || x->dtype != CT_FLOAT32 || y->dtype != CT_FLOAT32 || x->ndim < 1 ||
-      (uint32_t)c->a.k[0] != (1u << (x->ndim - 1)) || !ct_is_contiguous(x) || !ct_is_contiguous(y))
+  if (!getenv_fast_enabled() || !y || (x->dtype != CT_FLOAT32 && x->dtype != CT_BFLOAT16) || y->dtype != CT_FLOAT32 ||
+      x->ndim < 1 || (uint32_t)c->a.k[0] != (1u << (x->ndim - 1)) || !ct_is_contiguous(x) || !ct_is_contiguous(y))
     return lse_ref(c);
   int64_t len = x->shape[x->ndim - 1], rows = len ? ct_numel(x) / len : 0;
   if (len < 1 || rows < 1 || ct_numel(y) != rows) return lse_ref(c);
   int dev = ct_cuda_call_dev(c);
   CT_TRY(ct_cuda_use(dev));
-  const float *xp = (const float *)dptr(x);
-  int vec = ((uintptr_t)xp % 16 == 0) && len % 4 == 0;
-  k_lse_rows<<<(unsigned)(rows < 65536 ? rows : 65536), CU_THREADS, 0, CU_STREAM(dev)>>>(xp, (float *)dptr(y), rows, len,
-                                                                                         vec);
+  unsigned nb = (unsigned)(rows < 65536 ? rows : 65536);
+  if (x->dtype == CT_FLOAT32) k_lse_rows<CT_FLOAT32><<<nb, CU_THREADS, 0, CU_STREAM(dev)>>>(dptr(x), (float *)dptr(y), rows, len);
+  else k_lse_rows<CT_BFLOAT16><<<nb, CU_THREADS, 0, CU_STREAM(dev)>>>(dptr(x), (float *)dptr(y), rows, len);
   return ct_cuda_check_launch("logsumexp");
 }
 
@@ -1596,8 +1720,6 @@ __global__ void __launch_bounds__(CU_THREADS) k_ce_fwd(const char *xp, const cha
                                                        const double *wsum_d, float *lse_o, double *lrow, double *krow) {
   typedef typename El<DT>::raw R;
   const R *w = (const R *)wp;
-  __shared__ float shm[CU_THREADS / 32], shs[CU_THREADS / 32], shx[CU_THREADS / 32];
-  __shared__ int shf[CU_THREADS / 32];
   for (int64_t r = blockIdx.x; r < N; r += gridDim.x) {
     int64_t t = tp[r];
     if (t == ignore || t < 0 || t >= C) { /* the entry point checked the range; never read outside */
@@ -1618,27 +1740,8 @@ __global__ void __launch_bounds__(CU_THREADS) k_ce_fwd(const char *xp, const cha
       else if (v == INFINITY) fl |= 2;
       else sm_add(m, s, v);
     }
-#pragma unroll
-    for (int h = 16; h > 0; h /= 2) {
-      float m2 = __shfl_down_sync(0xffffffffu, m, h), s2 = __shfl_down_sync(0xffffffffu, s, h);
-      fl |= __shfl_down_sync(0xffffffffu, fl, h);
-      sx += __shfl_down_sync(0xffffffffu, sx, h);
-      sm_merge(m, s, m2, s2);
-    }
-    if ((threadIdx.x & 31) == 0) {
-      shm[threadIdx.x / 32] = m;
-      shs[threadIdx.x / 32] = s;
-      shx[threadIdx.x / 32] = sx;
-      shf[threadIdx.x / 32] = fl;
-    }
-    __syncthreads();
+    float lse = lse_block(m, s, fl, &sx);
     if (threadIdx.x == 0) {
-      for (int k = 1; k < CU_THREADS / 32; k++) {
-        sm_merge(m, s, shm[k], shs[k]);
-        fl |= shf[k];
-        sx += shx[k];
-      }
-      float lse = (fl & 1) ? __int_as_float(0x7fc00000) : (fl & 2) ? INFINITY : m == -INFINITY ? -INFINITY : m + logf(s);
       double wt = w ? (double)El<DT>::ld(w[t]) : 1.0, xt = (double)El<DT>::ld(xr[t]);
       double l = (1.0 - ls) * wt * ((double)lse - xt);
       if (ls > 0.f) l += (double)ls / (double)C * ((double)lse * (wsum_d ? *wsum_d : (double)wsum_h) - (double)sx);
@@ -1685,7 +1788,7 @@ struct CeBw {
   const double *wsum_d;
   float wsum_h, ls;
   int64_t N, C, ignore;
-  int red, vec;
+  int red, vec, gf32; /* gf32: g is float32 (logsumexp's float32 result over bfloat16 logits) */
 };
 
 template <int DT>
@@ -1696,7 +1799,8 @@ __global__ void __launch_bounds__(CU_THREADS) k_ce_bwd(CeBw k) {
   for (int64_t r = blockIdx.x; r < k.N; r += gridDim.x) {
     const R *xr = (const R *)k.x + r * k.C;
     R *dr = (R *)k.dx + r * k.C;
-    float gi = El<DT>::ld(((const R *)k.g)[k.red == CT_REDUCTION_NONE ? r : 0]);
+    int64_t gk = k.red == CT_REDUCTION_NONE ? r : 0;
+    float gi = k.gf32 ? ((const float *)k.g)[gk] : El<DT>::ld(((const R *)k.g)[gk]);
     float ca, cb = 0.f, sub = 0.f, L = k.lse[r];
     int64_t t = -1;
     bool zero = false;
@@ -1807,7 +1911,8 @@ static ct_status cu_ce_fused_backward(const ct_call *c) {
   const ct_tensor *o = c->out[0];
   bool lse_mode = c->a.k[2] == 1;
   if (!ce_dt(x) || x->ndim < 1 || !ct_is_contiguous(x) || !o || o->dtype != x->dtype || !ct_is_contiguous(o) ||
-      ct_numel(o) != ct_numel(x) || !g || g->dtype != x->dtype || !ct_is_contiguous(g))
+      ct_numel(o) != ct_numel(x) || !g || !ct_is_contiguous(g) ||
+      (g->dtype != x->dtype && !(c->a.k[2] == 1 && g->dtype == CT_FLOAT32)))
     return ce_bad("cross_entropy_fused_backward");
   int64_t C = x->shape[x->ndim - 1], N = C ? ct_numel(x) / C : 0;
   int red = (int)c->a.k[0];
@@ -1828,6 +1933,7 @@ static ct_status cu_ce_fused_backward(const ct_call *c) {
   k.x = dptr(x);
   k.w = w && !lse_mode ? dptr(w) : NULL;
   k.g = dptr(g);
+  k.gf32 = g->dtype != x->dtype;
   k.dx = dptr(o);
   k.t = lse_mode ? NULL : (const int64_t *)dptr(t);
   k.lse = (const float *)dptr(lse);
@@ -1844,6 +1950,165 @@ static ct_status cu_ce_fused_backward(const ct_call *c) {
   ct_status st = ct_cuda_check_launch("cross_entropy_fused_backward");
   if (wd) ct_cuda_tmp_free(dev, wd, sizeof(double));
   return st;
+}
+
+/* ---- clip_grad_norm_ (2-norm) over float32 CUDA gradients in a few launches (PyTorch's foreach
+ * norm): per 64 tensors, one launch of per-chunk sums of squares (double) and one of per-tensor
+ * norms (each tensor's chunks added in order, sqrt, rounded to float32 as ct_norm's result);
+ * one block then the total (the 2-norm of the float32 norms in double, rounded) and the clamped
+ * coefficient with clip.c's float32 steps (1 / (total + 1e-6) * max_norm, at most 1); per 64
+ * tensors one launch scaling the gradients by it. Deterministic (fixed orders, no atomics), no
+ * host read (graph-safe); the composed form in clip.c is the reference. ---- */
+#define CLIP_MT 64
+#define CLIP_CHUNK (CU_THREADS * 16)
+struct ClipMT {
+  float *g[CLIP_MT];
+  int64_t n[CLIP_MT], blk0[CLIP_MT + 1];
+  int nt;
+};
+__device__ __forceinline__ int clip_tensor_of(const ClipMT &P, int64_t b) {
+  int lo = 0, hi = P.nt - 1; /* the last t with blk0[t] <= b */
+  while (lo < hi) {
+    int mid = (lo + hi + 1) / 2;
+    if (P.blk0[mid] <= b) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}
+__global__ void __launch_bounds__(CU_THREADS) k_clip_sq(const __grid_constant__ ClipMT P, double *part) {
+  __shared__ double sh[CU_THREADS / 32];
+  int64_t b = blockIdx.x;
+  int t = clip_tensor_of(P, b);
+  int64_t n = P.n[t], k0 = (b - P.blk0[t]) * CLIP_CHUNK, k1 = k0 + CLIP_CHUNK < n ? k0 + CLIP_CHUNK : n;
+  const float *g = P.g[t];
+  double a = 0.0;
+  for (int64_t k = k0 + threadIdx.x; k < k1; k += CU_THREADS) {
+    double v = (double)g[k];
+    a += v * v;
+  }
+  a = group_sum<CU_THREADS>(a, sh);
+  if (threadIdx.x == 0) part[b] = a;
+}
+/* block t: tensor t's chunk sums in a fixed order -> its float32 norm */
+__global__ void __launch_bounds__(CU_THREADS) k_clip_tnorm(const __grid_constant__ ClipMT P, const double *part,
+                                                           float *tnorm) {
+  __shared__ double sh[CU_THREADS / 32];
+  int t = blockIdx.x;
+  double a = 0.0;
+  for (int64_t b = P.blk0[t] + threadIdx.x; b < P.blk0[t + 1]; b += CU_THREADS) a += part[b];
+  a = group_sum<CU_THREADS>(a, sh);
+  if (threadIdx.x == 0) tnorm[t] = (float)sqrt(a);
+}
+__global__ void __launch_bounds__(CU_THREADS) k_clip_total(const float *tnorm, int64_t ng, float max_norm, float *total,
+                                                           float *coef) {
+  __shared__ double sh[CU_THREADS / 32];
+  double a = 0.0;
+  for (int64_t i = threadIdx.x; i < ng; i += CU_THREADS) {
+    double v = (double)tnorm[i];
+    a += v * v;
+  }
+  a = group_sum<CU_THREADS>(a, sh);
+  if (threadIdx.x == 0) {
+    float tf = (float)sqrt(a), r = 1.0f / (tf + 1e-6f), c = r * max_norm;
+    *total = tf;
+    *coef = c > 1.0f ? 1.0f : c; /* NaN stays NaN, as clamp(max=1) */
+  }
+}
+__global__ void __launch_bounds__(CU_THREADS) k_clip_scale(const __grid_constant__ ClipMT P, const float *coef) {
+  int64_t b = blockIdx.x;
+  int t = clip_tensor_of(P, b);
+  int64_t n = P.n[t], k0 = (b - P.blk0[t]) * CLIP_CHUNK, k1 = k0 + CLIP_CHUNK < n ? k0 + CLIP_CHUNK : n;
+  float c = *coef, *g = P.g[t];
+  for (int64_t k = k0 + threadIdx.x; k < k1; k += CU_THREADS) g[k] = g[k] * c;
+}
+static int64_t clip_launches;
+extern "C" int64_t ct_cuda_clip_fused_launches(void) { return clip_launches; }
+/* *total: the total norm (a new float32 0-d tensor) and true when it applies: every gradient a
+ * contiguous float32 tensor on one CUDA device, at least one; false (nothing done) otherwise. On
+ * a failure true with *total NULL and the error set. */
+extern "C" bool ct_cuda_clip_grad_norm_fused(int64_t n, ct_tensor *const *params, double max_norm, ct_tensor **total) {
+  *total = NULL;
+  if (!getenv_fast_enabled()) return false;
+  int64_t ng = 0;
+  int dev = -1;
+  for (int64_t i = 0; i < n; i++) {
+    ct_tensor *g = params[i]->grad;
+    if (!g) continue;
+    if (g->storage->device.type != CT_DEVICE_CUDA || g->dtype != CT_FLOAT32 || !ct_is_contiguous(g)) return false;
+    if (dev >= 0 && g->storage->device.index != dev) return false;
+    dev = g->storage->device.index;
+    ng++;
+  }
+  if (ng == 0) return false;
+  if (ct_cuda_use(dev) != CT_OK) return true;
+  /* chunks per group of 64 tensors, then the partial sums' offsets */
+  int64_t nblk = 0;
+  for (int64_t i = 0; i < n; i++)
+    if (params[i]->grad) nblk += (ct_numel(params[i]->grad) + CLIP_CHUNK - 1) / CLIP_CHUNK;
+  size_t pb = sizeof(double) * (size_t)(nblk > 0 ? nblk : 1), tb = sizeof(float) * (size_t)(ng + 2);
+  double *part = (double *)ct_cuda_tmp_alloc(dev, pb);
+  float *tn = part ? (float *)ct_cuda_tmp_alloc(dev, tb) : NULL;
+  ct_device dv = {CT_DEVICE_CUDA, dev};
+  ct_tensor *out = tn ? ct_tensor_new(0, NULL, CT_FLOAT32, dv) : NULL;
+  if (!out) {
+    if (part) ct_cuda_tmp_free(dev, part, pb);
+    if (tn) ct_cuda_tmp_free(dev, tn, tb);
+    return true;
+  }
+  float *coef = tn + ng;
+  cudaStream_t s = CU_STREAM(dev);
+  ct_status st = CT_OK;
+  for (int pass = 0; pass < 2 && st == CT_OK; pass++) {
+    if (pass == 1) {
+      k_clip_total<<<1, CU_THREADS, 0, s>>>(tn, ng, (float)max_norm, (float *)dptr(out), coef);
+      clip_launches++;
+    }
+    int64_t i = 0, t_base = 0, b_base = 0;
+    while (i < n && st == CT_OK) {
+      ClipMT P;
+      memset(&P, 0, sizeof P);
+      int64_t blocks = 0;
+      for (; i < n && P.nt < CLIP_MT; i++) {
+        ct_tensor *g = params[i]->grad;
+        if (!g || ct_numel(g) == 0) continue;
+        int t = P.nt++;
+        P.g[t] = (float *)dptr(g);
+        P.n[t] = ct_numel(g);
+        P.blk0[t] = blocks;
+        blocks += (P.n[t] + CLIP_CHUNK - 1) / CLIP_CHUNK;
+      }
+      if (P.nt == 0) break;
+      P.blk0[P.nt] = blocks;
+      if (blocks > 0x7fffffff) {
+        st = CT_ERR(CT_ERR_RUNTIME, "clip_grad_norm_: too many elements for one launch");
+        break;
+      }
+      if (pass == 0) {
+        k_clip_sq<<<(unsigned)blocks, CU_THREADS, 0, s>>>(P, part + b_base);
+        k_clip_tnorm<<<(unsigned)P.nt, CU_THREADS, 0, s>>>(P, part + b_base, tn + t_base);
+        clip_launches += 2;
+      } else {
+        k_clip_scale<<<(unsigned)blocks, CU_THREADS, 0, s>>>(P, coef);
+        clip_launches++;
+      }
+      st = ct_cuda_check_launch("clip_grad_norm_ (multi-tensor)");
+      t_base += P.nt;
+      b_base += blocks;
+    }
+    /* gradients with no elements: norm 0 (they add nothing; their slots stay out of tn) */
+    if (pass == 0 && st == CT_OK && t_base < ng)
+      cudaMemsetAsync(tn + t_base, 0, sizeof(float) * (size_t)(ng - t_base), s);
+  }
+  ct_cuda_tmp_free(dev, part, pb);
+  ct_cuda_tmp_free(dev, tn, tb);
+  if (st != CT_OK) {
+    ct_release(out);
+    return true;
+  }
+  for (int64_t i = 0; i < n; i++)
+    if (params[i]->grad) ct_bump_version(params[i]->grad);
+  *total = out;
+  return true;
 }
 
 extern "C" void ct_cuda_register_fast(ct_kernel_fn *tab) {

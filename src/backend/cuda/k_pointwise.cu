@@ -433,6 +433,7 @@ struct DerivF {
   __device__ void operator()(char **p) const { st_f(p[0], od, deriv_f(op, order, ld_f(p[1], dt), ld_f(p[2], dt), a)); }
 };
 
+extern "C" bool ct_dense_same_layout(const ct_tensor *a, const ct_tensor *b); /* src/ops/memory_format.c */
 /* relu's gradient (threshold backward) over contiguous float32, 4 per thread: the generic
  * iterator above spent ~6 us per ResNet activation (17 per step); same expression (x <= 0 ? 0 : h). */
 __global__ void __launch_bounds__(256) k_relu_grad4(float *out, const float *h, const float *x, int64_t n4) {
@@ -448,7 +449,11 @@ __global__ void __launch_bounds__(256) k_relu_grad4(float *out, const float *h, 
 static bool relu_grad_fast(const ct_call *c, int dev) {
   const ct_tensor *o = c->out[0], *h = c->in[0], *x = c->in[1];
   if (c->a.k[5] != CT_OP_relu || c->a.k[4] != 1 || o->dtype != CT_FLOAT32 || h->dtype != CT_FLOAT32 ||
-      x->dtype != CT_FLOAT32 || !ct_is_contiguous(o) || !ct_is_contiguous(h) || !ct_is_contiguous(x))
+      x->dtype != CT_FLOAT32)
+    return false;
+  /* contiguous, or all three in one dense layout (channels-last): flat arrays alike */
+  if (!(ct_is_contiguous(o) && ct_is_contiguous(h) && ct_is_contiguous(x)) &&
+      !(ct_dense_same_layout(h, o) && ct_dense_same_layout(x, o)))
     return false;
   int64_t n = ct_numel(o);
   if (n == 0 || n % 4 || ct_numel(h) != n || ct_numel(x) != n) return false;

@@ -138,7 +138,11 @@ static void fa_head(txt *s, const fa_geom *g) {
         "  var r = bh; var o = pr[8u + 6u * t];\n"
         "  for (var d: i32 = %d; d >= 0; d = d - 1) { let n = pr[4u + u32(d)]; o = o + (r %% n) * pr[10u + 6u * t + u32(d)]; r = r / n; }\n"
         "  return o;\n}\n"
-        "fn rs(t: u32) -> u32 { return pr[9u + 6u * t]; }\n",
+        "fn rs(t: u32) -> u32 { return pr[9u + 6u * t]; }\n"
+        /* NaN by its bits, and exp passing NaN through: WGSL lets an implementation assume
+         * finite math (SwiftShader's exp(NaN) is inf), so NaN/inf inputs give the CPU's NaNs */
+        "fn fnan(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }\n"
+        "fn pexp(x: f32) -> f32 { if (fnan(x)) { return x; } return exp(x); }\n",
      FA_NB - 1);
 }
 
@@ -182,6 +186,7 @@ static ct_status fwd_run(int variant, void *ctx) {
   int BC = pow2_floor(FA_SHARED / (E + Ev), 1);
   if (BC > 64) BC = 64;
   int bq = g->slot_bind[0], bk = g->slot_bind[1], bv = g->slot_bind[2], bo = g->slot_bind[3], bl = g->slot_bind[4];
+  int b2 = g->nt > 5 ? g->slot_bind[5] : -1; /* the backward's copy of the output, written here too */
   txt s = {0};
   fa_head(&s, g);
   tf(&s, "var<workgroup> Ks: array<f32, %d>;\nvar<workgroup> Vs: array<f32, %d>;\n", BC * E, BC * Ev);
@@ -210,7 +215,7 @@ static ct_status fwd_run(int variant, void *ctx) {
          "        l = l * a;\n"
          "        for (var c = 0u; c < %du; c = c + 1u) { acc[c] = acc[c] * a; }\n"
          "        for (var jj = 0u; jj < jn; jj = jj + 1u) {\n"
-         "          let p = exp(sv[jj] - mt); l = l + p;\n"
+         "          let p = pexp(sv[jj] - mt); l = l + p;\n"
          "          for (var c = 0u; c < %du; c = c + 1u) { acc[c] = fma(p, Vs[jj * %du + c], acc[c]); }\n"
          "        }\n"
          "        m = mt;\n"
@@ -220,9 +225,13 @@ static ct_status fwd_run(int variant, void *ctx) {
          "  if (valid) {\n"
          "    let inv = 1.0 / l;\n"
          "    for (var c = 0u; c < %du; c = c + 1u) { b%d[oo + i * orw + c] = bitcast<u32>(acc[c] * inv); }\n"
-         "    b%d[lo + i * lr] = bitcast<u32>(m + log(l));\n"
-         "  }\n}\n",
+         "    b%d[lo + i * lr] = bitcast<u32>(select(m + log(l), l, fnan(l)));\n",
      E, E, Ev, Ev, Ev, Ev, bo, bl);
+  if (b2 >= 0)
+    tf(&s, "    let o2 = boff(5u, bh); let r2 = rs(5u);\n"
+           "    for (var c = 0u; c < %du; c = c + 1u) { b%d[o2 + i * r2 + c] = bitcast<u32>(acc[c] * inv); }\n",
+       Ev, b2);
+  tf(&s, "  }\n}\n");
   if (s.oom) {
     free(s.p);
     return CT_ERR(CT_ERR_OOM, "out of memory generating WGSL");
@@ -279,17 +288,16 @@ ct_status ct_webgpu_sdpa_flash(const ct_call *c) {
     return CT_ERR(CT_ERR_NOT_IMPLEMENTED, "Could not run 'aten::sdpa_flash' with arguments from the 'WebGPU' backend. "
                   "Head dims must be 1..%d (got %d, %d).", FA_MAXE, f.E, f.Ev);
   if (ct_numel(c->out[0]) == 0) return CT_OK;
-  const ct_tensor *ts[5] = {q, k, v, c->out[0], c->out[1]};
+  /* out[2], the backward's copy of the output, is written by the same kernel */
+  const ct_tensor *ts[6] = {q, k, v, c->out[0], c->out[1], c->n_out > 2 ? c->out[2] : NULL};
   wg_lock();
-  ct_status st = fa_make(&f.g, nbd, 5, ts, f.L, S, c->a.f[0]);
+  ct_status st = fa_make(&f.g, nbd, ts[5] ? 6 : 5, ts, f.L, S, c->a.f[0]);
   f.BH = f.g.pr[2];
   if (st == CT_OK && ((f.L + 31) / 32 > wg_max_groups() || f.BH > wg_max_groups()))
     st = CT_ERR(CT_ERR_RUNTIME, "sdpa_flash: too many workgroups for one WebGPU dispatch");
   if (st == CT_OK) st = fwd_run(fa_variant(&f, S), &f);
   wg_unlock();
   if (st == CT_OK) n_fwd++;
-  /* out[2]: the backward's copy of the output */
-  if (st == CT_OK && c->n_out > 2 && c->out[2]) st = ct_copy_(c->out[2], c->out[0]);
   return st;
 }
 
@@ -383,7 +391,7 @@ ct_status ct_webgpu_sdpa_flash_backward(const ct_call *c) {
       tf(&s, "      for (var jj = 0u; jj < jn; jj = jj + 1u) {\n"
              "        var d: f32 = 0.0;\n"
              "        for (var c = 0u; c < %du; c = c + 1u) { d = fma(q[c], Ks[jj * %du + c], d); }\n"
-             "        let p = exp(d * sc - lse);\n"
+             "        let p = pexp(d * sc - lse);\n"
              "        var dp: f32 = 0.0;\n"
              "        for (var c = 0u; c < %du; c = c + 1u) { dp = fma(g[c], Vs[jj * %du + c], dp); }\n"
              "        let ds = p * (dp - D);\n"
@@ -452,7 +460,7 @@ ct_status ct_webgpu_sdpa_flash_backward(const ct_call *c) {
       if (causal) tf(&s, "        if (i0 + ii < j) { continue; }\n");
       tf(&s, "        var d: f32 = 0.0;\n"
              "        for (var c = 0u; c < %du; c = c + 1u) { d = fma(Qs[ii * %du + c], kk[c], d); }\n"
-             "        let p = exp(d * sc - Ls[ii]);\n"
+             "        let p = pexp(d * sc - Ls[ii]);\n"
              "        var dp: f32 = 0.0;\n"
              "        for (var c = 0u; c < %du; c = c + 1u) { let gv = Gs[ii * %du + c]; dp = fma(gv, vv[c], dp); dv[c] = fma(p, gv, dv[c]); }\n"
              "        let ds = p * (dp - Ds[ii]);\n"

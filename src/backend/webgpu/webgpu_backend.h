@@ -98,6 +98,16 @@ ct_status ct_webgpu_graph_replay(ct_webgpu_graph *g);
 int64_t ct_webgpu_graph_dispatches(const ct_webgpu_graph *g);
 void ct_webgpu_graph_free(ct_webgpu_graph *g);
 
+/* What a dispatch costs (bench_webgpu --dispatch): n trivial dispatches, mode 0 in one compute
+ * pass, 1 a pass each, 2 a command buffer and submit each, 3 a command buffer each, one submit;
+ * flags CT_WG_PROBE_*; *seconds: recording, submitting and waiting, all of it. */
+enum { CT_WG_PROBE_ALT_PIPE = 1, CT_WG_PROBE_INDEP = 2, CT_WG_PROBE_BIND_ONCE = 4, CT_WG_PROBE_READ_ONLY = 8, CT_WG_PROBE_WIDE = 16 };
+ct_status ct_webgpu_dispatch_probe(int n, int mode, int flags, double *seconds);
+/* Each recorded dispatch of g alone, reps times in a pass: us[i] microseconds per run (g->n
+ * entries; the graph's buffers change: profile last). The kernel of dispatch i: its WGSL and grid. */
+ct_status ct_webgpu_graph_profile(ct_webgpu_graph *g, int reps, double *us);
+const char *ct_webgpu_graph_kernel(const ct_webgpu_graph *g, int i, uint32_t grid[3]);
+
 /* Whether a capture is recording (kernel-variant measurements wait until it ends). */
 bool wg_capturing(void);
 /* "name|driver description|backend|vendor:device" of the adapter: the tuning cache's key. */
@@ -105,6 +115,9 @@ const char *wg_adapter_key(void);
 /* The adapter's subgroup feature (WGPUFeatureName_Subgroups; the browser's 'subgroups')
  * and subgroup sizes (0 where unknown). */
 void wg_subgroup_info(int *feature, uint32_t *min_size, uint32_t *max_size);
+/* Whether the device was created with the subgroups feature (sizes 4..128; CT_WEBGPU_SUBGROUPS=0
+ * creates it without): kernels then may `enable subgroups;` (webgpu_kernels.c's reductions). */
+bool wg_subgroups(void);
 
 /* Kernel table (webgpu_kernels.c). */
 ct_kernel_fn ct_webgpu_kernel_for(int op);

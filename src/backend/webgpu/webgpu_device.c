@@ -85,6 +85,7 @@ static int lost;
 static char wg_key[700];
 static uint32_t wg_sg_min, wg_sg_max;
 static int wg_sg_feature;
+static int wg_sg_on; /* the device was created with the subgroups feature (kernels may use it) */
 
 void wg_lock(void) { pthread_mutex_lock(&G.mu); }
 void wg_unlock(void) { pthread_mutex_unlock(&G.mu); }
@@ -387,6 +388,13 @@ static void open_device(void) {
   if (!(rb && *rb == '1')) dd.nextInChain = &toggles.chain;
   dd.label = sv("ctorch");
   dd.requiredLimits = &req;
+  /* subgroups where the adapter offers them (CT_WEBGPU_SUBGROUPS=0: without, for the fallback) */
+  static const WGPUFeatureName sg_feature[1] = {WGPUFeatureName_Subgroups};
+  const char *sge = getenv("CT_WEBGPU_SUBGROUPS");
+  if (wg_sg_feature && wg_sg_min >= 4 && wg_sg_max <= 128 && !(sge && *sge == '0')) {
+    dd.requiredFeatureCount = 1;
+    dd.requiredFeatures = sg_feature;
+  }
   dd.defaultQueue.label = sv("ctorch queue");
   dd.deviceLostCallbackInfo.mode = WGPUCallbackMode_AllowSpontaneous;
   dd.deviceLostCallbackInfo.callback = on_lost;
@@ -401,6 +409,7 @@ static void open_device(void) {
     return;
   }
   G.dev = r.obj;
+  wg_sg_on = dd.requiredFeatureCount == 1;
   memset(&G.limits, 0, sizeof G.limits);
   if (p_wgpuDeviceGetLimits(G.dev, &G.limits) != WGPU_SUCCESS) G.limits = G.adapter_limits;
   G.queue = p_wgpuDeviceGetQueue(G.dev);
@@ -413,6 +422,7 @@ static void open_device(void) {
 
 static void init_once(void) { open_device(); }
 const char *wg_adapter_key(void) { return wg_key; }
+bool wg_subgroups(void) { return wg_sg_on; }
 void wg_subgroup_info(int *feature, uint32_t *min_size, uint32_t *max_size) {
   *feature = wg_sg_feature;
   *min_size = wg_sg_min;
@@ -1221,4 +1231,145 @@ ct_status ct_webgpu_abi_probe(ct_webgpu_abi_report *r) {
   }
   wg_unlock();
   return st;
+}
+
+/* ---- what a dispatch costs (bench_webgpu --dispatch; issue 9) ----
+ * n trivial dispatches (64 threads adding 1 to a float each, or wide: 256 workgroups of
+ * them) recorded one of four ways, then submitted, and the queue waited for: the caller
+ * times n and 1 and takes the slope. Flags vary what Dawn must do between dispatches: a
+ * second pipeline alternating, a different buffer for each dispatch (no read-after-write
+ * chain), bind group set once, a kernel that only reads (no storage write: no barrier). */
+ct_status ct_webgpu_dispatch_probe(int n, int mode, int flags, double *seconds) {
+  *seconds = -1.0;
+  if (n < 1 || n > 100000 || mode < 0 || mode > 3) return CT_ERR(CT_ERR_VALUE, "ct_webgpu_dispatch_probe: bad arguments");
+  CT_TRY(wg_ready());
+  enum { NB = 64 };
+  bool alt = flags & CT_WG_PROBE_ALT_PIPE, indep = flags & CT_WG_PROBE_INDEP, once = flags & CT_WG_PROBE_BIND_ONCE,
+       ro = flags & CT_WG_PROBE_READ_ONLY, wide = flags & CT_WG_PROBE_WIDE;
+  if (once && (alt || indep)) return CT_ERR(CT_ERR_VALUE, "ct_webgpu_dispatch_probe: bind-once needs one pipeline and one buffer");
+  wg_lock();
+  ct_status st = queue_idle(NULL);
+  wg_pipe *p[2] = {NULL, NULL};
+  char src[512];
+  for (int v = 0; v < 2 && st == CT_OK; v++) {
+    snprintf(src, sizeof src,
+             "@group(0) @binding(0) var<storage, %s> a: array<f32>;\n@compute @workgroup_size(64)\n"
+             "fn main(@builtin(global_invocation_id) g: vec3<u32>) {\n  %s\n}\n// probe variant %d\n",
+             ro ? "read" : "read_write", ro ? "_ = a[g.x];" : "a[g.x] = a[g.x] + 1.0;", v);
+    if (!(p[v] = wg_pipeline(src))) st = ct_last_status();
+  }
+  wg_buf *b[NB] = {0};
+  WGPUBindGroup bg[NB][2];
+  memset(bg, 0, sizeof bg);
+  int nbuf = indep ? NB : 1;
+  for (int k = 0; k < nbuf && st == CT_OK; k++) {
+    if (!(b[k] = buf_create(256 * 64 * 4, WGPUBufferUsage_Storage | WGPUBufferUsage_CopyDst, false))) {
+      st = CT_ERR(CT_ERR_OOM, "WebGPU: no probe buffer");
+      break;
+    }
+    for (int v = 0; v < 2; v++) {
+      WGPUBindGroupEntry e;
+      memset(&e, 0, sizeof e);
+      e.binding = 0, e.buffer = b[k]->b, e.offset = 0, e.size = b[k]->size;
+      WGPUBindGroupDescriptor bd;
+      memset(&bd, 0, sizeof bd);
+      bd.layout = p[v]->bgl, bd.entryCount = 1, bd.entries = &e;
+      if (!(bg[k][v] = p_wgpuDeviceCreateBindGroup(G.dev, &bd))) st = CT_ERR(CT_ERR_RUNTIME, "WebGPU: probe bind group");
+    }
+  }
+  WGPUCommandBuffer *cbs = st == CT_OK && mode == 3 ? calloc((size_t)n, sizeof *cbs) : NULL;
+  if (mode == 3 && !cbs && st == CT_OK) st = CT_ERR(CT_ERR_OOM, "out of memory");
+  if (st == CT_OK) {
+    uint32_t groups = wide ? 256 : 1;
+    double t0 = now_s();
+    WGPUCommandEncoder enc = NULL;
+    WGPUComputePassEncoder pass = NULL;
+    for (int i = 0; i < n; i++) {
+      int v = alt ? i & 1 : 0, k = indep ? i % NB : 0;
+      if (!enc) enc = p_wgpuDeviceCreateCommandEncoder(G.dev, NULL);
+      if (!pass) pass = p_wgpuCommandEncoderBeginComputePass(enc, NULL);
+      if (!once || i == 0) {
+        p_wgpuComputePassEncoderSetPipeline(pass, p[v]->pipe);
+        p_wgpuComputePassEncoderSetBindGroup(pass, 0, bg[k][v], 0, NULL);
+      }
+      p_wgpuComputePassEncoderDispatchWorkgroups(pass, groups, 1, 1);
+      if (mode >= 1 || i == n - 1) { /* this dispatch ends its pass */
+        p_wgpuComputePassEncoderEnd(pass);
+        p_wgpuComputePassEncoderRelease(pass);
+        pass = NULL;
+      }
+      if (mode >= 2 || i == n - 1) { /* ... and its command buffer */
+        WGPUCommandBuffer cb = p_wgpuCommandEncoderFinish(enc, NULL);
+        p_wgpuCommandEncoderRelease(enc);
+        enc = NULL;
+        if (mode == 3) cbs[i] = cb;
+        else {
+          p_wgpuQueueSubmit(G.queue, 1, &cb);
+          p_wgpuCommandBufferRelease(cb);
+        }
+      }
+    }
+    if (mode == 3) {
+      p_wgpuQueueSubmit(G.queue, (size_t)n, cbs);
+      for (int i = 0; i < n; i++) p_wgpuCommandBufferRelease(cbs[i]);
+    }
+    st = queue_idle(NULL);
+    *seconds = now_s() - t0;
+    if (st == CT_OK) st = take_error();
+  }
+  free(cbs);
+  for (int k = 0; k < nbuf; k++) {
+    for (int v = 0; v < 2; v++)
+      if (bg[k][v]) p_wgpuBindGroupRelease(bg[k][v]);
+    if (b[k]) buf_destroy(b[k]);
+  }
+  wg_unlock();
+  return st;
+}
+
+/* Each recorded dispatch of g alone: reps copies of it in one pass, submitted and waited
+ * for, minus an empty submit's wait; us[i] gets microseconds per copy. The copies run on
+ * the graph's buffers (values change: profile last). */
+ct_status ct_webgpu_graph_profile(ct_webgpu_graph *g, int reps, double *us) {
+  if (!g || reps < 1 || !us) return CT_ERR(CT_ERR_VALUE, "ct_webgpu_graph_profile: bad arguments");
+  CT_TRY(wg_ready());
+  wg_lock();
+  ct_status st = queue_idle(NULL);
+  double base = 1e30;
+  for (int r = 0; r < 5 && st == CT_OK; r++) { /* the floor: an empty pass submitted and waited for */
+    double t0 = now_s();
+    ensure_encoder();
+    G.pass = p_wgpuCommandEncoderBeginComputePass(G.enc, NULL);
+    st = queue_idle(NULL);
+    double t = now_s() - t0;
+    if (t < base) base = t;
+  }
+  for (int i = 0; i < g->n && st == CT_OK; i++) {
+    wg_rec *e = &g->r[i];
+    if (e->slot >= 0) p_wgpuQueueWriteBuffer(G.queue, G.params->b, (uint64_t)e->slot * PARAM_SLOT, e->params, (size_t)e->np * 4);
+    double best = 1e30;
+    for (int r = 0; r < 2 && st == CT_OK; r++) {
+      double t0 = now_s();
+      ensure_encoder();
+      G.pass = p_wgpuCommandEncoderBeginComputePass(G.enc, NULL);
+      for (int k = 0; k < reps; k++) {
+        p_wgpuComputePassEncoderSetPipeline(G.pass, e->p->pipe);
+        p_wgpuComputePassEncoderSetBindGroup(G.pass, 0, e->bg, 0, NULL);
+        p_wgpuComputePassEncoderDispatchWorkgroups(G.pass, e->gx, e->gy, e->gz);
+      }
+      st = queue_idle(NULL);
+      double t = now_s() - t0;
+      if (t < best) best = t;
+    }
+    us[i] = (best - base) / reps * 1e6;
+  }
+  wg_unlock();
+  return st;
+}
+
+/* what the recorded dispatch i runs: its kernel's WGSL text and grid (NULL past the end) */
+const char *ct_webgpu_graph_kernel(const ct_webgpu_graph *g, int i, uint32_t grid[3]) {
+  if (!g || i < 0 || i >= g->n) return NULL;
+  grid[0] = g->r[i].gx, grid[1] = g->r[i].gy, grid[2] = g->r[i].gz;
+  return g->r[i].p->src;
 }

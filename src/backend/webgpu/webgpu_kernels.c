@@ -1153,6 +1153,156 @@ static ct_status k_softmax(const ct_call *c) {
   return st;
 }
 
+/* ---- fused cross-entropy with class indices (float32, x [N, C] contiguous, targets int64
+ * [N]; optional class weights; label smoothing without weights): the forward is a workgroup
+ * per row (max, sum of exp, the picked logit: loss and log-sum-exp per row) and one
+ * workgroup summing the rows in a fixed order (the mean needs every row); the backward is
+ * one elementwise pass, softmax - onehot scaled. 3 dispatches where the composed ops record
+ * about twenty. a.k[2] = 1 (ct_cross_entropy_unchecked's graph-safe form): a target outside
+ * [0, C) is a zero row counted in the mean, as the one-hot form computes it; otherwise the
+ * host checked the targets, and a target outside (never read) counts as ignored. ---- */
+static bool ce_layout_ok(const ct_tensor *t, ct_dtype dt, int64_t n) {
+  return t && t->dtype == dt && ct_is_contiguous(t) && ct_numel(t) == n && check_extent(t) == CT_OK;
+}
+/* WGSL: `ok` (a class in range, not ignored), `tc` (the class) and `wt` (its weight) of row r */
+static void ce_emit_target(sb *s, const ct_call *c, int bt, const ct_tensor *t, int bw, const ct_tensor *w, int64_t C) {
+  uint64_t ig = (uint64_t)c->a.i[0];
+  sbf(s, "  let tl = b%d[2u * (%lldu + r)]; let th = b%d[2u * (%lldu + r) + 1u];\n", bt, (long long)t->offset, bt,
+      (long long)t->offset);
+  sbf(s, "  let ign = tl == %uu && th == %uu;\n  let ok = !ign && th == 0u && tl < %lldu;\n  let tc = select(0u, tl, ok);\n",
+      (unsigned)(ig & 0xffffffffu), (unsigned)(ig >> 32), (long long)C);
+  if (w) sbf(s, "  let wt = select(0.0, bitcast<f32>(b%d[%lldu + tc]), ok);\n", bw, (long long)w->offset);
+  else sbf(s, "  let wt = select(0.0, 1.0, ok);\n");
+}
+static ct_status k_cross_entropy_fused(const ct_call *c) {
+  WG_BEGIN(c);
+  const ct_tensor *x = c->in[0], *t = c->in[1], *w = c->a.k[1] ? c->in[2] : NULL;
+  ct_tensor *loss = c->out[0], *lse = c->out[1], *tw = c->out[2];
+  CT_TRY(need_f32(c, x));
+  if (x->ndim != 2) return unsupported(c, "Expected logits [N, C].");
+  int64_t N = x->shape[0], C = x->shape[1];
+  int red = (int)c->a.k[0];
+  double ls = c->a.f[0];
+  bool unchecked = c->a.k[2];
+  if (N == 0 || C == 0) return unsupported(c, "Expected a non-empty input.");
+  wg_lock();
+  bool ok = ce_layout_ok(x, CT_FLOAT32, N * C) && ce_layout_ok(t, CT_INT64, N) && (!w || ce_layout_ok(w, CT_FLOAT32, C)) &&
+            ce_layout_ok(loss, CT_FLOAT32, red == CT_REDUCTION_NONE ? N : 1) && ce_layout_ok(lse, CT_FLOAT32, N) &&
+            ce_layout_ok(tw, CT_FLOAT32, 1) && !(w && ls > 0);
+  wg_unlock();
+  if (!ok) return unsupported(c, "Expected contiguous float32 logits, int64 targets and no weight with label smoothing.");
+  int64_t n2 = 2 * N;
+  ct_options o = ct_opts_dtype(CT_FLOAT32);
+  o.device = x->storage->device;
+  ct_tensor *rows = ct_empty(1, &n2, o); /* per row: loss, then weight kept */
+  if (!rows) return ct_last_status();
+  wg_lock();
+  bindset bs = {{0}, 0, -1};
+  int bx = bind_of(&bs, x), bt = bind_of(&bs, t), bw = w ? bind_of(&bs, w) : -1, bl = bind_of(&bs, lse);
+  int brw = bind_of(&bs, rows), bo = red == CT_REDUCTION_NONE ? bind_of(&bs, loss) : -1;
+  uint32_t gx, gy;
+  grid(N, &gx, &gy);
+  char lsb[40], lcb[40];
+  sb s = {0};
+  emit_bindings(&s, &bs);
+  sbf(&s, "fn wisnan(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }\n"
+          "var<workgroup> sa: array<f32, 256>;\nvar<workgroup> sb2: array<f32, 256>;\n"
+          "@compute @workgroup_size(256)\n"
+          "fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32) {\n"
+          "  let r = wid.y * %uu + wid.x;\n  if (r >= %lldu) { return; }\n  let xo = %lldu + r * %lldu;\n",
+      gx, (long long)N, (long long)x->offset, (long long)C);
+  sbf(&s, "  var m: f32 = bitcast<f32>(wzero | 0xff800000u);\n"
+          "  for (var j: u32 = li; j < %lldu; j = j + 256u) { let v = bitcast<f32>(b%d[xo + j]); m = select(m, v, v > m || wisnan(v)); }\n"
+          "  sa[li] = m;\n  workgroupBarrier();\n"
+          "  for (var h: u32 = 128u; h > 0u; h = h >> 1u) {\n    if (li < h) { let a = sa[li]; let b = sa[li + h]; sa[li] = select(a, b, b > a || wisnan(b)); }\n"
+          "    workgroupBarrier();\n  }\n  let mx = sa[0];\n  workgroupBarrier();\n",
+      (long long)C, bx);
+  /* the sum of exp and, for label smoothing, the sum of the logits */
+  sbf(&s, "  var e: f32 = 0.0;\n  var q: f32 = 0.0;\n"
+          "  for (var j: u32 = li; j < %lldu; j = j + 256u) { let v = bitcast<f32>(b%d[xo + j]); e = e + exp(v - mx); q = q + v; }\n"
+          "  sa[li] = e; sb2[li] = q;\n  workgroupBarrier();\n"
+          "  for (var h: u32 = 128u; h > 0u; h = h >> 1u) {\n    if (li < h) { sa[li] = sa[li] + sa[li + h]; sb2[li] = sb2[li] + sb2[li + h]; }\n"
+          "    workgroupBarrier();\n  }\n",
+      (long long)C, bx);
+  sbf(&s, "  if (li != 0u) { return; }\n  let l = mx + log(sa[0]);\n");
+  ce_emit_target(&s, c, bt, t, bw, w, C);
+  sbf(&s, "  var lo: f32 = select(0.0, %s * wt * (l - bitcast<f32>(b%d[xo + tc])), ok);\n", flit(1.0 - ls, lsb), bx);
+  if (ls > 0) sbf(&s, "  if (ok) { lo = lo + %s * (l * %lld.0 - sb2[0]); }\n", flit(ls / (double)C, lcb), (long long)C);
+  sbf(&s, "  b%d[%lldu + r] = bitcast<u32>(l);\n", bl, (long long)lse->offset);
+  sbf(&s, "  b%d[r] = bitcast<u32>(lo);\n  b%d[%lldu + r] = bitcast<u32>(%s);\n", brw, brw, (long long)N,
+      unchecked ? "select(wt, 1.0, !ok)" : "wt");
+  if (bo >= 0) sbf(&s, "  b%d[%lldu + r] = bitcast<u32>(lo);\n", bo, (long long)loss->offset);
+  sbf(&s, "}\n");
+  ct_status st = launch(&s, &bs, gx, gy, 1);
+  if (st == CT_OK) { /* the rows' sums in one workgroup, always in the same order */
+    bindset b2 = {{0}, 0, -1};
+    /* only what the shader reads or writes is bound (the pipeline's layout leaves out the rest) */
+    int r2 = bind_of(&b2, rows), o2 = red != CT_REDUCTION_NONE ? bind_of(&b2, loss) : -1, d2 = bind_of(&b2, tw);
+    sb s2 = {0};
+    emit_bindings(&s2, &b2);
+    sbf(&s2, "var<workgroup> sa: array<f32, 256>;\nvar<workgroup> sb2: array<f32, 256>;\n"
+             "@compute @workgroup_size(256)\nfn main(@builtin(local_invocation_index) li: u32) {\n"
+             "  var a: f32 = 0.0;\n  var d: f32 = 0.0;\n"
+             "  for (var r: u32 = li; r < %lldu; r = r + 256u) { a = a + bitcast<f32>(b%d[r]); d = d + bitcast<f32>(b%d[%lldu + r]); }\n"
+             "  sa[li] = a; sb2[li] = d;\n  workgroupBarrier();\n"
+             "  for (var h: u32 = 128u; h > 0u; h = h >> 1u) {\n    if (li < h) { sa[li] = sa[li] + sa[li + h]; sb2[li] = sb2[li] + sb2[li + h]; }\n"
+             "    workgroupBarrier();\n  }\n  if (li == 0u) {\n",
+        (long long)N, r2, r2, (long long)N);
+    if (red == CT_REDUCTION_MEAN) sbf(&s2, "    b%d[%lldu] = bitcast<u32>(sa[0] / sb2[0]);\n", o2, (long long)loss->offset);
+    else if (red == CT_REDUCTION_SUM) sbf(&s2, "    b%d[%lldu] = bitcast<u32>(sa[0]);\n", o2, (long long)loss->offset);
+    sbf(&s2, "    b%d[%lldu] = bitcast<u32>(sb2[0]);\n  }\n}\n", d2, (long long)tw->offset);
+    st = launch(&s2, &b2, 1, 1, 1);
+  }
+  wg_unlock();
+  ct_release(rows);
+  return st;
+}
+static ct_status k_cross_entropy_fused_backward(const ct_call *c) {
+  WG_BEGIN(c);
+  const ct_tensor *g = c->in[0], *x = c->in[1], *t = c->in[2], *w = c->a.k[1] ? c->in[3] : NULL, *lse = c->in[4],
+                  *tw = c->in[5];
+  ct_tensor *dx = c->out[0];
+  CT_TRY(need_f32(c, x));
+  if (x->ndim != 2) return unsupported(c, "Expected logits [N, C].");
+  int64_t N = x->shape[0], C = x->shape[1], n = N * C;
+  int red = (int)c->a.k[0];
+  double ls = c->a.f[0];
+  if (n == 0) return CT_OK;
+  wg_lock();
+  bool ok = ce_layout_ok(x, CT_FLOAT32, n) && ce_layout_ok(t, CT_INT64, N) && (!w || ce_layout_ok(w, CT_FLOAT32, C)) &&
+            ce_layout_ok(g, CT_FLOAT32, red == CT_REDUCTION_NONE ? N : 1) && ce_layout_ok(lse, CT_FLOAT32, N) &&
+            ce_layout_ok(tw, CT_FLOAT32, 1) && ce_layout_ok(dx, CT_FLOAT32, n) && !(w && ls > 0);
+  if (!ok) {
+    wg_unlock();
+    return unsupported(c, "Expected contiguous float32 logits, int64 targets and no weight with label smoothing.");
+  }
+  bindset bs = {{0}, 0, -1};
+  int bg = bind_of(&bs, g), bx = bind_of(&bs, x), bt = bind_of(&bs, t), bw = w ? bind_of(&bs, w) : -1;
+  int bl = bind_of(&bs, lse), bd = red == CT_REDUCTION_MEAN ? bind_of(&bs, tw) : -1, bo = bind_of(&bs, dx);
+  uint32_t gx, gy;
+  grid((n + 255) / 256, &gx, &gy);
+  char b1[40], b2[40];
+  sb s = {0};
+  emit_bindings(&s, &bs);
+  sbf(&s, "@compute @workgroup_size(256)\n"
+          "fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32) {\n"
+          "  let e = (wid.y * %uu + wid.x) * 256u + li;\n  if (e >= %lldu) { return; }\n  let r = e / %lldu; let j = e %% %lldu;\n",
+      gx, (long long)n, (long long)C, (long long)C);
+  ce_emit_target(&s, c, bt, t, bw, w, C);
+  sbf(&s, "  var sc = bitcast<f32>(b%d[%lldu%s]);\n", bg, (long long)g->offset, red == CT_REDUCTION_NONE ? " + r" : "");
+  if (red == CT_REDUCTION_MEAN) sbf(&s, "  sc = sc / bitcast<f32>(b%d[%lldu]);\n", bd, (long long)tw->offset);
+  /* dx = sc (A softmax - B): A = (1-ls) wt + ls (ls only without weights, so the weights sum to C) */
+  sbf(&s, "  let p = exp(bitcast<f32>(b%d[%lldu + e]) - bitcast<f32>(b%d[%lldu + r]));\n", bx, (long long)x->offset, bl,
+      (long long)lse->offset);
+  sbf(&s, "  var v = sc * (%s * wt + %s) * p;\n", flit(1.0 - ls, b1), flit(ls, b2));
+  if (ls > 0) sbf(&s, "  v = v - sc * %s;\n", flit(ls / (double)C, b1));
+  sbf(&s, "  if (j == tc) { v = v - sc * %s * wt; }\n", flit(1.0 - ls, b2));
+  sbf(&s, "  b%d[%lldu + e] = bitcast<u32>(select(0.0, v, ok));\n}\n", bo, (long long)dx->offset);
+  ct_status st = launch(&s, &bs, gx, gy, 1);
+  wg_unlock();
+  return st;
+}
+
 /* ---- matrix products: one batched strided GEMM ----
  * C[b,m,n] = alpha * sum_k A[b,m,k] B[b,k,n] (+ beta * C0[b,m,n]).
  * 256 threads compute a BM x BN tile (BM = 16*TM, BN = 16*TN; TM, TN in {4, 8}), each a
@@ -1297,12 +1447,68 @@ static void gemm_tuned(const ct_tensor *A, const ct_tensor *Bt, const gemm *g, i
   if (v >= 0) *TM = gemm_variants[v][0], *TN = gemm_variants[v][1], *BK = gemm_variants[v][2];
 }
 
+/* Split-K for a product with few output tiles and a long K (the GPT's weight gradients:
+ * 256 x 256 outputs summed over 2048 positions make 4-16 workgroups on a 132-SM GPU): the
+ * same kernel runs as a batch of S products over K/S each into a scratch [S, M, N], and one
+ * elementwise pass adds the S partials in a fixed order (deterministic), applying alpha and
+ * beta * C0. CT_WEBGPU_SPLITK=0 turns it off (A/B). Returns 0 when the product is not split. */
+static int gemm_split_k(const gemm *g) {
+  const char *e = getenv("CT_WEBGPU_SPLITK");
+  if ((e && *e == '0') || g->B != 1 || g->K < 1024) return 0;
+  int TM, TN, BK;
+  gemm_tile(g, &TM, &TN, &BK);
+  int64_t tiles = ((g->M + 16 * TM - 1) / (16 * TM)) * ((g->N + 16 * TN - 1) / (16 * TN));
+  if (tiles >= 132) return 0;
+  int S = 1;
+  while (S < 16 && g->K % (2 * S) == 0 && g->K / (2 * S) >= 128 && tiles * S < 264) S *= 2;
+  return S > 1 ? S : 0;
+}
+static ct_status gemm_run_split(const ct_tensor *A, const ct_tensor *Bt, ct_tensor *C, const ct_tensor *C0, const gemm *g,
+                                int S) {
+  int64_t sh[3] = {S, g->M, g->N}, MN = g->M * g->N;
+  ct_options o = ct_opts_dtype(CT_FLOAT32);
+  o.device = C->storage->device;
+  ct_tensor *P = ct_empty(3, sh, o);
+  if (!P) return ct_last_status();
+  gemm g2 = *g;
+  g2.B = S, g2.K = g->K / S;
+  g2.a_b = g2.K * g->a_k, g2.b_b = g2.K * g->b_k;
+  g2.c_off = P->offset, g2.c_b = MN, g2.c_m = g->N, g2.c_n = 1;
+  g2.alpha = 1, g2.beta = 0, g2.has_c0 = false;
+  ct_status st = gemm_run(A, Bt, P, NULL, &g2);
+  if (st == CT_OK) {
+    bindset bs = {{0}, 0, -1};
+    int bp = bind_of(&bs, P), bc = bind_of(&bs, C), b0 = C0 ? bind_of(&bs, C0) : -1;
+    uint32_t gx, gy;
+    grid((MN + 255) / 256, &gx, &gy);
+    char al[40], be[40];
+    sb s = {0};
+    emit_bindings(&s, &bs);
+    sbf(&s, "@compute @workgroup_size(256)\n"
+            "fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32) {\n"
+            "  let e = (wid.y * %uu + wid.x) * 256u + li;\n  if (e >= %lldu) { return; }\n"
+            "  let m = e / %lldu; let n = e %% %lldu;\n  var acc: f32 = 0.0;\n"
+            "  for (var z: u32 = 0u; z < %du; z = z + 1u) { acc = acc + bitcast<f32>(b%d[%lldu + z * %lldu + e]); }\n"
+            "  var v = %s * acc;\n",
+        gx, (long long)MN, (long long)g->N, (long long)g->N, S, bp, (long long)P->offset, (long long)MN, flit(g->alpha, al));
+    if (C0)
+      sbf(&s, "  v = v + %s * bitcast<f32>(b%d[%lldu + m * %lldu + n * %lldu]);\n", flit(g->beta, be), b0,
+          (long long)g->c0_off, (long long)g->c0_m, (long long)g->c0_n);
+    sbf(&s, "  b%d[%lldu + m * %lldu + n * %lldu] = bitcast<u32>(v);\n}\n", bc, (long long)g->c_off, (long long)g->c_m,
+        (long long)g->c_n);
+    st = launch(&s, &bs, gx, gy, 1);
+  }
+  ct_release(P);
+  return st;
+}
 static ct_status gemm_run(const ct_tensor *A, const ct_tensor *Bt, ct_tensor *C, const ct_tensor *C0, const gemm *g) {
   if (g->M == 0 || g->N == 0 || g->B == 0) return CT_OK;
   CT_TRY(check_extent(A));
   CT_TRY(check_extent(Bt));
   CT_TRY(check_extent(C));
   if (C0) CT_TRY(check_extent(C0));
+  int S = gemm_forced < 0 ? gemm_split_k(g) : 0;
+  if (S) return gemm_run_split(A, Bt, C, C0, g, S);
   int TM, TN, BK;
   gemm_tile(g, &TM, &TN, &BK);
   gemm_tuned(A, Bt, g, &TM, &TN, &BK);
@@ -1527,7 +1733,10 @@ static ct_status k_embedding(const ct_call *c) {
 }
 
 /* gw[v, j] = sum of g[i, j] over positions i with idx[i] == v (not the padding row):
- * a thread per (v, j) walks the positions, so no float atomics are needed */
+ * a workgroup per (row v, 256 columns); the positions' ids pass through workgroup memory
+ * 256 at a time, and each thread adds the gradient rows whose id is v in position order
+ * (the CPU's order: deterministic, no float atomics), reading only the matching rows. The
+ * branch on an id is uniform across the workgroup (all threads see the same id). */
 static ct_status k_embedding_backward(const ct_call *c) {
   WG_BEGIN(c);
   const ct_tensor *gr = c->in[0], *ix = c->in[1];
@@ -1557,26 +1766,35 @@ static ct_status k_embedding_backward(const ct_call *c) {
   }
   geom g;
   geom_make(&g, ix->ndim, ix->shape, 2, st2);
-  int64_t base[2] = {ix->offset, gr->offset};
+  int64_t base[2] = {ix->offset, gr->offset}, JB = (D + 255) / 256;
   uint32_t gx, gy;
-  grid((tot + 255) / 256, &gx, &gy);
+  grid(V * JB, &gx, &gy);
   char ld[200];
   idx_load(ld, sizeof ld, bx, ix->dtype, "k0");
   sb s = {0};
   emit_bindings(&s, &bs);
-  sbf(&s, "@compute @workgroup_size(256)\nfn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32) {\n");
-  sbf(&s, "  let e = (wid.y * %uu + wid.x) * 256u + li;\n  if (e >= %lldu) { return; }\n", gx, (long long)tot);
-  sbf(&s, "  let vrow = e / %lldu; let j = e %% %lldu;\n  var acc: f32 = 0.0;\n", (long long)D, (long long)D);
-  sbf(&s, "  for (var i: u32 = 0u; i < %lldu; i = i + 1u) {\n", (long long)n);
-  emit_offsets(&s, "i", &g, base, "k");
+  sbf(&s, "var<workgroup> sid: array<u32, 256>;\n@compute @workgroup_size(256)\n"
+          "fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32) {\n");
+  sbf(&s, "  let wgi = wid.y * %uu + wid.x;\n  if (wgi >= %lldu) { return; }\n", gx, (long long)(V * JB));
+  sbf(&s, "  let vrow = wgi / %lldu; let j = (wgi %% %lldu) * 256u + li;\n  var acc: f32 = 0.0;\n", (long long)JB,
+      (long long)JB);
+  sbf(&s, "  for (var i0: u32 = 0u; i0 < %lldu; i0 = i0 + 256u) {\n    var id: u32 = 0xffffffffu;\n"
+          "    if (i0 + li < %lldu) {\n",
+      (long long)n, (long long)n);
+  emit_offsets(&s, "i0 + li", &g, base, "k");
   sbf(&s, "    let iv = %s;\n", ld);
-  sbf(&s, "    if (iv.y == 0u || iv.x >= %lldu) { if (vrow == 0u && j == 0u) { atomicMax(&b%d[0], 1u); } continue; }\n",
+  sbf(&s, "    if (iv.y == 0u || iv.x >= %lldu) { if (wgi == 0u) { atomicMax(&b%d[0], 1u); } }\n    else { id = iv.x; }\n",
       (long long)V, bs.atomic_idx);
-  if (c->a.k[0]) sbf(&s, "    if (iv.x == %lldu) { continue; }\n", (long long)c->a.i[0]);
-  sbf(&s, "    if (iv.x == vrow) { acc = acc + bitcast<f32>(b%d[k1 + j * %lldu]); }\n  }\n", bgr,
+  if (c->a.k[0]) sbf(&s, "    if (id == %lldu) { id = 0xffffffffu; }\n", (long long)c->a.i[0]);
+  sbf(&s, "    }\n    sid[li] = id;\n    workgroupBarrier();\n"
+          "    let m = min(256u, %lldu - i0);\n"
+          "    for (var q: u32 = 0u; q < m; q = q + 1u) {\n      if (sid[q] == vrow && j < %lldu) {\n",
+      (long long)n, (long long)D);
+  emit_offsets(&s, "i0 + q", &g, base, "p");
+  sbf(&s, "      acc = acc + bitcast<f32>(b%d[p1 + j * %lldu]);\n      }\n    }\n    workgroupBarrier();\n  }\n", bgr,
       (long long)gr->stride[gr->ndim - 1]);
-  sbf(&s, "  b%d[%lldu + vrow * %lldu + j * %lldu] = bitcast<u32>(acc);\n}\n", bo, (long long)o->offset,
-      (long long)o->stride[0], (long long)o->stride[1]);
+  sbf(&s, "  if (j < %lldu) { b%d[%lldu + vrow * %lldu + j * %lldu] = bitcast<u32>(acc); }\n}\n", (long long)D, bo,
+      (long long)o->offset, (long long)o->stride[0], (long long)o->stride[1]);
   st = launch(&s, &bs, gx, gy, 1);
   if (st == CT_OK) wg_arm_flag();
   wg_unlock();
@@ -1773,12 +1991,36 @@ static ct_status k_arange(const ct_call *c) {
  * statistics in float32 with workgroup tree reductions (the CPU's are in double: float32
  * sums in another order), dweight/dbias as column sums in one more dispatch. Replaces
  * ~8 composed dispatches forward and ~20 backward per norm. ---- */
-static const char *norm_red_fn =
+#define NORM_RED_PLAIN  \
+    "var<workgroup> ra: array<f32, 256>;\nvar<workgroup> rb: array<f32, 256>;\n"  \
+    "fn red2(li: u32, a: f32, b: f32) -> vec2<f32> {\n  ra[li] = a; rb[li] = b;\n  workgroupBarrier();\n"  \
+    "  for (var h: u32 = 128u; h > 0u; h = h >> 1u) {\n"  \
+    "    if (li < h) { ra[li] = ra[li] + ra[li + h]; rb[li] = rb[li] + rb[li + h]; }\n    workgroupBarrier();\n  }\n"  \
+    "  let r = vec2<f32>(ra[0], rb[0]);\n  workgroupBarrier();\n  return r;\n}\n"
+static const char *norm_red_plain = NORM_RED_PLAIN;
+static const char *norm_red_fn = NORM_RED_PLAIN; /* the batch norm kernels' reduction */
+/* With subgroups (wg_subgroups()): each subgroup sums its lanes in registers, its first lane
+ * writes the partial at li / size (subgroups are consecutive invocations of the 1-D
+ * workgroup, as on NVIDIA's and SwiftShader's Vulkan drivers), one barrier, then every thread
+ * adds the 256 / size partials in the same order: 2 barriers instead of 9. */
+static const char *norm_red_sg =
     "var<workgroup> ra: array<f32, 256>;\nvar<workgroup> rb: array<f32, 256>;\n"
-    "fn red2(li: u32, a: f32, b: f32) -> vec2<f32> {\n  ra[li] = a; rb[li] = b;\n  workgroupBarrier();\n"
-    "  for (var h: u32 = 128u; h > 0u; h = h >> 1u) {\n"
-    "    if (li < h) { ra[li] = ra[li] + ra[li + h]; rb[li] = rb[li] + rb[li + h]; }\n    workgroupBarrier();\n  }\n"
-    "  let r = vec2<f32>(ra[0], rb[0]);\n  workgroupBarrier();\n  return r;\n}\n";
+    "var<private> sg_i: u32;\nvar<private> sg_n: u32;\n"
+    "fn red2(li: u32, a: f32, b: f32) -> vec2<f32> {\n  let sa = subgroupAdd(a); let sb = subgroupAdd(b);\n"
+    "  if (sg_i == 0u) { ra[li / sg_n] = sa; rb[li / sg_n] = sb; }\n  workgroupBarrier();\n"
+    "  var x: f32 = 0.0; var y: f32 = 0.0;\n"
+    "  for (var k: u32 = 0u; k < 256u / sg_n; k = k + 1u) { x = x + ra[k]; y = y + rb[k]; }\n"
+    "  workgroupBarrier();\n  return vec2<f32>(x, y);\n}\n";
+/* the reduction's text, the entry point's extra builtins and their first statement */
+typedef struct {
+  const char *fn, *args, *init;
+} norm_red;
+static norm_red norm_red_pick(sb *s) {
+  if (!wg_subgroups()) return (norm_red){norm_red_plain, "", ""};
+  sbf(s, "enable subgroups;\n"); /* directives come before every declaration */
+  return (norm_red){norm_red_sg, ", @builtin(subgroup_invocation_id) sgi: u32, @builtin(subgroup_size) sgn: u32",
+                    "  sg_i = sgi; sg_n = sgn;\n"};
+}
 static bool norm_layout_ok(const ct_tensor *t, int64_t n) {
   return t && t->dtype == CT_FLOAT32 && ct_is_contiguous(t) && (n < 0 || ct_numel(t) == n);
 }
@@ -1810,12 +2052,13 @@ static ct_status k_native_norm(const ct_call *c) {
   grid(rows, &gx, &gy);
   char eps[40];
   sb s = {0};
+  norm_red nr = norm_red_pick(&s);
   emit_bindings(&s, &bs);
   sbf(&s, "%s@compute @workgroup_size(256)\n"
-          "fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32) {\n"
+          "fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32%s) {\n%s"
           "  let r = wid.y * %uu + wid.x;\n  if (r >= %lldu) { return; }\n  let xo = %lldu + r * %lldu;\n"
           "  let yo = %lldu + r * %lldu;\n",
-      norm_red_fn, gx, (long long)rows, (long long)x->offset, (long long)N, (long long)y->offset, (long long)N);
+      nr.fn, nr.args, nr.init, gx, (long long)rows, (long long)x->offset, (long long)N, (long long)y->offset, (long long)N);
   sbf(&s, "  var a: f32 = 0.0;\n  for (var j: u32 = li; j < %lldu; j = j + 256u) { let v = bitcast<f32>(b%d[xo + j]); a = a + %s; }\n",
       (long long)N, bx, rms ? "v * v" : "v");
   sbf(&s, "  let mu = red2(li, a, 0.0).x / %lld.0;\n", (long long)N);
@@ -1876,17 +2119,18 @@ static ct_status k_native_norm_backward(const ct_call *c) {
     uint32_t gx, gy;
     grid(rows, &gx, &gy);
     sb s = {0};
+    norm_red nr = norm_red_pick(&s);
     emit_bindings(&s, &bs2);
     norm_emit_terms(&s, bg, g, bx, x, N, wj, mu, br, rstd);
     sbf(&s, "%s@compute @workgroup_size(256)\n"
-            "fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32) {\n"
+            "fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32%s) {\n%s"
             "  let r = wid.y * %uu + wid.x;\n  if (r >= %lldu) { return; }\n"
             "  let rs = bitcast<f32>(b%d[%lldu + r]);\n  var a: f32 = 0.0;\n  var q: f32 = 0.0;\n"
             "  for (var j: u32 = li; j < %lldu; j = j + 256u) { let v = terms(r, j); a = a + v.x; q = q + v.x * v.y; }\n"
             "  let t = red2(li, a, q) / %lld.0;\n"
             "  for (var j: u32 = li; j < %lldu; j = j + 256u) {\n    let v = terms(r, j);\n"
             "    b%d[%lldu + r * %lldu + j] = bitcast<u32>(rs * (v.x - %s - v.y * t.y));\n  }\n}\n",
-        norm_red_fn, gx, (long long)rows, br, (long long)rstd->offset, (long long)N, (long long)N, (long long)N, bd,
+        nr.fn, nr.args, nr.init, gx, (long long)rows, br, (long long)rstd->offset, (long long)N, (long long)N, (long long)N, bd,
         (long long)dx->offset, (long long)N, rms ? "0.0" : "t.x");
     st = launch(&s, &bs2, gx, gy, 1);
   }
@@ -1901,15 +2145,16 @@ static ct_status k_native_norm_backward(const ct_call *c) {
     uint32_t gx, gy;
     grid(N, &gx, &gy);
     sb s = {0};
+    norm_red nr = norm_red_pick(&s);
     emit_bindings(&s, &bs2);
     norm_emit_terms(&s, bg, g, bx, x, N, "1.0", mu, br, rstd);
     sbf(&s, "%s@compute @workgroup_size(256)\n"
-            "fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32) {\n"
+            "fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32%s) {\n%s"
             "  let j = wid.y * %uu + wid.x;\n  if (j >= %lldu) { return; }\n"
             "  var sw: f32 = 0.0;\n  var sb_: f32 = 0.0;\n"
             "  for (var r: u32 = li; r < %lldu; r = r + 256u) { let v = terms(r, j); sw = sw + v.x * v.y; sb_ = sb_ + v.x; }\n"
             "  let t = red2(li, sw, sb_);\n  if (li == 0u) {\n",
-        norm_red_fn, gx, (long long)N, (long long)rows);
+        nr.fn, nr.args, nr.init, gx, (long long)N, (long long)rows);
     if (dw) sbf(&s, "    b%d[%lldu + j] = bitcast<u32>(t.x);\n", bdw, (long long)dw->offset);
     if (db) sbf(&s, "    b%d[%lldu + j] = bitcast<u32>(t.y);\n", bdb, (long long)db->offset);
     sbf(&s, "  }\n}\n");
@@ -2245,18 +2490,26 @@ static ct_status k_conv(const ct_call *c) {
   if (op == CT_OP_convolution) M = g.N * g.outsp, Nc = g.og, K = g.cg * g.ksp;
   else if (op == CT_OP_convolution_backward_input) M = g.N * g.insp, Nc = g.cg, K = g.og * g.ksp;
   else M = g.og, Nc = g.cg * g.ksp, K = g.N * g.outsp;
-  /* T x T outputs per thread (a 16T x 16T tile per workgroup): the largest T that still gives
-   * every multiprocessor of a large GPU two workgroups (about 264); small products keep T = 1.
-   * CT_WEBGPU_CONV_T=1|2|4 forces it (tests, A/B). */
+  /* T x T outputs per thread (a 16T x 16T tile per workgroup) and K split over z. Default: the
+   * register tile the product's sides allow (T = 4 from 64 rows and columns, 2 from 32), then,
+   * below 528 workgroups (4 per multiprocessor of a 132-SM GPU), K split into slices of at least
+   * 256 until about 4224 workgroups: the H200 profile (session 8) showed these kernels bound by
+   * one workgroup's serial walk over K (a weight gradient, K = 16384 on 144 workgroups: 0.69 ms),
+   * not by the number of workgroups. CT_WEBGPU_CONV_POLICY=7 restores session 7's choice (the
+   * largest T that still gives 264 workgroups; split only below 128 for K >= 2048);
+   * CT_WEBGPU_CONV_T=1|2|4 forces T (tests, A/B). */
   int T = 4;
-  const char *te = getenv("CT_WEBGPU_CONV_T");
+  const char *te = getenv("CT_WEBGPU_CONV_T"), *pol = getenv("CT_WEBGPU_CONV_POLICY");
+  bool old_policy = pol && !strcmp(pol, "7");
   if (te && (*te == '1' || *te == '2' || *te == '4')) T = *te - '0';
-  else
+  else if (old_policy)
     while (T > 1 && ((Nc + 16 * T - 1) / (16 * T)) * ((M + 16 * T - 1) / (16 * T)) * g.G < 264) T /= 2;
+  else T = M >= 64 && Nc >= 64 ? 4 : M >= 32 && Nc >= 32 ? 2 : 1;
   int64_t TS = 16 * T;
   int64_t gx = (Nc + TS - 1) / TS, gy = (M + TS - 1) / TS, tiles = gx * gy * g.G, S = 1, KC = (K + 15) / 16 * 16;
-  if (tiles < 128 && K >= 2048) { /* too few workgroups for a long K: split it */
-    S = (256 + tiles - 1) / tiles;
+  if (old_policy ? tiles < 128 && K >= 2048 : tiles < 528 && K >= 512) { /* too few workgroups for a long K: split it */
+    S = old_policy ? (256 + tiles - 1) / tiles : (4224 + tiles - 1) / tiles;
+    if (!old_policy && S > (K + 255) / 256) S = (K + 255) / 256;
     if (S > 64) S = 64;
     KC = ((K + S - 1) / S + 15) / 16 * 16;
     S = (K + KC - 1) / KC;
@@ -2294,24 +2547,42 @@ static ct_status k_conv(const ct_call *c) {
      * loads T elements of each (the index order that walks each operand's contiguous dim
      * across neighbouring threads) and owns outputs (lid.y + 16 i, lid.x + 16 j) */
     bool a_kfast = op == CT_OP_convolution_backward_weight; /* gy[n, m, p]: k runs along p */
+    /* Prefetch (default; CT_WEBGPU_CONV_PREFETCH=0 turns it off for A/B): the next slice's
+     * operands are loaded into registers (pa, pb) before the current slice's products, so the
+     * global loads' latency overlaps the arithmetic instead of stalling every 16-deep step (the
+     * H200 profile: split slices of 16 steps still took ~50 us, latency-bound). */
+    const char *pf = getenv("CT_WEBGPU_CONV_PREFETCH");
+    bool prefetch = !(pf && *pf == '0');
     sbf(&s, "var<workgroup> As: array<f32, %lld>;\nvar<workgroup> Bs: array<f32, %lld>;\n"
             "@compute @workgroup_size(16, 16)\n"
             "fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {\n"
             "  let grp = wid.z / %lldu; let sp = wid.z %% %lldu;\n"
             "  let m0 = wid.y * %lldu; let j0 = wid.x * %lldu; let tid = lid.y * 16u + lid.x;\n"
             "  let klo = sp * %lldu; let khi = min(%lldu, klo + %lldu);\n  var acc: array<f32, %d>;\n"
-            "  for (var k0: u32 = klo; k0 < khi; k0 = k0 + 16u) {\n"
-            "    for (var r: u32 = 0u; r < %du; r = r + 1u) {\n      let e = tid + 256u * r;\n",
+            "  var pa: array<f32, %d>; var pb: array<f32, %d>;\n",
         (long long)(16 * TS), (long long)(16 * TS), (long long)S, (long long)S, (long long)TS, (long long)TS, (long long)KC,
-        (long long)K, (long long)KC, T * T, T);
-    if (a_kfast) sbf(&s, "      let kk = e %% 16u; let mm = e / 16u;\n");
-    else sbf(&s, "      let mm = e %% %lldu; let kk = e / %lldu;\n", (long long)TS, (long long)TS);
-    sbf(&s, "      var a: f32 = 0.0;\n      if (m0 + mm < %lldu && k0 + kk < khi) { a = la(m0 + mm, k0 + kk, grp); }\n"
-            "      As[kk * %lldu + mm] = a;\n"
-            "      let kb = e %% 16u; let jb = e / 16u;\n      var b: f32 = 0.0;\n"
-            "      if (j0 + jb < %lldu && k0 + kb < khi) { b = lb(k0 + kb, j0 + jb, grp); }\n"
-            "      Bs[kb * %lldu + jb] = b;\n    }\n    workgroupBarrier();\n"
-            "    for (var kk: u32 = 0u; kk < 16u; kk = kk + 1u) {\n"
+        (long long)K, (long long)KC, T * T, T, T);
+    /* the operand indices of element r of this thread's share: mm, kk (A) and kb, jb (B) */
+    char idx[200];
+    if (a_kfast) snprintf(idx, sizeof idx, "let kk = e %% 16u; let mm = e / 16u; let kb = e %% 16u; let jb = e / 16u;");
+    else
+      snprintf(idx, sizeof idx, "let mm = e %% %lldu; let kk = e / %lldu; let kb = e %% 16u; let jb = e / 16u;",
+               (long long)TS, (long long)TS);
+    /* fetch(kf): pa/pb = the operands of the slice starting at kf (0 outside the product) */
+    const char *fetch_fmt =
+        "%s    for (var r: u32 = 0u; r < %du; r = r + 1u) {\n      let e = tid + 256u * r; %s\n"
+        "      pa[r] = 0.0; pb[r] = 0.0;\n"
+        "      if (m0 + mm < %lldu && %s + kk < khi) { pa[r] = la(m0 + mm, %s + kk, grp); }\n"
+        "      if (j0 + jb < %lldu && %s + kb < khi) { pb[r] = lb(%s + kb, j0 + jb, grp); }\n    }\n%s";
+    if (prefetch) sbf(&s, fetch_fmt, "  {\n", T, idx, (long long)M, "klo", "klo", (long long)Nc, "klo", "klo", "  }\n");
+    sbf(&s, "  for (var k0: u32 = klo; k0 < khi; k0 = k0 + 16u) {\n");
+    if (!prefetch) sbf(&s, fetch_fmt, "", T, idx, (long long)M, "k0", "k0", (long long)Nc, "k0", "k0", "");
+    sbf(&s, "    for (var r: u32 = 0u; r < %du; r = r + 1u) {\n      let e = tid + 256u * r; %s\n"
+            "      As[kk * %lldu + mm] = pa[r]; Bs[kb * %lldu + jb] = pb[r];\n    }\n    workgroupBarrier();\n",
+        T, idx, (long long)TS, (long long)TS);
+    if (prefetch) sbf(&s, fetch_fmt, "    if (k0 + 16u < khi) {\n    let kn = k0 + 16u;\n", T, idx, (long long)M, "kn", "kn",
+                      (long long)Nc, "kn", "kn", "    }\n");
+    sbf(&s, "    for (var kk: u32 = 0u; kk < 16u; kk = kk + 1u) {\n"
             "      var av: array<f32, %d>; var bv: array<f32, %d>;\n"
             "      for (var i: u32 = 0u; i < %du; i = i + 1u) { av[i] = As[kk * %lldu + lid.y + 16u * i]; bv[i] = Bs[kk * %lldu + lid.x + 16u * i]; }\n"
             "      for (var i: u32 = 0u; i < %du; i = i + 1u) { for (var j: u32 = 0u; j < %du; j = j + 1u) { acc[i * %du + j] = acc[i * %du + j] + av[i] * bv[j]; } }\n"
@@ -2319,8 +2590,7 @@ static ct_status k_conv(const ct_call *c) {
             "  for (var i: u32 = 0u; i < %du; i = i + 1u) {\n    for (var jx: u32 = 0u; jx < %du; jx = jx + 1u) {\n"
             "      let m = m0 + lid.y + 16u * i; let j = j0 + lid.x + 16u * jx;\n"
             "      if (m < %lldu && j < %lldu) {\n",
-        (long long)M, (long long)TS, (long long)Nc, (long long)TS, T, T, T, (long long)TS, (long long)TS, T, T, T, T, T, T,
-        (long long)M, (long long)Nc);
+        T, T, T, (long long)TS, (long long)TS, T, T, T, T, T, T, (long long)M, (long long)Nc);
     if (S == 1) sbf(&s, "        fin(m, j, grp, acc[i * %du + jx]);\n      }\n    }\n  }\n}\n", T);
     else
       sbf(&s, "        b%d[%lldu + ((sp * %lldu + grp) * %lldu + m) * %lldu + j] = bitcast<u32>(acc[i * %du + jx]);\n"
@@ -2350,6 +2620,228 @@ static ct_status k_conv(const ct_call *c) {
   wg_unlock();
   ct_release(tmp);
   return st;
+}
+
+/* ---- fused batch_norm (the CPU's native_batch_norm / native_batch_norm_backward contracts,
+ * src/backend/cpu/kernels_bn.c; ct_batch_norm picks them): x contiguous [N, C, S], per-channel
+ * tensors contiguous [C]. Forward: a workgroup per channel for the statistics (training: shifted
+ * one-pass sums, as the CPU's, in float32 with a tree reduction; eval: the running ones copied),
+ * then y = (x - mean) (rstd w) + b (k3: relu(y)) over every element: two dispatches where the
+ * composed ops took about six (eval) or fifteen (training). Backward: the per-channel sums
+ * sum(g'), sum(g' (x - mean)) (g' = g masked by the fused ReLU's output r where k3), which give
+ * dweight and dbias, then dx elementwise. ---- */
+static bool bn_tensor_ok(const ct_tensor *t, int64_t n) {
+  return !t || (t->dtype == CT_FLOAT32 && ct_is_contiguous(t) && ct_numel(t) == n);
+}
+static ct_status k_native_bn(const ct_call *c) {
+  WG_BEGIN(c);
+  const ct_tensor *x = c->in[0], *w = c->in[1], *b = c->in[2], *rm = c->in[3], *rv = c->in[4];
+  ct_tensor *y = c->out[0], *mean = c->out[1], *rstd = c->out[2], *var = c->out[3];
+  bool training = c->a.k[0] != 0, relu = c->a.k[3] != 0;
+  CT_TRY(need_f32(c, x));
+  if (x->ndim < 2 || !ct_is_contiguous(x)) return unsupported(c, "Expected a contiguous float32 input.");
+  int64_t N = x->shape[0], C = x->shape[1], numel = ct_numel(x), S = N && C ? numel / (N * C) : 0, M = N * S;
+  if (!bn_tensor_ok(y, numel) || !mean || !rstd || !var || !bn_tensor_ok(mean, C) || !bn_tensor_ok(rstd, C) ||
+      !bn_tensor_ok(var, C) || !bn_tensor_ok(w, C) || !bn_tensor_ok(b, C) || !bn_tensor_ok(rm, C) || !bn_tensor_ok(rv, C))
+    return unsupported(c, "Expected contiguous float32 per-channel tensors.");
+  if (!training && (!rm || !rv))
+    return CT_ERR(CT_ERR_RUNTIME, "native_batch_norm: running_mean and running_var must be defined in evaluation mode");
+  if (training && M == 0) return CT_ERR(CT_ERR_RUNTIME, "native_batch_norm: no values per channel");
+  if (C == 0) return CT_OK;
+  wg_lock();
+  const ct_tensor *all[9] = {x, w, b, rm, rv, y, mean, rstd, var};
+  ct_status st = CT_OK;
+  for (int i = 0; i < 9 && st == CT_OK; i++)
+    if (all[i] && ct_numel(all[i]) > 0) st = check_extent(all[i]);
+  char eps[40];
+  flit(c->a.f[0], eps);
+  if (st == CT_OK) { /* the statistics: a workgroup per channel */
+    bindset bs = {{0}, 0, -1};
+    /* only what the WGSL reads is bound (the automatic layout drops unused bindings) */
+    int bx = training ? bind_of(&bs, x) : -1, bm = bind_of(&bs, mean), br = bind_of(&bs, rstd), bv = bind_of(&bs, var);
+    int brm = training ? -1 : bind_of(&bs, rm), brv = training ? -1 : bind_of(&bs, rv);
+    uint32_t gx, gy;
+    grid(C, &gx, &gy);
+    sb s = {0};
+    emit_bindings(&s, &bs);
+    sbf(&s, "%s@compute @workgroup_size(256)\n"
+            "fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32) {\n"
+            "  let c = wid.y * %uu + wid.x;\n  if (c >= %lldu) { return; }\n",
+        norm_red_fn, gx, (long long)C);
+    if (training)
+      sbf(&s, "  let shift = bitcast<f32>(b%d[%lldu + c * %lldu]);\n  var a: f32 = 0.0; var q: f32 = 0.0;\n"
+              "  for (var i: u32 = li; i < %lldu; i = i + 256u) {\n"
+              "    let d = bitcast<f32>(b%d[%lldu + ((i / %lldu) * %lldu + c) * %lldu + i %% %lldu]) - shift;\n"
+              "    a = a + d; q = q + d * d;\n  }\n"
+              "  let t = red2(li, a, q);\n  let d = t.x / %lld.0;\n  let m = shift + d;\n"
+              "  let v = max(t.y / %lld.0 - d * d, 0.0);\n",
+          bx, (long long)x->offset, (long long)S, (long long)M, bx, (long long)x->offset, (long long)S, (long long)C,
+          (long long)S, (long long)S, (long long)M, (long long)M);
+    else
+      sbf(&s, "  let m = bitcast<f32>(b%d[%lldu + c]);\n  let v = bitcast<f32>(b%d[%lldu + c]);\n", brm,
+          (long long)rm->offset, brv, (long long)rv->offset);
+    sbf(&s, "  if (li == 0u) {\n    b%d[%lldu + c] = bitcast<u32>(m);\n"
+            "    b%d[%lldu + c] = bitcast<u32>(1.0 / sqrt(v + %s));\n    b%d[%lldu + c] = bitcast<u32>(v);\n  }\n}\n",
+        bm, (long long)mean->offset, br, (long long)rstd->offset, eps, bv, (long long)var->offset);
+    st = launch(&s, &bs, gx, gy, 1);
+  }
+  if (st == CT_OK && numel > 0) { /* y over every element */
+    bindset bs = {{0}, 0, -1};
+    int bx = bind_of(&bs, x), by = bind_of(&bs, y), bm = bind_of(&bs, mean), br = bind_of(&bs, rstd);
+    int bw = w ? bind_of(&bs, w) : -1, bb = b ? bind_of(&bs, b) : -1;
+    uint32_t gx, gy;
+    grid((numel + 255) / 256, &gx, &gy);
+    sb s = {0};
+    emit_bindings(&s, &bs);
+    sbf(&s, "@compute @workgroup_size(256)\n"
+            "fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32) {\n"
+            "  let e = (wid.y * %uu + wid.x) * 256u + li;\n  if (e >= %lldu) { return; }\n"
+            "  let c = (e / %lldu) %% %lldu;\n"
+            "  var sc = bitcast<f32>(b%d[%lldu + c]);\n",
+        gx, (long long)numel, (long long)S, (long long)C, br, (long long)rstd->offset);
+    if (w) sbf(&s, "  sc = sc * bitcast<f32>(b%d[%lldu + c]);\n", bw, (long long)w->offset);
+    sbf(&s, "  var v = (bitcast<f32>(b%d[%lldu + e]) - bitcast<f32>(b%d[%lldu + c])) * sc;\n", bx, (long long)x->offset,
+        bm, (long long)mean->offset);
+    if (b) sbf(&s, "  v = v + bitcast<f32>(b%d[%lldu + c]);\n", bb, (long long)b->offset);
+    if (relu) sbf(&s, "  v = select(v, 0.0, v <= 0.0);\n"); /* NaN stays NaN, as the ReLU kernels */
+    sbf(&s, "  b%d[%lldu + e] = bitcast<u32>(v);\n}\n", by, (long long)y->offset);
+    st = launch(&s, &bs, gx, gy, 1);
+  }
+  wg_unlock();
+  return st;
+}
+
+/* in g, x, weight?, mean, rstd, r? -> dx?, dweight?, dbias?; k0 training, k3 ReLU fused (r = in[5]) */
+static ct_status k_native_bn_backward(const ct_call *c) {
+  WG_BEGIN(c);
+  const ct_tensor *g = c->in[0], *x = c->in[1], *w = c->in[2], *mean = c->in[3], *rstd = c->in[4];
+  const ct_tensor *r = c->a.k[3] && c->n_in > 5 ? c->in[5] : NULL;
+  ct_tensor *dx = c->out[0], *dw = c->out[1], *db = c->out[2];
+  bool training = c->a.k[0] != 0;
+  CT_TRY(need_f32(c, x));
+  if (x->ndim < 2 || !ct_is_contiguous(x)) return unsupported(c, "Expected a contiguous float32 input.");
+  int64_t N = x->shape[0], C = x->shape[1], numel = ct_numel(x), S = N && C ? numel / (N * C) : 0, M = N * S;
+  if (c->a.k[3] && !r)
+    return CT_ERR(CT_ERR_RUNTIME, "native_batch_norm_backward: expected the fused ReLU's contiguous output");
+  if (!g || !mean || !rstd || !bn_tensor_ok(g, numel) || !bn_tensor_ok(r, numel) || !bn_tensor_ok(dx, numel) ||
+      !bn_tensor_ok(w, C) || !bn_tensor_ok(mean, C) || !bn_tensor_ok(rstd, C) || !bn_tensor_ok(dw, C) || !bn_tensor_ok(db, C))
+    return unsupported(c, "Expected contiguous float32 tensors.");
+  if (C == 0) return CT_OK;
+  bool sums = dw || db || (dx && training);
+  ct_tensor *tmp = NULL; /* [C, 2]: sum(g'), sum(g' (x - mean)) per channel */
+  if (sums) {
+    ct_options o = ct_opts_dtype(CT_FLOAT32);
+    o.device = ct_webgpu();
+    int64_t n2 = 2 * C;
+    if (!(tmp = ct_empty(1, &n2, o))) return ct_last_status();
+  }
+  wg_lock();
+  const ct_tensor *all[10] = {g, x, w, mean, rstd, r, dx, dw, db, tmp};
+  ct_status st = CT_OK;
+  for (int i = 0; i < 10 && st == CT_OK; i++)
+    if (all[i] && ct_numel(all[i]) > 0) st = check_extent(all[i]);
+  char gv[200];
+  if (st == CT_OK && sums) {
+    bindset bs = {{0}, 0, -1};
+    int bg = bind_of(&bs, g), bx = bind_of(&bs, x), bm = bind_of(&bs, mean), br = dw ? bind_of(&bs, rstd) : -1;
+    int brr = r ? bind_of(&bs, r) : -1, bt = bind_of(&bs, tmp), bw = dw ? bind_of(&bs, dw) : -1, bb = db ? bind_of(&bs, db) : -1;
+    uint32_t gx, gy;
+    grid(C, &gx, &gy);
+    sb s = {0};
+    emit_bindings(&s, &bs);
+    sbf(&s, "%s@compute @workgroup_size(256)\n"
+            "fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32) {\n"
+            "  let c = wid.y * %uu + wid.x;\n  if (c >= %lldu) { return; }\n"
+            "  let m = bitcast<f32>(b%d[%lldu + c]);\n  var a: f32 = 0.0; var q: f32 = 0.0;\n"
+            "  for (var i: u32 = li; i < %lldu; i = i + 256u) {\n"
+            "    let o = ((i / %lldu) * %lldu + c) * %lldu + i %% %lldu;\n",
+        norm_red_fn, gx, (long long)C, bm, (long long)mean->offset, (long long)M, (long long)S, (long long)C, (long long)S,
+        (long long)S);
+    if (r)
+      snprintf(gv, sizeof gv, "select(bitcast<f32>(b%d[%lldu + o]), 0.0, bitcast<f32>(b%d[%lldu + o]) <= 0.0)", bg,
+               (long long)g->offset, brr, (long long)r->offset);
+    else snprintf(gv, sizeof gv, "bitcast<f32>(b%d[%lldu + o])", bg, (long long)g->offset);
+    sbf(&s, "    let gv = %s;\n    a = a + gv; q = q + gv * (bitcast<f32>(b%d[%lldu + o]) - m);\n  }\n"
+            "  let t = red2(li, a, q);\n  if (li == 0u) {\n"
+            "    b%d[%lldu + 2u * c] = bitcast<u32>(t.x);\n    b%d[%lldu + 2u * c + 1u] = bitcast<u32>(t.y);\n",
+        gv, bx, (long long)x->offset, bt, (long long)tmp->offset, bt, (long long)tmp->offset);
+    if (dw) sbf(&s, "    b%d[%lldu + c] = bitcast<u32>(t.y * bitcast<f32>(b%d[%lldu + c]));\n", bw, (long long)dw->offset, br,
+                (long long)rstd->offset);
+    if (db) sbf(&s, "    b%d[%lldu + c] = bitcast<u32>(t.x);\n", bb, (long long)db->offset);
+    sbf(&s, "  }\n}\n");
+    st = launch(&s, &bs, gx, gy, 1);
+  }
+  if (st == CT_OK && dx && numel > 0) {
+    bindset bs = {{0}, 0, -1};
+    int bg = bind_of(&bs, g), bx = training ? bind_of(&bs, x) : -1, bm = training ? bind_of(&bs, mean) : -1;
+    int br = bind_of(&bs, rstd), brr = r ? bind_of(&bs, r) : -1, bd = bind_of(&bs, dx), bw = w ? bind_of(&bs, w) : -1;
+    int bt = training ? bind_of(&bs, tmp) : -1;
+    uint32_t gx, gy;
+    grid((numel + 255) / 256, &gx, &gy);
+    sb s = {0};
+    emit_bindings(&s, &bs);
+    sbf(&s, "@compute @workgroup_size(256)\n"
+            "fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32) {\n"
+            "  let o = (wid.y * %uu + wid.x) * 256u + li;\n  if (o >= %lldu) { return; }\n"
+            "  let c = (o / %lldu) %% %lldu;\n  let rs = bitcast<f32>(b%d[%lldu + c]);\n  var a = rs;\n",
+        gx, (long long)numel, (long long)S, (long long)C, br, (long long)rstd->offset);
+    if (w) sbf(&s, "  a = a * bitcast<f32>(b%d[%lldu + c]);\n", bw, (long long)w->offset);
+    if (r)
+      snprintf(gv, sizeof gv, "select(bitcast<f32>(b%d[%lldu + o]), 0.0, bitcast<f32>(b%d[%lldu + o]) <= 0.0)", bg,
+               (long long)g->offset, brr, (long long)r->offset);
+    else snprintf(gv, sizeof gv, "bitcast<f32>(b%d[%lldu + o])", bg, (long long)g->offset);
+    sbf(&s, "  let gv = %s;\n", gv);
+    if (training)
+      sbf(&s, "  let cg = bitcast<f32>(b%d[%lldu + 2u * c]) / %lld.0;\n"
+              "  let cx = rs * rs * bitcast<f32>(b%d[%lldu + 2u * c + 1u]) / %lld.0;\n"
+              "  let v = ((gv - cg) - (bitcast<f32>(b%d[%lldu + o]) - bitcast<f32>(b%d[%lldu + c])) * cx) * a;\n",
+          bt, (long long)tmp->offset, (long long)M, bt, (long long)tmp->offset, (long long)M, bx, (long long)x->offset, bm,
+          (long long)mean->offset);
+    else sbf(&s, "  let v = gv * a;\n");
+    sbf(&s, "  b%d[%lldu + o] = bitcast<u32>(v);\n}\n", bd, (long long)dx->offset);
+    st = launch(&s, &bs, gx, gy, 1);
+  }
+  wg_unlock();
+  ct_release(tmp);
+  return st;
+}
+
+/* BatchNorm's running statistics after a training forward, both in one dispatch (src/ops/nn.c
+ * calls it in place of eight composed ops, as on CUDA): r = r (1 - momentum) + stat (momentum
+ * factor), in the composed ops' order and float32 roundings. 1 done, 0 not applicable (compose
+ * it), -1 failed with the error set. */
+int ct_webgpu_bn_update_running(ct_tensor *rm, const ct_tensor *mean, ct_tensor *rv, const ct_tensor *var,
+                                double momentum, double factor) {
+  if (!rm || !rv || !mean || !var || rm->storage->device.type != CT_DEVICE_WEBGPU) return 0;
+  int64_t C = ct_numel(rm);
+  const ct_tensor *ts[4] = {rm, mean, rv, var};
+  for (int i = 0; i < 4; i++)
+    if (ts[i]->storage->device.type != CT_DEVICE_WEBGPU || !bn_tensor_ok(ts[i], C)) return 0;
+  if (C == 0) return 1;
+  if (wg_ready() != CT_OK) return -1;
+  wg_lock();
+  ct_status st = CT_OK;
+  for (int i = 0; i < 4 && st == CT_OK; i++) st = check_extent(ts[i]);
+  if (st == CT_OK) {
+    bindset bs = {{0}, 0, -1};
+    int b0 = bind_of(&bs, rm), b1 = bind_of(&bs, mean), b2 = bind_of(&bs, rv), b3 = bind_of(&bs, var);
+    uint32_t gx, gy;
+    grid((C + 255) / 256, &gx, &gy);
+    char keep[40], ms[40], mv[40];
+    flit(1.0 - momentum, keep), flit(momentum, ms), flit(momentum * factor, mv);
+    sb s = {0};
+    emit_bindings(&s, &bs);
+    sbf(&s, "@compute @workgroup_size(256)\n"
+            "fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32) {\n"
+            "  let c = (wid.y * %uu + wid.x) * 256u + li;\n  if (c >= %lldu) { return; }\n"
+            "  b%d[%lldu + c] = bitcast<u32>(bitcast<f32>(b%d[%lldu + c]) * %s + bitcast<f32>(b%d[%lldu + c]) * %s);\n"
+            "  b%d[%lldu + c] = bitcast<u32>(bitcast<f32>(b%d[%lldu + c]) * %s + bitcast<f32>(b%d[%lldu + c]) * %s);\n}\n",
+        gx, (long long)C, b0, (long long)rm->offset, b0, (long long)rm->offset, keep, b1, (long long)mean->offset, ms, b2,
+        (long long)rv->offset, b2, (long long)rv->offset, keep, b3, (long long)var->offset, mv);
+    st = launch(&s, &bs, gx, gy, 1);
+  }
+  wg_unlock();
+  return st == CT_OK ? 1 : -1;
 }
 
 /* ---- pooling over [N, C, H, W] (the CPU's contracts, src/backend/cpu/kernels_pool.c):
@@ -2621,7 +3113,11 @@ static void table_init(void) {
   table[CT_OP_norm_moments] = k_norm_moments;
   table[CT_OP_native_layer_norm] = table[CT_OP_native_rms_norm] = k_native_norm;
   table[CT_OP_native_norm_backward] = k_native_norm_backward;
+  table[CT_OP_native_batch_norm] = k_native_bn; /* conv/BN part (session 8) */
+  table[CT_OP_native_batch_norm_backward] = k_native_bn_backward;
   table[CT_OP_softmax] = table[CT_OP_log_softmax] = k_softmax;
+  table[CT_OP_cross_entropy_fused] = k_cross_entropy_fused;
+  table[CT_OP_cross_entropy_fused_backward] = k_cross_entropy_fused_backward;
   table[CT_OP_sdpa_flash] = ct_webgpu_sdpa_flash; /* webgpu_attention.c */
   table[CT_OP_sdpa_flash_backward] = ct_webgpu_sdpa_flash_backward;
   table[CT_OP_mm] = table[CT_OP_bmm] = table[CT_OP_mv] = table[CT_OP_dot] = k_linalg;
