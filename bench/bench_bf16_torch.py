@@ -1,4 +1,5 @@
-"""PyTorch peer of bench_main.c's bf16 vdpbf16ps rows: bfloat16 torch.matmul (float32 accumulation,
+"""PyTorch peer of bench_main.c's bf16 vdpbf16ps rows (gemm_bf16dp_*, 1 thread) and AMX rows
+(gemm_bf16amx_*, 1 and 2 threads): bfloat16 torch.matmul (float32 accumulation,
 oneDNN on this CPU) at 1 thread, OpenBLAS held to it too. Prints "name seconds" lines: the best
 process-CPU time of one product, then "<name>_wall" the best wall time.
 
@@ -38,6 +39,17 @@ def main():
         b = torch.randn(k, n).bfloat16()
         print(name, best(lambda: torch.matmul(a, b), time.process_time, 7), flush=True)
         print(name + "_wall", best(lambda: torch.matmul(a, b), time.perf_counter, 7), flush=True)
+    # the AMX rows (bench_gemm_bf16amx): 1 and 2 threads, and a skinny transformer shape
+    for t in range(1, min(2, args.threads) + 1):
+        torch_threads.set_threads(t)
+        for m, n, k in SHAPES + [(64, 3072, 768)]:
+            name = f"gemm_bf16amx_{m}x{n}x{k}_t{t}"
+            if args.only and args.only not in name:
+                continue
+            a = torch.randn(m, k).bfloat16()
+            b = torch.randn(k, n).bfloat16()
+            print(name, best(lambda: torch.matmul(a, b), time.process_time, 7), flush=True)
+            print(name + "_wall", best(lambda: torch.matmul(a, b), time.perf_counter, 7), flush=True)
 
 
 if __name__ == "__main__":

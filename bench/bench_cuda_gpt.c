@@ -6,8 +6,9 @@
  * precision: fp32 | tf32 | bf16 (ct_cuda_set_autocast_bf16) | bf16o (bf16 + ct_cuda_set_autocast_bf16_outputs:
  * bfloat16 products' outputs, as torch.autocast), each optionally +graph (forward, backward and
  * clipping replayed as a CUDA graph, the AdamW step eager); default: tf32 bf16 tf32+graph bf16+graph.
- *   bench_cuda_gpt curve PATH [steps]: the first steps' losses in fp32 and bf16 from weights and a batch written
- * to PATH for the PyTorch peer (bench_cuda_gpt_torch.py curve PATH).
+ *   bench_cuda_gpt curve PATH [steps]: the first steps' losses and gradient norms in fp32, bf16 and bf16o (and
+ * variants, CURVE_PRECS) from weights and a batch written to PATH for the PyTorch peer (bench_cuda_gpt_torch.py
+ * curve PATH), and the gradient probe at given steps' weights (CURVE_PROBE); see bench_curve.
  *   bench_cuda_gpt attn [B H T D]: causal attention alone (bf16 tensors; float32 under bf16 autocast).
  *   bench_cuda_gpt mm: the step's matrix-product shapes alone (TF32, bf16 autocast, bfloat16 tensors).
  *   bench_cuda_gpt resnet224 [batch steps]: ResNet-18 224x224 inference (eval), eager and CUDA graph, fp32/tf32,
@@ -25,6 +26,7 @@
 #include "ctorch/models.h"
 #include "ctorch/io.h"
 #include "ctorch/train.h"
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -333,50 +335,257 @@ static int bench_attn(int64_t B, int64_t H, int64_t T, int64_t D) {
 /* curve PATH [steps]: the first steps' losses of GPT-2 124M (batch 16, context 1024) in fp32, bf16 and bf16o,
  * against PyTorch from the same weights and batch: the initial parameters (HF names, Conv1D layout)
  * and the batch (x, y) are written to PATH (safetensors) for `bench_cuda_gpt_torch.py curve PATH`; the
- * same optimizer (AdamW lr 6e-4, weight decay 0.1, clip 1.0) on one fixed batch. */
+ * same optimizer (AdamW lr 6e-4, weight decay 0.1, clip 1.0) on one fixed batch. Each step prints its loss
+ * and the pre-clip gradient norm.
+ * CURVE_PRECS: the runs after fp32 (always first: it writes PATH), space-separated, default "bf16 bf16o";
+ * a run is a precision with optional environment settings for it alone, e.g. "bf16o,CT_BF16O_LOSS=ce"
+ * (set before the run, unset after; the name is printed as given). CURVE_LR: another learning rate.
+ * CURVE_PROBE (e.g. "3 8"): the weights the fp32 run reaches before those steps are written to PATH.p<step>
+ * (HF names, for the PyTorch peer) and every run's gradient at those same weights is compared with the
+ * fp32 one: "probe ctorch RUN step S loss L grad_norm N err E" (E = |g - g_fp32| / |g_fp32|, L2 over all
+ * parameters) and one line per parameter group (the name without "transformer." and "h.<layer>.").
+ * CURVE_DEVICE=cpu and CURVE_CFG="layers heads width context batch vocab": the plumbing on a small model
+ * without a GPU (the precisions then all run float32 on the CPU). Without a CUDA device (and CURVE_DEVICE
+ * unset) it fails with exit status 2. */
+#define PG_MAX 40
+typedef struct {
+  char name[48];
+  double g2, d2, r2;
+} pgroup;
+
+static double sq_norm(const ct_tensor *t) {
+  ct_tensor *n = ct_norm(t, 2.0, 0, NULL, false);
+  double v = 0;
+  if (!n || ct_item_double(n, &v) != CT_OK) DIE("norm");
+  ct_release(n);
+  return v * v;
+}
+
+/* the group of an HF parameter name: "transformer.h.3.attn.c_attn.bias" -> "attn.c_attn.bias" */
+static void group_of(const char *name, char *buf, size_t cap) {
+  const char *k = strncmp(name, "transformer.", 12) ? name : name + 12;
+  if (!strncmp(k, "h.", 2)) {
+    const char *d = strchr(k + 2, '.');
+    if (d) k = d + 1;
+  }
+  snprintf(buf, cap, "%s", k);
+}
+
+/* one forward + backward of m (in the current mode) at the weights W; prints the probe lines with each
+ * gradient compared with Gref[i] (keep: the reference run, which fills Gref with clones of its own
+ * gradients instead) and leaves the gradients none */
+static void curve_probe(const char *run, ct_gpt *m, ct_optim *opt, ct_tensor **P, int64_t np, ct_tensor **W,
+                        ct_tensor **Gref, bool keep, ct_tensor *x, ct_tensor *y, int64_t step) {
+  const ct_dict *pd = ct_gpt_parameters(m);
+  bool prev = ct_set_grad_enabled(false);
+  for (int64_t i = 0; i < np; i++)
+    if (ct_copy_(P[i], W[i]) != CT_OK) DIE("probe weights");
+  ct_set_grad_enabled(prev);
+  if (ct_optim_zero_grad(opt, true) != CT_OK) DIE("probe zero_grad");
+  ct_scope *sc = ct_scope_begin();
+  ct_tensor *loss = NULL;
+  double l = 0;
+  if (ct_gpt_forward(m, x, y, true, NULL, NULL, &loss) != CT_OK || ct_item_double(loss, &l) != CT_OK) DIE("probe forward");
+  if (ct_backward(loss, NULL, false, false) != CT_OK) DIE("probe backward");
+  pgroup grp[PG_MAX];
+  int ng = 0;
+  double g2 = 0, d2 = 0, r2 = 0;
+  for (int64_t i = 0; i < np; i++) {
+    ct_tensor *g = ct_grad(P[i]);
+    if (!g) DIE("probe: parameter %s has no gradient", ct_dict_name(pd, i));
+    char gn[48];
+    group_of(ct_dict_name(pd, i), gn, sizeof gn);
+    int k = 0;
+    while (k < ng && strcmp(grp[k].name, gn)) k++;
+    if (k == ng) {
+      if (ng == PG_MAX) DIE("probe: more than %d parameter groups", PG_MAX);
+      snprintf(grp[ng].name, sizeof grp[ng].name, "%s", gn);
+      grp[ng].g2 = grp[ng].d2 = grp[ng].r2 = 0;
+      ng++;
+    }
+    double a = sq_norm(g), d = 0, r = 0;
+    if (keep) {
+      bool pv = ct_set_grad_enabled(false);
+      Gref[i] = ct_keep(ct_clone(g)); /* out of this scope: kept for the other runs */
+      ct_set_grad_enabled(pv);
+      if (!Gref[i]) DIE("probe: keep gradient");
+      r = a;
+    } else {
+      ct_tensor *df = ct_sub(g, Gref[i]);
+      if (!df) DIE("probe: difference");
+      d = sq_norm(df);
+      ct_release(df);
+      r = sq_norm(Gref[i]);
+    }
+    grp[k].g2 += a, grp[k].d2 += d, grp[k].r2 += r;
+    g2 += a, d2 += d, r2 += r;
+  }
+  printf("probe ctorch %s step %lld loss %.6f grad_norm %.4f err %.3e\n", run, (long long)step, l, sqrt(g2),
+         r2 > 0 ? sqrt(d2 / r2) : 0.0);
+  for (int k = 0; k < ng; k++)
+    printf("probe ctorch %s step %lld group %s norm %.5g err %.3e\n", run, (long long)step, grp[k].name, sqrt(grp[k].g2),
+           grp[k].r2 > 0 ? sqrt(grp[k].d2 / grp[k].r2) : 0.0);
+  fflush(stdout);
+  ct_release(loss);
+  ct_scope_end(sc);
+  if (ct_optim_zero_grad(opt, true) != CT_OK) DIE("probe zero_grad");
+}
+
+#define CURVE_MAXRUN 16
+#define CURVE_MAXPROBE 8
 static int bench_curve(const char *path, int64_t steps) {
+  const char *dvs = getenv("CURVE_DEVICE");
+  bool cpu = dvs && !strcmp(dvs, "cpu");
+  if (dvs && !cpu) {
+    fprintf(stderr, "bench_cuda_gpt curve: CURVE_DEVICE must be unset or \"cpu\", got \"%s\"\n", dvs);
+    return 2;
+  }
+  if (!cpu && !ct_cuda_is_available()) {
+    fprintf(stderr, "bench_cuda_gpt curve: no CUDA device (%s); CURVE_DEVICE=cpu runs the plumbing on the CPU\n",
+            ct_cuda_unavailable_reason());
+    return 2;
+  }
+  ct_device dev = cpu ? ct_cpu() : ct_cuda(0);
   ct_gpt_config cfg = {50257, 1024, 768, 12, 12, 0.0, 1e-5};
   int64_t shape[2] = {16, 1024};
+  const char *cc = getenv("CURVE_CFG");
+  if (cc) {
+    long long v[6];
+    if (sscanf(cc, "%lld %lld %lld %lld %lld %lld", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5]) != 6 || v[0] < 1 ||
+        v[1] < 1 || v[2] < 1 || v[2] % v[1] || v[3] < 1 || v[4] < 1 || v[5] < 2) {
+      fprintf(stderr, "bench_cuda_gpt curve: CURVE_CFG must be \"layers heads width context batch vocab\", got \"%s\"\n", cc);
+      return 2;
+    }
+    cfg.n_layer = v[0], cfg.n_head = v[1], cfg.n_embd = v[2], cfg.n_positions = v[3], cfg.vocab_size = v[5];
+    shape[0] = v[4], shape[1] = v[3];
+  }
+  /* the runs: fp32 first, then CURVE_PRECS */
+  char runs[CURVE_MAXRUN][160];
+  int nrun = 0;
+  snprintf(runs[nrun++], sizeof runs[0], "fp32");
+  {
+    const char *want = getenv("CURVE_PRECS");
+    char buf[2048];
+    snprintf(buf, sizeof buf, "%s", want ? want : "bf16 bf16o");
+    for (char *sv = NULL, *t = strtok_r(buf, " \t", &sv); t; t = strtok_r(NULL, " \t", &sv)) {
+      if (nrun == CURVE_MAXRUN || strlen(t) >= sizeof runs[0]) {
+        fprintf(stderr, "bench_cuda_gpt curve: too many runs or a run name too long in CURVE_PRECS\n");
+        return 2;
+      }
+      if (!strcmp(t, "fp32")) continue; /* always the first run */
+      size_t bl = strcspn(t, ",");
+      if (!((bl == 4 && !strncmp(t, "bf16", 4)) || (bl == 5 && !strncmp(t, "bf16o", 5)))) {
+        fprintf(stderr, "bench_cuda_gpt curve: a run is bf16 or bf16o with optional ,VAR=VALUE settings, got \"%s\"\n", t);
+        return 2;
+      }
+      int nset = 0;
+      for (const char *q = t + bl; *q == ','; q += 1 + strcspn(q + 1, ",")) {
+        size_t len = strcspn(q + 1, ","), eq = strcspn(q + 1, "=");
+        if (eq == 0 || eq >= len || ++nset > 8) {
+          fprintf(stderr, "bench_cuda_gpt curve: up to 8 settings VAR=VALUE after the precision, in \"%s\"\n", t);
+          return 2;
+        }
+      }
+      snprintf(runs[nrun++], sizeof runs[0], "%s", t);
+    }
+  }
+  int64_t probe[CURVE_MAXPROBE];
+  int npr = 0;
+  {
+    const char *pe = getenv("CURVE_PROBE");
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", pe ? pe : "");
+    for (char *sv = NULL, *t = strtok_r(buf, " \t,", &sv); t; t = strtok_r(NULL, " \t,", &sv)) {
+      char *end;
+      long long v = strtoll(t, &end, 10);
+      if (*end || v < 0 || v >= steps || npr == CURVE_MAXPROBE) {
+        fprintf(stderr, "bench_cuda_gpt curve: CURVE_PROBE holds up to %d steps in [0, %lld), got \"%s\"\n",
+                CURVE_MAXPROBE, (long long)steps, pe);
+        return 2;
+      }
+      probe[npr++] = v;
+    }
+  }
+  const char *lre = getenv("CURVE_LR");
   ct_generator *gd = ct_generator_new(7);
   ct_options oi = ct_opts_dtype(CT_INT64);
   ct_tensor *xc = ct_randint(0, cfg.vocab_size, 2, shape, &oi, gd),
             *yc = ct_randint(0, cfg.vocab_size, 2, shape, &oi, gd);
   if (!xc || !yc) DIE("batch");
-  /* 0: fp32, 1: bf16 (float32 activations, rounded operands), 2: bf16o (PyTorch-style autocast) */
-  const char *pname[3] = {"fp32", "bf16", "bf16o"};
-  /* CURVE_PRECS (e.g. "bf16o"): only those precisions (the weights file is written by any run);
-   * CURVE_LR: another learning rate (the spike check) */
-  const char *want = getenv("CURVE_PRECS"), *lre = getenv("CURVE_LR");
-  for (int pi = 0; pi < 3; pi++) {
-    if (want && pi > 0 && !strstr(want, pname[pi])) continue;
-    bool bf = pi >= 1;
-    ct_generator *g = ct_generator_new(1337);
-    ct_gpt *m = ct_gpt_new_variant(&cfg, true, "tanh", g);
-    if (!m) DIE("model");
-    if (pi == 0) { /* the initial weights and the batch, for the PyTorch peer */
-      const ct_dict *pd = ct_gpt_parameters(m);
+  ct_tensor **W[CURVE_MAXPROBE] = {0}, **Gref[CURVE_MAXPROBE] = {0}; /* per probe: fp32 weights, fp32 gradients */
+  ct_tensor **P = NULL, **W0 = NULL;
+  ct_gpt *m = NULL;
+  const ct_dict *pd = NULL;
+  int64_t np = 0;
+  for (int ri = 0; ri < nrun; ri++) {
+    /* the run's settings: "bf16o,CT_X=1,CT_Y=2" */
+    char rb[160], *set[8];
+    int nset = 0;
+    snprintf(rb, sizeof rb, "%s", runs[ri]);
+    char *sv = NULL, *base = strtok_r(rb, ",", &sv);
+    for (char *t = strtok_r(NULL, ",", &sv); t && nset < 8; t = strtok_r(NULL, ",", &sv)) {
+      char *eq = strchr(t, '=');
+      *eq = 0;
+      if (setenv(t, eq + 1, 1)) DIE("setenv %s", t);
+      set[nset++] = t;
+    }
+    bool bf = ri > 0, outs = !strcmp(base, "bf16o");
+    if (ri == 0) { /* one model for every run: the initial weights kept (W0) and copied in before each */
+      ct_generator *g = ct_generator_new(1337);
+      m = ct_gpt_new_variant(&cfg, true, "tanh", g);
+      ct_generator_free(g);
+      if (!m) DIE("model");
+      pd = ct_gpt_parameters(m);
+      np = ct_dict_len(pd);
+      /* the initial weights and the batch, for the PyTorch peer */
       ct_dict *d = ct_dict_new();
-      for (int64_t i = 0; i < ct_dict_len(pd); i++) ct_dict_set(d, ct_dict_name(pd, i), ct_dict_tensor(pd, i));
+      for (int64_t i = 0; i < np; i++) ct_dict_set(d, ct_dict_name(pd, i), ct_dict_tensor(pd, i));
       ct_dict_set(d, "x", xc);
       ct_dict_set(d, "y", yc);
       if (ct_safetensors_save(path, d) != CT_OK) DIE("save %s", path);
       ct_dict_free(d);
+      if (ct_gpt_to_device(m, dev) != CT_OK) DIE("to device");
+      P = calloc((size_t)np, sizeof *P);
+      W0 = calloc((size_t)np, sizeof *W0);
+      bool pv = ct_set_grad_enabled(false);
+      for (int64_t i = 0; i < np; i++)
+        if (!(P[i] = ct_dict_tensor(pd, i)) || !(W0[i] = ct_clone(P[i]))) DIE("initial weights");
+      ct_set_grad_enabled(pv);
+    } else {
+      bool pv = ct_set_grad_enabled(false);
+      for (int64_t i = 0; i < np; i++)
+        if (ct_copy_(P[i], W0[i]) != CT_OK) DIE("initial weights");
+      ct_set_grad_enabled(pv);
     }
-    if (ct_gpt_to_device(m, ct_cuda(0)) != CT_OK) DIE("to cuda");
     ct_cuda_set_allow_tf32(false);
     ct_cuda_set_autocast_bf16(bf);
-    ct_cuda_set_autocast_bf16_outputs(pi == 2);
-    const ct_dict *pd = ct_gpt_parameters(m);
-    int64_t np = ct_dict_len(pd);
-    ct_tensor **P = calloc((size_t)np, sizeof *P);
-    for (int64_t i = 0; i < np; i++) P[i] = ct_dict_tensor(pd, i);
+    ct_cuda_set_autocast_bf16_outputs(outs);
     ct_optim_options oo = ct_optim_defaults(CT_OPTIM_ADAMW);
     oo.lr = lre ? atof(lre) : 6e-4;
     oo.weight_decay = 0.1;
     ct_optim *opt = ct_optim_new(CT_OPTIM_ADAMW, np, P, &oo);
-    ct_tensor *x = ct_to_device(xc, ct_cuda(0)), *y = ct_to_device(yc, ct_cuda(0));
+    ct_tensor *x = ct_to_device(xc, dev), *y = ct_to_device(yc, dev);
     if (!opt || !x || !y) DIE("optimizer");
     for (int64_t s = 0; s < steps; s++) {
+      for (int k = 0; k < npr && ri == 0; k++)
+        if (probe[k] == s && !W[k]) { /* the fp32 weights before step s: kept, and written for the peer */
+          W[k] = calloc((size_t)np, sizeof *W[k]);
+          Gref[k] = calloc((size_t)np, sizeof *Gref[k]);
+          ct_dict *d = ct_dict_new();
+          bool pv = ct_set_grad_enabled(false);
+          for (int64_t i = 0; i < np; i++) {
+            if (!(W[k][i] = ct_clone(P[i]))) DIE("probe snapshot");
+            ct_tensor *h = ct_to_device(W[k][i], ct_cpu());
+            if (!h) DIE("probe snapshot to host");
+            ct_dict_set(d, ct_dict_name(pd, i), h);
+            ct_release(h);
+          }
+          ct_set_grad_enabled(pv);
+          char pp[4096];
+          snprintf(pp, sizeof pp, "%s.p%lld", path, (long long)s);
+          if (ct_safetensors_save(pp, d) != CT_OK) DIE("save %s", pp);
+          ct_dict_free(d);
+        }
       ct_scope *sc = ct_scope_begin();
       ct_tensor *loss = NULL;
       double l = 0;
@@ -387,19 +596,31 @@ static int bench_curve(const char *path, int64_t steps) {
       if (!n || ct_item_double(n, &gn) != CT_OK) DIE("clip");
       ct_release(n);
       if (ct_optim_step(opt) != CT_OK || ct_optim_zero_grad(opt, true) != CT_OK) DIE("step");
-      printf("curve ctorch %s step %lld loss %.6f grad_norm %.4f\n", pname[pi], (long long)s, l, gn);
+      printf("curve ctorch %s step %lld loss %.6f grad_norm %.4f\n", runs[ri], (long long)s, l, gn);
       ct_release(loss);
       ct_scope_end(sc);
     }
     fflush(stdout);
+    for (int k = 0; k < npr; k++)
+      if (W[k]) curve_probe(runs[ri], m, opt, P, np, W[k], Gref[k], ri == 0, x, y, probe[k]);
     ct_cuda_set_autocast_bf16(false);
     ct_cuda_set_autocast_bf16_outputs(false);
+    for (int k = 0; k < nset; k++) unsetenv(set[k]);
     ct_release(x);
     ct_release(y);
     ct_optim_free(opt);
-    free(P);
-    ct_gpt_free(m);
-    ct_generator_free(g);
+  }
+  for (int64_t i = 0; i < np; i++) ct_release(W0[i]);
+  free(W0);
+  free(P);
+  ct_gpt_free(m);
+  for (int k = 0; k < npr; k++) {
+    for (int64_t i = 0; W[k] && i < np; i++) {
+      ct_release(W[k][i]);
+      ct_release(Gref[k][i]);
+    }
+    free(W[k]);
+    free(Gref[k]);
   }
   ct_release(xc);
   ct_release(yc);
@@ -409,8 +630,7 @@ static int bench_curve(const char *path, int64_t steps) {
 
 int main(int argc, char **argv) {
   if (argc >= 2 && !strcmp(argv[1], "mm")) return ct_cuda_is_available() ? bench_mm() : 0;
-  if (argc >= 3 && !strcmp(argv[1], "curve"))
-    return ct_cuda_is_available() ? bench_curve(argv[2], argc > 3 ? atoll(argv[3]) : 10) : 0;
+  if (argc >= 3 && !strcmp(argv[1], "curve")) return bench_curve(argv[2], argc > 3 ? atoll(argv[3]) : 10);
   if (argc >= 2 && !strcmp(argv[1], "attn"))
     return ct_cuda_is_available() ? bench_attn(argc > 2 ? atoll(argv[2]) : 16, argc > 3 ? atoll(argv[3]) : 12,
                                                argc > 4 ? atoll(argv[4]) : 1024, argc > 5 ? atoll(argv[5]) : 64)

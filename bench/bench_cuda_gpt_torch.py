@@ -9,6 +9,7 @@ warm-up steps with the device synchronised.
   inference_mode), eager and CUDA graph, fp32 and tf32 cuDNN convolutions (median of 5 repeats).
   python3 bench_cuda_gpt_torch.py mm: torch.mm on bench_cuda_gpt mm's shapes and layouts (tf32; bf16
   tensors in and out, as autocast runs them)."""
+import contextlib
 import os
 import sys
 import time
@@ -33,7 +34,12 @@ class Block(nn.Module):
         B, T, C = x.shape
         q, k, v = self.c_attn(self.ln_1(x)).split(C, dim=2)
         q, k, v = (t.view(B, T, self.H, C // self.H).transpose(1, 2) for t in (q, k, v))
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        if hasattr(F, "scaled_dot_product_attention"):
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        else:  # PyTorch < 2.0 (the curve's plumbing test on the CPU): the same causal attention composed
+            a = (q @ k.transpose(-2, -1)) / math.sqrt(q.shape[-1])
+            a = a.masked_fill(torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1), float("-inf"))
+            y = a.softmax(-1) @ v
         x = x + self.c_proj(y.transpose(1, 2).reshape(B, T, C))
         return x + self.m_proj(F.gelu(self.c_fc(self.ln_2(x)), approximate="tanh"))
 
@@ -219,41 +225,135 @@ def profile(L, H, C, T, B, V, steps):
         print(ka.table(sort_by="cuda_time_total", row_limit=40, max_name_column_width=70), flush=True)
 
 
+def _load_safetensors(path):
+    """safetensors.torch.load_file, or (where the package is missing, e.g. the development VM's PyTorch 1.13)
+    a reader of the format's plain layout: 8-byte little-endian header size, JSON header, raw data"""
+    try:
+        from safetensors.torch import load_file
+        return load_file(path)
+    except ImportError:
+        import json
+        import struct
+        dts = {"F32": torch.float32, "F64": torch.float64, "F16": torch.float16, "BF16": torch.bfloat16,
+               "I64": torch.int64, "I32": torch.int32, "U8": torch.uint8}
+        with open(path, "rb") as f:
+            n = struct.unpack("<Q", f.read(8))[0]
+            head = json.loads(f.read(n))
+            data = f.read()
+        out = {}
+        for k, v in head.items():
+            if k == "__metadata__":
+                continue
+            a, b = v["data_offsets"]
+            t = torch.frombuffer(bytearray(data[a:b]), dtype=dts[v["dtype"]]) if b > a else torch.empty(0, dtype=dts[v["dtype"]])
+            out[k] = t.reshape(v["shape"])
+        return out
+
+
+def _group(hf):
+    """bench_cuda_gpt's parameter group: the HF name without "transformer." and "h.<layer>." """
+    k = hf[12:] if hf.startswith("transformer.") else hf
+    if k.startswith("h."):
+        k = k.split(".", 2)[2]
+    return k
+
+
 def curve(path, steps):
-    """The first steps' losses from the weights and batch bench_cuda_gpt curve wrote to path (HF names,
-    Conv1D [in, out] weights: transposed into nn.Linear), fp32 (no TF32) and bf16 autocast, the same AdamW
-    (lr 6e-4, weight decay 0.1) and clipping on the one batch."""
-    from safetensors.torch import load_file
-    sd = load_file(path)
-    x, y = sd.pop("x").cuda(), sd.pop("y").cuda()
+    """The first steps' losses and pre-clip gradient norms from the weights and batch bench_cuda_gpt curve
+    wrote to path (HF names, Conv1D [in, out] weights: transposed into nn.Linear), fp32 (no TF32) and bf16
+    autocast, the same AdamW (lr 6e-4 or CURVE_LR, weight decay 0.1) and clipping on the one batch.
+    CURVE_PROBE="3 8": after each precision's curve, its gradient at the weights bench_cuda_gpt's fp32 run
+    reached before those steps (path.p<step>), against this run's fp32 gradient there, printed as
+    bench_cuda_gpt prints its own ("probe torch PREC step S loss L grad_norm N err E" and a line per group).
+    CURVE_DEVICE=cpu, CURVE_CFG="layers heads width context batch vocab": the plumbing on a small model."""
+    dev = os.environ.get("CURVE_DEVICE", "cuda")
+    if dev == "cuda" and not torch.cuda.is_available():
+        sys.exit("bench_cuda_gpt_torch.py curve: no CUDA device (CURVE_DEVICE=cpu runs the plumbing on the CPU)")
+    cfg = os.environ.get("CURVE_CFG")
+    L, H, C, T, _, V = (int(v) for v in cfg.split()) if cfg else (12, 12, 768, 1024, 16, 50257)
+    probes = [int(v) for v in os.environ.get("CURVE_PROBE", "").replace(",", " ").split()]
+    lr = float(os.environ.get("CURVE_LR", "6e-4"))
+    sd = _load_safetensors(path)
+    x, y = sd.pop("x").to(dev), sd.pop("y").to(dev)
+    snaps = {s: _load_safetensors(f"{path}.p{s}") for s in probes}
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
-    for prec in ("fp32", "bf16"):
-        m = GPT(12, 12, 768, 1024, 50257).cuda()
-        own = {"wte.weight": "transformer.wte.weight", "wpe.weight": "transformer.wpe.weight",
-               "ln_f.weight": "transformer.ln_f.weight", "ln_f.bias": "transformer.ln_f.bias"}
-        conv = set()
-        for l in range(12):
-            for a, b in (("ln_1", "ln_1"), ("ln_2", "ln_2"), ("c_attn", "attn.c_attn"), ("c_proj", "attn.c_proj"),
-                         ("c_fc", "mlp.c_fc"), ("m_proj", "mlp.c_proj")):
-                for k in ("weight", "bias"):
-                    own[f"h.{l}.{a}.{k}"] = f"transformer.h.{l}.{b}.{k}"
-                    if k == "weight" and not a.startswith("ln"):
-                        conv.add(f"h.{l}.{a}.{k}")
+    own = {"wte.weight": "transformer.wte.weight", "wpe.weight": "transformer.wpe.weight",
+           "ln_f.weight": "transformer.ln_f.weight", "ln_f.bias": "transformer.ln_f.bias"}
+    conv = set()
+    for l in range(L):
+        for a, b in (("ln_1", "ln_1"), ("ln_2", "ln_2"), ("c_attn", "attn.c_attn"), ("c_proj", "attn.c_proj"),
+                     ("c_fc", "mlp.c_fc"), ("m_proj", "mlp.c_proj")):
+            for k in ("weight", "bias"):
+                own[f"h.{l}.{a}.{k}"] = f"transformer.h.{l}.{b}.{k}"
+                if k == "weight" and not a.startswith("ln"):
+                    conv.add(f"h.{l}.{a}.{k}")
+
+    def load(m, w):
         with torch.no_grad():
             for n, p in m.named_parameters():
-                t = sd[own[n]]
+                t = w[own[n]]
                 p.copy_(t.t() if n in conv else t)
-        opt = torch.optim.AdamW(m.parameters(), lr=6e-4, weight_decay=0.1)
+
+    # CURVE_TORCH_PRECS: fp32 first (the probe's reference), then bf16 runs; "bf16-mea": bf16 with the
+    # memory-efficient attention kernel instead of the default one: PyTorch's own spread between two
+    # attention kernels of the same precision (the yardstick for ctorch's bf16o at the loss spikes)
+    precs = os.environ.get("CURVE_TORCH_PRECS", "fp32 bf16 bf16-mea").split()
+    if not precs or precs[0] != "fp32" or any(p not in ("bf16", "bf16-mea") for p in precs[1:]):
+        sys.exit(f"bench_cuda_gpt_torch.py curve: CURVE_TORCH_PRECS is fp32 then bf16 / bf16-mea, got {precs}")
+
+    warned = []
+
+    def attn_kernel(prec):
+        if prec == "bf16-mea":
+            try:
+                from torch.nn.attention import sdpa_kernel, SDPBackend
+                return sdpa_kernel(SDPBackend.EFFICIENT_ATTENTION)
+            except ImportError:
+                if not warned:
+                    warned.append(1)
+                    print("curve torch: no torch.nn.attention.sdpa_kernel here: bf16-mea runs the default attention",
+                          file=sys.stderr)
+        return contextlib.nullcontext()
+
+    ref = {}
+    m = GPT(L, H, C, T, V).to(dev)  # one model, the initial weights loaded before each precision
+    for prec in precs:
+        load(m, sd)
+        opt = torch.optim.AdamW(m.parameters(), lr=lr, weight_decay=0.1)
         for s in range(steps):
-            with torch.autocast("cuda", dtype=torch.bfloat16, enabled=prec == "bf16"):
+            with torch.autocast(dev, dtype=torch.bfloat16, enabled=prec != "fp32"), attn_kernel(prec):
                 loss = m(x, y)
             loss.backward()
-            torch.nn.utils.clip_grad_norm_(m.parameters(), 1.0)
+            gn = torch.nn.utils.clip_grad_norm_(m.parameters(), 1.0)
             opt.step()
             opt.zero_grad(set_to_none=True)
-            print(f"curve torch  {prec} step {s} loss {loss.item():.6f}", flush=True)
-        del m, opt
+            print(f"curve torch {prec} step {s} loss {loss.item():.6f} grad_norm {gn.item():.4f}", flush=True)
+        for s in probes:
+            load(m, snaps[s])
+            m.zero_grad(set_to_none=True)
+            with torch.autocast(dev, dtype=torch.bfloat16, enabled=prec != "fp32"), attn_kernel(prec):
+                loss = m(x, y)
+            loss.backward()
+            grp = {}
+            tot = [0.0, 0.0, 0.0]
+            for n, p in m.named_parameters():
+                g = p.grad.double()
+                if prec == "fp32":
+                    ref[(s, n)] = g.clone()
+                r = ref[(s, n)]
+                v = (g.square().sum().item(), (g - r).square().sum().item(), r.square().sum().item())
+                e = grp.setdefault(_group(own[n]), [0.0, 0.0, 0.0])
+                for i in range(3):
+                    e[i] += v[i]
+                    tot[i] += v[i]
+            print(f"probe torch {prec} step {s} loss {loss.item():.6f} grad_norm {math.sqrt(tot[0]):.4f} "
+                  f"err {math.sqrt(tot[1] / tot[2]) if tot[2] > 0 else 0.0:.3e}", flush=True)
+            for k, e in grp.items():
+                print(f"probe torch {prec} step {s} group {k} norm {math.sqrt(e[0]):.5g} "
+                      f"err {math.sqrt(e[1] / e[2]) if e[2] > 0 else 0.0:.3e}", flush=True)
+            m.zero_grad(set_to_none=True)
+        del opt
 
 
 def main():

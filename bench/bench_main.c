@@ -526,7 +526,7 @@ static void bench_gemm_lowp(int threads) {
  * PyTorch's bf16 matmul (bench_bf16_torch.py), 1 thread, best process CPU time of one product ---- */
 const char *ct_fast_gemm_lowp_isa(void); /* src/backend/cpu/gemm_bf16.h (internal) */
 static void bench_gemm_bf16dp(void) {
-  if (wanted("gemm_bf16dp_")) printf("bf16 GEMM: %s\n", ct_fast_gemm_lowp_isa());
+  if (wanted("gemm_bf16dp_")) printf("bf16 GEMM (these rows force CT_GEMM_BF16=dp): default %s\n", ct_fast_gemm_lowp_isa());
   static const int64_t shp[][3] = {{512, 512, 512}, {1024, 1024, 1024}, {1024, 3072, 768}}; /* M, N, K */
   for (int si = 0; si < 3; si++) {
     int64_t M = shp[si][0], N = shp[si][1], K = shp[si][2], sa[2] = {M, K}, sb[2] = {K, N};
@@ -540,6 +540,7 @@ static void bench_gemm_bf16dp(void) {
     die_if_null(lo.a && lo.b ? lo.a : NULL);
     double flop = 2.0 * (double)M * (double)N * (double)K;
     const char *prev = getenv("CT_GEMM_BF16");
+    setenv("CT_GEMM_BF16", "dp", 1); /* the vdpbf16ps kernel (where the CPU has AMX the default is the AMX one) */
     double tdp = time_it_cpu(run_lp, &lo, 7), wdp = time_it(run_lp, &lo, 7, 2.0);
     setenv("CT_GEMM_BF16", "widen", 1);
     double twd = time_it_cpu(run_lp, &lo, 7);
@@ -556,6 +557,51 @@ static void bench_gemm_bf16dp(void) {
     ct_release(af);
     ct_release(bf);
   }
+}
+
+/* ---- bfloat16 on the AMX tdpbf16ps kernel vs the vdpbf16ps kernel (CT_GEMM_BF16=dp) and PyTorch's
+ * bf16 matmul (bench_bf16_torch.py), 1 and 2 threads; amx and dp interleaved (3 rounds of best-of-5
+ * each), best process CPU time (all threads) and best wall time of one product ---- */
+static void bench_gemm_bf16amx(int maxthreads) {
+  static const int64_t shp[][3] = {{512, 512, 512}, {1024, 1024, 1024}, {1024, 3072, 768}, {64, 3072, 768}}; /* M, N, K */
+  bool said = false;
+  for (int t = 1; t <= (maxthreads > 1 ? 2 : 1); t++)
+    for (int si = 0; si < 4; si++) {
+      int64_t M = shp[si][0], N = shp[si][1], K = shp[si][2], sa[2] = {M, K}, sb[2] = {K, N};
+      char name[96], wname[112];
+      snprintf(name, sizeof name, "gemm_bf16amx_%lldx%lldx%lld_t%d", (long long)M, (long long)N, (long long)K, t);
+      if (!wanted(name)) continue;
+      if (!said) printf("bf16 GEMM (default path): %s\n", ct_fast_gemm_lowp_isa());
+      said = true;
+      ct_set_num_threads(t);
+      ct_tensor *af = ct_randn(2, sa, ct_opts(), NULL), *bf = ct_randn(2, sb, ct_opts(), NULL);
+      die_if_null(af && bf ? af : NULL);
+      lp_ctx lo = {ct_to_dtype(af, CT_BFLOAT16), ct_to_dtype(bf, CT_BFLOAT16)};
+      die_if_null(lo.a && lo.b ? lo.a : NULL);
+      double flop = 2.0 * (double)M * (double)N * (double)K;
+      const char *prev = getenv("CT_GEMM_BF16");
+      double ta = 1e30, td = 1e30, wa = 1e30, wd = 1e30;
+      for (int r = 0; r < 3; r++) {
+        setenv("CT_GEMM_BF16", "amx", 1);
+        double x = time_it_cpu(run_lp, &lo, 5), y = time_it(run_lp, &lo, 5, 1.0);
+        ta = x < ta ? x : ta, wa = y < wa ? y : wa;
+        setenv("CT_GEMM_BF16", "dp", 1);
+        x = time_it_cpu(run_lp, &lo, 5), y = time_it(run_lp, &lo, 5, 1.0);
+        td = x < td ? x : td, wd = y < wd ? y : wd;
+      }
+      if (prev) setenv("CT_GEMM_BF16", prev, 1);
+      else unsetenv("CT_GEMM_BF16");
+      emit(name, flop / ta / 1e9, flop / td / 1e9, "dp (cpu)", "GFLOP/s", true, "process CPU time");
+      snprintf(wname, sizeof wname, "%s_wall", name);
+      emit(wname, flop / wa / 1e9, flop / wd / 1e9, "dp", "GFLOP/s", true, "wall");
+      double tt = torch_time(name), ttw = torch_time(wname);
+      if (tt > 0) emit(name, flop / ta / 1e9, flop / tt / 1e9, "torch bf16 (cpu)", "GFLOP/s", true, "process CPU time");
+      if (ttw > 0) emit(wname, flop / wa / 1e9, flop / ttw / 1e9, "torch bf16", "GFLOP/s", true, "wall");
+      ct_release(lo.a);
+      ct_release(lo.b);
+      ct_release(af);
+      ct_release(bf);
+    }
 }
 
 int main(int argc, char **argv) {
@@ -613,6 +659,7 @@ int main(int argc, char **argv) {
   for (int ti = 0; ti < nt; ti++) bench_elementwise(tlist[ti]);
   for (int ti = 0; ti < nt; ti++) bench_gemm_lowp(tlist[ti]);
   bench_gemm_bf16dp();
+  bench_gemm_bf16amx(nthreads);
   bench_conv(nthreads);
   bench_models(nthreads);
 

@@ -653,26 +653,48 @@ static ct_optim *sgd_of(ct_module *m, ct_dict *pd) {
   if (!o) DIE("sgd");
   return o;
 }
-/* --conv-ab: the captured model again under other convolution choices (webgpu_kernels.c's k_conv:
- * session 7's tile/split policy, no prefetch, T forced to 2), each re-captured and timed in this process */
+/* --conv-ab: the captured model again under other kernel choices (webgpu_kernels.c's k_conv:
+ * session 7's tile/split policy, no prefetch, T forced to 2, T = 2 for the forward convolutions only;
+ * the GEMM without session 9's short-product 32x32 tile, ResNet inference without session 9's
+ * BN/residual/ReLU fold into the convolutions, ViT without its GELU fold into fc1's addmm, split-K
+ * only from K >= 1024 (session 8's rule) and T = 4 for the forward convolutions (the grad-enabled
+ * rule; inference takes T = 2 since session 9), each re-captured and timed in this process */
 static bool conv_ab;
-static const char *const conv_ab_env[][2] = {{"CT_WEBGPU_CONV_POLICY", "7"}, {"CT_WEBGPU_CONV_PREFETCH", "0"}, {"CT_WEBGPU_CONV_T", "2"}};
+static const char *const conv_ab_env[][2] = {{"CT_WEBGPU_CONV_POLICY", "7"}, {"CT_WEBGPU_CONV_PREFETCH", "0"},
+                                             {"CT_WEBGPU_CONV_T", "2"},      {"CT_WEBGPU_CONV_FWD_T", "2"},
+                                             {"CT_WEBGPU_GEMM_SMALL", "0"},  {"CT_WEBGPU_CONV_BN", "0"},
+                                             {"CT_WEBGPU_GEMM_GELU", "0"},   {"CT_WEBGPU_SPLITK_SHORT", "0"},
+                                             {"CT_WEBGPU_CONV_FWD_T", "4"}};
 static ct_webgpu_graph *ab_graph;
 static ct_status ab_replay(void *u) {
   (void)u;
   return ct_webgpu_graph_replay(ab_graph);
 }
+static const ct_tensor *ab_ref; /* inference: each variant's replayed output is checked against it */
+static ct_tensor *const *ab_out;
 static void conv_ab_step(void *ms, ct_status (*step)(void *), int steps) {
+  const char *only = getenv("WG_AB_ONLY"); /* a comma list of the variables to run (device time) */
   for (size_t v = 0; v < sizeof conv_ab_env / sizeof conv_ab_env[0]; v++) {
+    if (only && *only && !strstr(only, conv_ab_env[v][0])) continue;
     setenv(conv_ab_env[v][0], conv_ab_env[v][1], 1);
     OK(ct_webgpu_synchronize());
     OK(ct_webgpu_capture_begin());
     OK(step(ms));
     if (!(ab_graph = ct_webgpu_capture_end())) DIE("capture (conv A/B)");
+    if (ab_out && *ab_out) { /* the check below sees the replays' values */
+      ct_tensor *z = nn(ct_zeros_like(*ab_out, NULL), "zeros");
+      OK(ct_copy_(*ab_out, z));
+      ct_release(z);
+    }
     OK(ab_replay(NULL));
     double t = time_calls(ab_replay, NULL, steps);
-    printf("  conv A/B %s=%s: replay %.3f ms (%lld dispatches)\n", conv_ab_env[v][0], conv_ab_env[v][1], t * 1e3,
+    printf("  conv A/B %s=%s: replay %.3f ms (%lld dispatches)", conv_ab_env[v][0], conv_ab_env[v][1], t * 1e3,
            (long long)ct_webgpu_graph_dispatches(ab_graph));
+    if (ab_ref && ab_out && *ab_out) {
+      double e = rel_err(*ab_out, ab_ref);
+      printf("; output vs cpu rel err %.2e %s", e, e < 1e-4 ? "ok" : "FAIL");
+    }
+    printf("\n");
     ct_webgpu_graph_free(ab_graph);
     ab_graph = NULL;
     unsetenv(conv_ab_env[v][0]);
@@ -799,8 +821,9 @@ static void bench_infer(int kind, int iters) {
          name, te * 1e3, tr * 1e3, iters);
   if (conv_ab) {
     abstate ab = {mg, s.x, NULL};
+    ab_ref = rc, ab_out = &ab.out;
     conv_ab_step(&ab, forward_kept, iters);
-    printf("  conv A/B: last variant's output vs cpu: rel err %.2e\n", rel_err(ab.out, rc));
+    ab_ref = NULL, ab_out = NULL;
     ct_release(ab.out);
   }
   if (do_profile) profile_graph(gr, tr);
@@ -857,7 +880,7 @@ int main(int argc, char **argv) {
     bench_gpt(&c, small ? 3 : steps);
   }
   if (resnet) bench_resnet_step(small ? 2 : 16, small ? 2 : 20);
-  if (infer && !small) bench_infer(1, 20), bench_infer(2, 20);
+  if (infer) bench_infer(1, small ? 1 : 20), bench_infer(2, small ? 1 : 20); /* --small: a functional run (SwiftShader) */
   ct_generator_free(G);
   return 0;
 }

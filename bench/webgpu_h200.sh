@@ -34,8 +34,8 @@ else
   cc -O2 -std=c11 -D_GNU_SOURCE -Iinclude -Isrc -o $B/bench_webgpu bench/bench_webgpu.c $B/libctorch.a -lm -lpthread -ldl || exit 1
 fi
 if [ "${WG_TESTS:-1}" != 1 ]; then echo "WebGPU tests skipped (WG_TESTS=0)"
-elif [ -n "${WG_CARRY:-}" ]; then
-  timeout ${WG_TEST_S:-150} $B/test_ctorch webgpu 2>&1 | grep -v "^Warning\|vkCreate\|CheckVk\|^$" | tail -25 | tee $O/tests.txt
+elif [ -n "${WG_CARRY:-}" ]; then # WG_TEST_FILTER: a subset (e.g. webgpu9)
+  timeout ${WG_TEST_S:-150} $B/test_ctorch ${WG_TEST_FILTER:-webgpu} 2>&1 | grep -v "^Warning\|vkCreate\|CheckVk\|^$" | tail -25 | tee $O/tests.txt
 elif make BUILD=$B CT_CUDA=0 -j16 $B/test_ctorch >>$O/build.txt 2>&1; then
   timeout 150 $B/test_ctorch webgpu 2>&1 | grep -v "^Warning\|vkCreate\|CheckVk\|^$" | tail -25 | tee $O/tests.txt
 else echo "test_ctorch did not build (see build.txt)"; fi

@@ -51,6 +51,9 @@ typedef struct ct_storage {
   /* external memory (from_blob / mmap): freed with this deleter instead of the allocator */
   void (*deleter)(void *data, void *ctx);
   void *deleter_ctx;
+  /* its address was handed out (ct_data_ptr, numpy/JS views) or it is external memory: writes
+   * through such pointers bump no counter, so nothing derived from its contents may be cached */
+  bool raw_exposed;
 } ct_storage;
 
 ct_storage *ct_storage_new(ct_device dev, size_t nbytes);
@@ -137,7 +140,19 @@ bool ct_geom_is_contiguous(int ndim, const int64_t *shape, const int64_t *stride
 static inline char *ct_cpu_ptr(const ct_tensor *t) {
   return (char *)t->storage->data + t->offset * (int64_t)ct_dtype_size(t->dtype);
 }
-static inline void ct_bump_version(ct_tensor *t) { (*ct_vptr(t))++; }
+/* ct_data_ptr for the library's own use: the same pointer (NULL off the CPU) without marking the
+ * storage raw_exposed (the public ct_data_ptr marks it: its caller may write behind our back) */
+static inline void *ct_host_ptr(const ct_tensor *t) {
+  return t && t->storage->device.type == CT_DEVICE_CPU ? ct_cpu_ptr(t) : NULL;
+}
+/* Bumped by every in-place write through a handle with its own counter (a `.data` alias), which
+ * its storage's counter does not see: caches keyed on a storage's version (the eval conv weight
+ * cache, kernels_conv.c) check this too. */
+extern uint64_t ct_alias_write_epoch;
+static inline void ct_bump_version(ct_tensor *t) {
+  if (t->vcell) __atomic_add_fetch(&ct_alias_write_epoch, 1, __ATOMIC_RELAXED);
+  (*ct_vptr(t))++;
+}
 /* Whether grad would flow: requires_grad leaf or has grad_fn. A view made with grad mode off (or in
  * inference mode) of a tensor that requires grad also reports it, as in PyTorch, though it has no
  * grad_fn and no accumulator: ops using it record graph, but its gradient goes nowhere. */

@@ -34,6 +34,7 @@ ct_storage *ct_storage_from_external(void *data, size_t nbytes, void (*deleter)(
   s->backend = &ct_cpu_backend;
   s->deleter = deleter;
   s->deleter_ctx = ctx;
+  s->raw_exposed = true; /* the owner of the memory can write it without us knowing */
   return s;
 }
 

@@ -260,8 +260,10 @@ ct_device ct_tensor_device(const ct_tensor *t) { return t ? t->storage->device :
 bool ct_is_contiguous(const ct_tensor *t) { return t && ct_geom_is_contiguous(t->ndim, t->shape, t->stride); }
 void *ct_data_ptr(const ct_tensor *t) {
   if (!t || t->storage->device.type != CT_DEVICE_CPU) return NULL;
+  t->storage->raw_exposed = true; /* the caller may write through it: no cache may trust a counter */
   return ct_cpu_ptr(t);
 }
+uint64_t ct_alias_write_epoch; /* internal.h */
 uint64_t ct_version(const ct_tensor *t) { return t ? *ct_vptr(t) : 0; }
 
 ct_tensor *ct_data_alias(const ct_tensor *t) {

@@ -68,7 +68,7 @@ static ct_tensor *idx_tensor(const uint8_t *p, size_t n, const char *what) {
   }
   ct_tensor *t = ct_empty(nd, shape, ct_opts_dtype(dt));
   if (!t) return NULL;
-  uint8_t *dst = ct_data_ptr(t);
+  uint8_t *dst = ct_host_ptr(t);
   size_t es = ct_dtype_size(dt);
   const uint8_t *src = p + hl;
   if (es == 1) {

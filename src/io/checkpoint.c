@@ -153,7 +153,7 @@ ct_status ct_checkpoint_load(const char *path, ct_dict **model_state, ct_dict **
                 ct_generator_state_size());
   /* the generator is the last thing changed, and only when everything else is valid */
   if (st == CT_OK) {
-    st = ct_generator_set_state(rng, ct_data_ptr(rng_state), ct_generator_state_size());
+    st = ct_generator_set_state(rng, ct_host_ptr(rng_state), ct_generator_state_size());
     if (st != CT_OK) {
       char m[700];
       snprintf(m, sizeof m, "%s", ct_last_error());

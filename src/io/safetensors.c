@@ -205,7 +205,7 @@ ct_status ct_safetensors_save_buffer(const ct_dict *tensors, void **out, size_t 
   memcpy(buf + 8, P.header.p, P.header.n);
   size_t o = 8 + P.header.n;
   for (int64_t i = 0; i < P.n; i++) {
-    if (P.items[i].nbytes) memcpy(buf + o, ct_data_ptr(P.items[i].t), (size_t)P.items[i].nbytes);
+    if (P.items[i].nbytes) memcpy(buf + o, ct_host_ptr(P.items[i].t), (size_t)P.items[i].nbytes);
     o += (size_t)P.items[i].nbytes;
   }
   plan_free(&P);
@@ -253,7 +253,7 @@ ct_status ct_safetensors_save(const char *path, const ct_dict *tensors) {
   le64(n8, P.header.n);
   bool ok = write_all(fd, n8, 8) && write_all(fd, P.header.p, P.header.n);
   for (int64_t i = 0; ok && i < P.n; i++)
-    if (P.items[i].nbytes) ok = write_all(fd, ct_data_ptr(P.items[i].t), (size_t)P.items[i].nbytes);
+    if (P.items[i].nbytes) ok = write_all(fd, ct_host_ptr(P.items[i].t), (size_t)P.items[i].nbytes);
   int err = ok ? 0 : errno;
   if (ok && fsync(fd) != 0) {
     ok = false;
@@ -352,7 +352,7 @@ static ct_status dict_from_memory(const ct_safetensors_info *I, const unsigned c
       ct_storage_release(s);
     } else {
       t = ct_empty(e.ndim, e.shape, ct_opts_dtype(e.dtype));
-      if (t && e.end > e.begin) memcpy(ct_data_ptr(t), src, (size_t)(e.end - e.begin));
+      if (t && e.end > e.begin) memcpy(ct_host_ptr(t), src, (size_t)(e.end - e.begin));
     }
     if (!t) {
       st = ct_last_status();
@@ -497,13 +497,13 @@ ct_status ct_safetensors_load(const char *path, ct_dict **out, bool use_mmap) {
         st = ct_last_status();
         break;
       }
-      if (e.end > e.begin && !read_at(fd, ct_data_ptr(t), (size_t)(e.end - e.begin), (off_t)(data_start + e.begin))) {
+      if (e.end > e.begin && !read_at(fd, ct_host_ptr(t), (size_t)(e.end - e.begin), (off_t)(data_start + e.begin))) {
         ct_release(t);
         st = CT_ERR(CT_ERR_RUNTIME, "cannot read '%s': the file was shortened while reading tensor '%.200s'", path,
                     e.name);
         break;
       }
-      if ((st = check_bools(&e, ct_data_ptr(t))) != CT_OK) {
+      if ((st = check_bools(&e, ct_host_ptr(t))) != CT_OK) {
         ct_release(t);
         break;
       }

@@ -326,6 +326,13 @@ static bool gpt_autocast_out(const ct_tensor *x) {
   return x->storage->device.type == CT_DEVICE_CUDA && ct_cuda_autocast_bf16_outputs();
 }
 
+/* CT_BF16O_LOSS=ce: under that mode the loss is cross_entropy over the bfloat16 logits, as PyTorch's
+ * autocast step computes it (see ct_gpt_forward); read at every forward so one process can compare */
+static bool gpt_bf16o_loss_ce(void) {
+  const char *e = getenv("CT_BF16O_LOSS");
+  return e && !strcmp(e, "ce");
+}
+
 /* Conv1D: x [..., in] @ W [in, out] + b, as one addmm over the flattened rows. */
 static ct_tensor *conv1d(const ct_tensor *x, const ct_tensor *w, const ct_tensor *b) {
   int nd = ct_ndim(x);
@@ -698,7 +705,15 @@ ct_status ct_gpt_forward(ct_gpt *m, const ct_tensor *idx, const ct_tensor *targe
   if (logits && loss) {
     int64_t V = m->cfg.vocab_size, flat[2] = {-1, V}, tf[1] = {-1};
     ct_tensor *lf = ct_reshape(logits, 2, flat), *tflat = ct_reshape(targets, 1, tf);
-    if (on_cuda) {
+    if (on_cuda && gpt_autocast_out(x) && gpt_bf16o_loss_ce()) {
+      /* CT_BF16O_LOSS=ce under PyTorch-style autocast: PyTorch's dtype flow, cross_entropy over the
+       * bfloat16 logits (autocast's float32 list: a float32 copy; the target's logit is the rounded
+       * bfloat16 one and the logits' gradient (softmax - onehot) / N is rounded to bfloat16 once).
+       * The default below takes the target's logit in float32 from x and wte, so the onehot part of
+       * the gradient bypasses the bfloat16 products. A diagnostic: it reads the targets on the host
+       * (cross_entropy's range check), so it cannot be captured in a CUDA graph. */
+      l = lf && tflat ? ct_cross_entropy(lf, tflat, NULL, CT_REDUCTION_MEAN, -100, 0.0) : NULL;
+    } else if (on_cuda) {
       /* on the GPU the logits fit; cross-entropy as logsumexp(logits) - <x, wte[target]> (the
        * target's logit, as the lm_head computes it), averaged over every target (none ignored):
        * gather/scatter would read the targets on the host to check them, the embedding checks

@@ -20,19 +20,41 @@ static ct_tensor *bn_relu_then(ct_module *bn, ct_tensor *a) {
  * Each intermediate is released as soon as the next op has read it (what autograd saved stays
  * alive through its own hold): without grad, a ResNet-18 224 b16 forward otherwise keeps every
  * activation of the block, and of the whole network in resnet_forward, until the end. */
+/* relu?(bn(conv(x)) + res?): on WebGPU in eval without grad one convolution whose output pass
+ * applies bn, res and relu (src/backend/webgpu/webgpu_kernels.c); elsewhere the separate ops */
+ct_tensor *ct_webgpu_conv_bn(ct_module *conv, ct_module *bn, double eps, const ct_tensor *x, const ct_tensor *res, bool relu,
+                             bool *fused);
+/* the CPU's: in eval without grad the conv kernel's output pass applies bn, res and relu (src/nn/layers.c) */
+ct_tensor *ct_module_forward_conv_bn(ct_module *conv, ct_module *bn, const ct_tensor *x, const ct_tensor *residual,
+                                     bool relu);
+static ct_tensor *conv_bn(ct_module *conv, ct_module *bn, const ct_tensor *x, const ct_tensor *res, bool relu) {
+  if (x && !ct_is_grad_enabled() && x->storage->device.type == CT_DEVICE_CPU)
+    return ct_module_forward_conv_bn(conv, bn, x, res, relu);
+  bool fused = false;
+  ct_tensor *y = ct_webgpu_conv_bn(conv, bn, 1e-5 /* every BatchNorm2d of this file */, x, res, relu, &fused);
+  if (!y || fused) return y;
+  if (relu && !res) return bn_relu_then(bn, y);
+  y = vm_forward_then(bn, y);
+  if (res) {
+    ct_tensor *sum = y ? ct_add(y, res) : NULL;
+    ct_release(y);
+    y = sum;
+  }
+  return relu ? vm_then(y, ct_relu) : y;
+}
 static ct_tensor *block_forward(ct_module *m, const ct_tensor *x) {
   ct_scope *s = ct_scope_begin();
-  ct_tensor *out = ct_module_forward(ct_module_child(m, "conv1"), x);
-  out = bn_relu_then(ct_module_child(m, "bn1"), out);
-  out = vm_forward_then(ct_module_child(m, "conv2"), out);
-  out = vm_forward_then(ct_module_child(m, "bn2"), out);
+  ct_tensor *out = conv_bn(ct_module_child(m, "conv1"), ct_module_child(m, "bn1"), x, NULL, true);
   ct_module *ds = ct_module_child(m, "downsample");
-  ct_tensor *ds_out = out && ds ? ct_module_forward(ds, x) : NULL;
+  ct_tensor *ds_out = NULL;
+  if (out && ds && ct_module_num_children(ds) == 2)
+    ds_out = conv_bn(ct_module_child(ds, "0"), ct_module_child(ds, "1"), x, NULL, false);
+  else if (out && ds) ds_out = ct_module_forward(ds, x);
   const ct_tensor *identity = ds ? ds_out : x;
-  ct_tensor *sum = out && identity ? ct_add(out, identity) : NULL;
+  ct_tensor *r = out && identity ? conv_bn(ct_module_child(m, "conv2"), ct_module_child(m, "bn2"), out, identity, true) : NULL;
   ct_release(out);
   ct_release(ds_out);
-  out = vm_then(sum, ct_relu);
+  out = r;
   if (out) ct_keep(out);
   ct_scope_end(s);
   return out;
@@ -86,15 +108,9 @@ static ct_tensor *resnet_forward(ct_module *m, const ct_tensor *x) {
   if (vm_check_image(x, "ResNet", 3) != CT_OK) return NULL;
   static const char *const order[] = {"conv1", "bn1", "relu", "maxpool", "layer1", "layer2", "layer3", "layer4", "avgpool"};
   ct_scope *s = ct_scope_begin();
-  ct_tensor *h = ct_module_forward(ct_module_child(m, order[0]), x);
-  for (size_t i = 1; h && i < sizeof order / sizeof order[0]; i++) {
-    if (!strcmp(order[i], "bn1")) { /* bn1 -> relu: one fused op */
-      h = bn_relu_then(ct_module_child(m, "bn1"), h);
-      i++;
-      continue;
-    }
-    h = vm_forward_then(ct_module_child(m, order[i]), h);
-  }
+  /* conv1 -> bn1 -> relu: one fused op */
+  ct_tensor *h = conv_bn(ct_module_child(m, order[0]), ct_module_child(m, order[1]), x, NULL, true);
+  for (size_t i = 3; h && i < sizeof order / sizeof order[0]; i++) h = vm_forward_then(ct_module_child(m, order[i]), h);
   ct_tensor *out = h ? ct_flatten(h, 1, -1) : NULL;
   ct_release(h);
   out = vm_forward_then(ct_module_child(m, "fc"), out);

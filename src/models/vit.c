@@ -47,12 +47,15 @@ typedef struct {
   double drop;
 } mlp_cfg;
 
+/* gelu(fc1(x)): on WebGPU without grad one addmm whose output pass applies the GELU
+ * (src/backend/webgpu/webgpu_kernels.c); elsewhere the two ops */
+ct_tensor *ct_webgpu_linear_gelu(ct_module *lin, const ct_tensor *x, bool *fused);
 static ct_tensor *mlp_forward(ct_module *m, const ct_tensor *x) {
   const mlp_cfg *c = ct_module_user(m);
-  bool train = ct_module_is_training(m);
+  bool train = ct_module_is_training(m), fused = false;
   ct_scope *s = ct_scope_begin();
-  ct_tensor *h = ct_module_forward(ct_module_child(m, "fc1"), x);
-  h = h ? ct_gelu(h, "none") : NULL;
+  ct_tensor *h = ct_webgpu_linear_gelu(ct_module_child(m, "fc1"), x, &fused);
+  h = h && !fused ? ct_gelu(h, "none") : h;
   if (h && c->drop > 0 && train) h = ct_dropout(h, c->drop, true, NULL);
   h = h ? ct_module_forward(ct_module_child(m, "fc2"), h) : NULL;
   if (h && c->drop > 0 && train) h = ct_dropout(h, c->drop, true, NULL);

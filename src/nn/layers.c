@@ -3,6 +3,7 @@
  * and default initialisations. */
 #include "module_internal.h"
 #include "../autograd/autograd.h"
+#include "../backend/cpu/conv_fast.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -114,13 +115,28 @@ ct_tensor *ct_conv_apply(const ct_conv_cfg *c, const ct_tensor *x, const ct_tens
 typedef struct {
   ct_conv_cfg c;
   bool bias;
+  ct_conv_wcache *wc; /* eval mode: the CPU forward's packed weight (backend/cpu/conv_fast.h) */
+  int wc_busy;        /* a thread has lent wc out (another thread calling meanwhile runs uncached) */
 } conv_impl;
 
 static ct_tensor *conv_forward(ct_module *m, const ct_tensor *x) {
-  const conv_impl *ci = m->user;
-  return ct_conv_apply(&ci->c, x, ct_mod_p(m, 0), ci->bias ? ct_mod_p(m, 1) : NULL);
+  conv_impl *ci = m->user;
+  /* in eval the weight does not change between calls: lend the CPU kernel the cache slot */
+  bool lend = !m->training && !ci->c.transposed && !__atomic_exchange_n(&ci->wc_busy, 1, __ATOMIC_ACQUIRE);
+  ct_conv_wcache **prev = lend ? ct_conv_wcache_use(&ci->wc) : NULL;
+  ct_tensor *y = ct_conv_apply(&ci->c, x, ct_mod_p(m, 0), ci->bias ? ct_mod_p(m, 1) : NULL);
+  if (lend) {
+    ct_conv_wcache_use(prev);
+    __atomic_store_n(&ci->wc_busy, 0, __ATOMIC_RELEASE);
+  }
+  return y;
 }
-static const ct_module_vtable conv_vt = {conv_forward, NULL, destroy_free, NULL};
+static void conv_destroy(void *p) {
+  conv_impl *ci = p;
+  if (ci) ct_conv_wcache_free(ci->wc);
+  free(p);
+}
+static const ct_module_vtable conv_vt = {conv_forward, NULL, conv_destroy, NULL};
 
 const ct_conv_cfg *ct_conv_cfg_of(const ct_module *m) {
   return m && m->vt == &conv_vt ? &((const conv_impl *)m->user)->c : NULL;
@@ -307,6 +323,74 @@ ct_tensor *ct_module_forward_bn_relu(ct_module *m, const ct_tensor *x) {
   ct_tensor *r = y ? ct_relu(y) : NULL;
   ct_release(y);
   return r;
+}
+
+/* CPU float32 contiguous (or NULL) */
+static bool f32_cpu(const ct_tensor *t) {
+  return !t || (t->dtype == CT_FLOAT32 && t->storage->device.type == CT_DEVICE_CPU && ct_is_contiguous(t));
+}
+
+/* bn(h) (-> + residual) (-> relu) by the modules and ops; takes h */
+static ct_tensor *bn_add_relu_then(ct_module *bn, ct_tensor *h, const ct_tensor *residual, bool relu) {
+  if (!h) return NULL;
+  ct_tensor *t = relu && !residual ? ct_module_forward_bn_relu(bn, h) : ct_module_forward(bn, h);
+  ct_release(h);
+  if (t && residual) {
+    ct_tensor *a = ct_add(t, residual);
+    ct_release(t);
+    t = a && relu ? ct_relu(a) : a;
+    if (relu) ct_release(a);
+  }
+  return t;
+}
+
+/* relu?(bn(conv(x)) + residual) for a Conv2d conv and a BatchNorm2d bn (the models' conv -> bn
+ * (-> add) (-> relu) chains): the modules and ops one after the other. With grad off, both modules
+ * in eval (running statistics), a plain zero-padded one-group conv without bias and float32 CPU
+ * contiguous operands (residual: NULL or the output's shape), the batch norm, the add and the relu
+ * run inside the convolution's output pass instead (its kernel's eval epilogue, conv_fast.h: the
+ * same float operations in the same order, so the same bits), saving three passes over the output
+ * and two tensors; when the kernel does not take the epilogue (another path), they run as ops. */
+ct_tensor *ct_module_forward_conv_bn(ct_module *conv, ct_module *bn, const ct_tensor *x, const ct_tensor *residual,
+                                     bool relu) {
+  const conv_impl *ci = conv && conv->vt == &conv_vt ? conv->user : NULL;
+  const bn_cfg *bc = bn && bn->vt == &bn_vt ? bn->user : NULL;
+  ct_tensor *cw = ci ? ct_mod_p(conv, 0) : NULL;
+  ct_tensor *rm = bc && bc->track ? ct_mod_b(bn, 0) : NULL, *rv = bc && bc->track ? ct_mod_b(bn, 1) : NULL;
+  ct_tensor *w = bc && bc->affine ? ct_mod_p(bn, 0) : NULL, *b = bc && bc->affine ? ct_mod_p(bn, 1) : NULL;
+  static int env = -1; /* CT_CONV_EVAL_FUSE=0: never fuse (A/B runs) */
+  if (env < 0) env = getenv("CT_CONV_EVAL_FUSE") && *getenv("CT_CONV_EVAL_FUSE") == '0' ? 0 : 1;
+  bool fuse = env && ci && bc && cw && x && !conv->training && !bn->training && !ct_is_grad_enabled() && bc->kind == 2 &&
+              rm && rv && !ci->bias && !ci->c.transposed && ci->c.mode == 0 && ci->c.pad_str == 0 && ci->c.nd == 2 &&
+              ci->c.groups == 1 && x->ndim == 4 && ci->c.out_ch == bc->num_features && f32_cpu(x) && f32_cpu(cw) &&
+              f32_cpu(rm) && f32_cpu(rv) && f32_cpu(w) && f32_cpu(b) && f32_cpu(residual);
+  if (fuse && residual) { /* the epilogue reads the residual as the output: its shape must be the output's */
+    int64_t want[4] = {x->shape[0], ci->c.out_ch, 0, 0};
+    for (int i = 0; i < 2; i++) {
+      int64_t span = x->shape[2 + i] + 2 * ci->c.padding[i] - ci->c.dilation[i] * (ci->c.k[i] - 1) - 1;
+      want[2 + i] = span < 0 ? -1 : span / ci->c.stride[i] + 1;
+    }
+    fuse = residual->ndim == 4 && !memcmp(residual->shape, want, sizeof want);
+  }
+  if (!fuse) return bn_add_relu_then(bn, ct_module_forward(conv, x), residual, relu);
+  int64_t O = bc->num_features;
+  float *par = malloc(sizeof(float) * (size_t)(3 * (O > 0 ? O : 1)));
+  if (!par) return ct_set_error(CT_ERR_OOM, "CPU out of memory"), NULL;
+  const float *pm = (const float *)ct_host_ptr(rm), *pv = (const float *)ct_host_ptr(rv);
+  const float *pw = w ? (const float *)ct_host_ptr(w) : NULL, *pb = b ? (const float *)ct_host_ptr(b) : NULL;
+  for (int64_t c = 0; c < O; c++) { /* the batch norm kernel's per-channel constants (kernels_bn.c) */
+    double rstd = 1.0 / sqrt((double)pv[c] + bc->eps);
+    par[c] = pm[c];
+    par[O + c] = (float)(rstd * (pw ? (double)pw[c] : 1.0));
+    par[2 * O + c] = pb ? pb[c] : 0.0f;
+  }
+  ct_conv_epilogue ep = {O, par, par + O, par + 2 * O, residual ? (const float *)ct_host_ptr(residual) : NULL, relu, false};
+  ct_conv_epilogue_use(&ep);
+  ct_tensor *y = ct_module_forward(conv, x);
+  ct_conv_epilogue_use(NULL);
+  free(par);
+  if (!y || ep.applied) return y;
+  return bn_add_relu_then(bn, y, residual, relu); /* the kernel took another path */
 }
 
 static ct_module *bn_new(const char *type, int kind, int64_t nf, double eps, double momentum, bool affine, bool track) {

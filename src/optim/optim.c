@@ -557,7 +557,7 @@ ct_status ct_optim_state_dict_prefixed(const ct_optim *opt, ct_dict *out, const 
     int64_t n = g->n;
     ct_tensor *ids = ct_empty(1, &n, ct_opts_dtype(CT_INT64));
     if (ids)
-      for (int64_t i = 0; i < n; i++) ((int64_t *)ct_data_ptr(ids))[i] = idx + i;
+      for (int64_t i = 0; i < n; i++) ((int64_t *)ct_host_ptr(ids))[i] = idx + i;
     idx += n;
     st = put(out, name, ids);
   }

@@ -324,8 +324,8 @@ bool ct_optim_update_fused(ct_optim *opt, ct_pgroup *gr, int64_t i) {
   c.kind = opt->kind;
   c.o = o;
   c.f32 = dt == CT_FLOAT32;
-  c.p = ct_data_ptr(p);
-  c.g = ct_data_ptr(g);
+  c.p = ct_host_ptr(p);
+  c.g = ct_host_ptr(g);
   int first_slot = opt->kind == CT_OPTIM_SGD ? 0 : 1;
   /* lazily made slots: the reference path would make them too */
   if (opt->kind == CT_OPTIM_ADAM || opt->kind == CT_OPTIM_ADAMW) {
@@ -350,7 +350,7 @@ bool ct_optim_update_fused(ct_optim *opt, ct_pgroup *gr, int64_t i) {
   }
   void **dst[3] = {&c.s1, &c.s2, &c.s3};
   for (int k = first_slot, j = 0; k < CT_OPTIM_NSLOT && j < 3; k++, j++)
-    *dst[j] = s->t[k] ? ct_data_ptr(s->t[k]) : NULL;
+    *dst[j] = s->t[k] ? ct_host_ptr(s->t[k]) : NULL;
   /* RMSprop: s1 square_avg, s2 momentum_buffer or NULL, s3 grad_avg or NULL */
   if (opt->kind == CT_OPTIM_RMSPROP) {
     if (!(o->momentum > 0)) c.s2 = NULL;

@@ -23,10 +23,10 @@ static ct_status ensure_zeros(ct_pstate *s, int slot, const ct_tensor *p) {
  * step_t.item() / state['step'] sees it (float32 arithmetic for the tensor steps). */
 double ct_optim_bump_step(ct_tensor *step) {
   if (step->dtype == CT_INT64) {
-    int64_t *v = (int64_t *)ct_data_ptr(step);
+    int64_t *v = (int64_t *)ct_host_ptr(step);
     return (double)++*v;
   }
-  float *v = (float *)ct_data_ptr(step);
+  float *v = (float *)ct_host_ptr(step);
   *v = *v + 1.0f;
   return (double)*v;
 }

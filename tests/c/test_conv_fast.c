@@ -194,7 +194,7 @@ static void cf_check(const cf_case *c) {
                               modes[m].name, (long long)ran);
     /* Winograd takes the forward, the input gradient and the weight gradient of float32 3x3 stride-1
      * convs with >= 16 channels on both sides, padding <= 2 (the input gradient's flipped padding
-     * 2 - p >= 0) and at least (C + O) / 2 2x2 tiles of output (of gx for the input gradient; the
+     * 2 - p >= 0) and at least (C + O) / 4 2x2 tiles of output (of gx for the input gradient; the
      * weight gradient goes with the forward), unless im2col is forced */
     int64_t wino = ct_conv_path_count(CT_CONV_PATH_WINOGRAD) - wino_before;
     bool w_any = !c->tr && c->dt == CT_FLOAT32 && c->nd == 2 && c->G == 1 && c->C >= 16 && c->O >= 16 &&
@@ -202,7 +202,9 @@ static void cf_check(const cf_case *c) {
                  c->p[0] <= 2 && c->p[1] <= 2 && c->N > 0 && modes[m].path != CT_CONV_PATH_IM2COL;
     int64_t need = c->C + c->O, t_fwd = c->N * ((ys[2] + 1) / 2) * ((ys[3] + 1) / 2),
             t_bwd = c->N * ((c->in[0] + 1) / 2) * ((c->in[1] + 1) / 2);
-    int want = w_any ? 2 * (2 * t_fwd >= need) + (2 * t_bwd >= need) : 0;
+    /* the forward and the weight gradient also from 64 tiles and (C + O) / 16 (wino_fwd_wgrad_pays) */
+    bool fw = 4 * t_fwd >= need || (t_fwd >= 64 && 16 * t_fwd >= need);
+    int want = w_any ? 2 * fw + (4 * t_bwd >= need) : 0;
     if (wino != want)
       ct_test_fail(__FILE__, __LINE__, "%s (%s): Winograd ran %lld times, expected %d", c->name, modes[m].name,
                    (long long)wino, want);
@@ -223,6 +225,10 @@ static void cf_check(const cf_case *c) {
 static const cf_case cf_cases[] = {
     {"basic 3x3 pad 1", 2, false, 2, 3, 4, 1, {7, 6}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, true, F32, 0},
     {"stride 2 odd sizes", 2, false, 3, 5, 6, 1, {9, 11}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {0, 0}, false, F32, 0},
+    /* stride 2 with 16 outputs a row: im2col's vector gather (4 at a time) up to the plane's last row */
+    {"stride 2 rows of 16 (vector gather)", 2, false, 2, 3, 4, 1, {11, 32}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {0, 0}, true,
+     F32, 0},
+    {"stride 2 rows of 15 pad 0", 2, false, 2, 3, 4, 1, {9, 31}, {3, 3}, {2, 2}, {0, 0}, {1, 1}, {0, 0}, false, F32, 0},
     {"dilation (2,3)", 2, false, 2, 4, 5, 1, {10, 9}, {3, 2}, {1, 1}, {2, 1}, {2, 3}, {0, 0}, true, F32, 0},
     {"groups 2 stride (2,1)", 2, false, 2, 4, 6, 2, {8, 7}, {3, 3}, {2, 1}, {1, 1}, {1, 1}, {0, 0}, true, F32, 0},
     {"depthwise", 2, false, 2, 6, 6, 6, {9, 9}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, false, F32, 0},
@@ -274,6 +280,20 @@ static const cf_case cf_cases[] = {
     /* rows of 19 and 17 tiles: two 8-tile vector blocks of the transforms plus a scalar tail */
     {"winograd wide pad 1", 2, false, 2, 16, 16, 1, {6, 37}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, true, F32, 0},
     {"winograd wide pad 0", 2, false, 2, 16, 24, 1, {10, 36}, {3, 3}, {1, 1}, {0, 0}, {1, 1}, {0, 0}, false, F32, 0},
+    /* Winograd from (C + O) / 4 tiles: 40 tiles, C + O = 112 (im2col before session 9) */
+    {"winograd 4x4 (C + O) / 4 tiles", 2, false, 10, 64, 48, 1, {4, 4}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, true,
+     F32, 0},
+    /* 64 tiles, C + O = 272: the forward and the weight gradient take Winograd, the input gradient im2col */
+    {"winograd 64 tiles (C + O) / 16, input grad im2col", 2, false, 4, 160, 112, 1, {8, 8}, {3, 3}, {1, 1}, {1, 1},
+     {1, 1}, {0, 0}, false, F32, 0},
+    /* chunks of >= 128 tiles (wino_scratch): 1 MiB of V + M holds 26 samples of 4 tiles here, the rule
+     * makes it 32, so 40 samples run as 32 + a partial chunk of 8 */
+    {"winograd 128-tile chunks, partial last", 2, false, 40, 80, 72, 1, {4, 4}, {3, 3}, {1, 1}, {1, 1}, {1, 1},
+     {0, 0}, false, F32, 0},
+    /* channels not multiples of 8: the weight transform's scalar tail (O C = 323) and the flipped
+     * transform's partial 8 x 8 blocks (wino_wtf_range, 19 x 17) */
+    {"winograd 17 -> 19 channels (partial weight blocks)", 2, false, 3, 17, 19, 1, {6, 6}, {3, 3}, {1, 1}, {1, 1},
+     {1, 1}, {0, 0}, false, F32, 0},
     /* stride 1: the input gradient runs as the flipped-kernel forward conv (padding d (k-1) - p) */
     {"stride 1 unpadded 3x3", 2, false, 2, 3, 5, 1, {7, 8}, {3, 3}, {1, 1}, {0, 0}, {1, 1}, {0, 0}, false, F32, 0},
     {"stride 1 dilation 2 pad (1,3) 3x2", 2, false, 2, 4, 3, 1, {9, 10}, {3, 2}, {1, 1}, {1, 3}, {2, 2}, {0, 0}, true,
@@ -301,7 +321,8 @@ TEST(conv_fast_winograd_simd_levels) {
       if (!strncmp(cf_cases[i].name, "winograd", 8)) cf_check(&cf_cases[i]);
   }
   ct_simd_force(was);
-  CHECK(ct_conv_path_count(CT_CONV_PATH_WINOGRAD) - before >= 21 * levels); /* 7 cases, fwd + both grads */
+  /* 8 cases of fwd + both grads, 1 of fwd + weight grad */
+  CHECK(ct_conv_path_count(CT_CONV_PATH_WINOGRAD) - before >= 26 * levels);
 }
 
 /* The chunking does not depend on the thread count, nor does the GEMM's order: 1 and 2

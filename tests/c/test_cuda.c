@@ -10,6 +10,7 @@
 #include "ctorch/cuda.h"
 #include "ctorch/models.h"
 #include "ctorch/train.h"
+#include "autograd/autograd.h" /* ct_node: the dtype census of the GPT under bf16 autocast */
 #include <stdlib.h>
 #include <string.h>
 
@@ -2529,5 +2530,166 @@ CUDA_TEST(clip_grad_norm_multi_tensor) {
       same(nm, ct_grad(pc[i]), ct_grad(pd[i]), 1e-6, 1e-12);
     }
   }
+  ct_scope_end(s);
+}
+
+/* ---- session 9 (bf16o9): the dtype flow of a GPT under PyTorch-style autocast ----
+ * A census of the autograd graph of a GPT's loss (node name, input and output dtypes), checked
+ * against PyTorch 2.x CUDA autocast's rules for the same model (bench/results/s9_bf16o.md's audit):
+ * layer_norm runs and returns float32 (autocast's float32 list; its input, the residual stream, is
+ * float32), addmm / mm (the linear layers and the lm_head) bfloat16 in and out, GELU and attention on
+ * the bfloat16 activations, every residual add float32 (float32 + bfloat16 promotes), the embeddings
+ * float32, the logits bfloat16 and the loss float32. */
+typedef struct {
+  ct_node *seen[4096];
+  int n;
+  bool overflow;
+} gcensus;
+static void census_walk(gcensus *c, ct_node *n) {
+  if (!n) return;
+  for (int i = 0; i < c->n; i++)
+    if (c->seen[i] == n) return;
+  if (c->n == 4096) {
+    c->overflow = true;
+    return;
+  }
+  c->seen[c->n++] = n;
+  for (int i = 0; i < n->n_in; i++) census_walk(c, n->next[i].fn);
+}
+static const char *node_name(const ct_node *n) { return n->name ? n->name : "?"; }
+/* nodes named `name` (NULL: of op `op`): how many, and whether every one has input `in`'s dtype (in < 0:
+ * not checked) == din and output 0's == dout (CT_NUM_DTYPES: not checked); prints the ones that do not */
+static int census_count(const gcensus *c, const char *name, int op, int in, ct_dtype din, ct_dtype dout, bool *all) {
+  int k = 0;
+  for (int i = 0; i < c->n; i++) {
+    const ct_node *n = c->seen[i];
+    if (name ? strcmp(node_name(n), name) : n->op != op) continue;
+    k++;
+    bool ok = (in < 0 || (in < n->n_in && n->in_meta[in].dtype == din)) &&
+              (dout == CT_NUM_DTYPES || (n->n_out > 0 && n->out_meta[0].dtype == dout));
+    if (!ok) {
+      *all = false;
+      printf("  dtype flow: %s input %d %s, output %s\n", node_name(n), in,
+             in >= 0 && in < n->n_in ? ct_dtype_torch_name(n->in_meta[in].dtype) : "-",
+             n->n_out > 0 ? ct_dtype_torch_name(n->out_meta[0].dtype) : "-");
+    }
+  }
+  return k;
+}
+
+/* the walker on the CPU (float32 everywhere, no autocast there): every node seen once, a layer_norm per
+ * block and ln_f float32, the loss's node first */
+TEST(gpt_dtype_census_cpu) {
+  ct_scope *s = ct_scope_begin();
+  ct_gpt_config cfg = {53, 16, 64, 2, 2, 0.0, 1e-5};
+  ct_generator *g = ct_generator_new(5);
+  ct_gpt *m = ct_gpt_new_variant(&cfg, true, "tanh", g);
+  ct_generator_free(g);
+  CHECK(m != NULL);
+  if (m) {
+    int64_t xb[32], yb[32];
+    for (int i = 0; i < 32; i++) xb[i] = (i * 5 + 1) % 53, yb[i] = (i * 7 + 2) % 53;
+    ct_tensor *x = ct_from_buffer(xb, CT_INT64, 2, (int64_t[]){2, 16}, ct_opts_dtype(CT_INT64));
+    ct_tensor *y = ct_from_buffer(yb, CT_INT64, 2, (int64_t[]){2, 16}, ct_opts_dtype(CT_INT64));
+    ct_tensor *l = NULL;
+    CHECK_OK(ct_gpt_forward(m, x, y, true, NULL, NULL, &l));
+    if (l) {
+      static gcensus c;
+      c.n = 0;
+      c.overflow = false;
+      census_walk(&c, l->grad_fn);
+      bool all = true;
+      CHECK(!c.overflow && c.n > 20 && c.seen[0] == l->grad_fn);
+      CHECK(census_count(&c, "NativeLayerNormBackward0", 0, 0, CT_FLOAT32, CT_FLOAT32, &all) == 5);
+      CHECK(census_count(&c, "AccumulateGrad", 0, -1, CT_FLOAT32, CT_NUM_DTYPES, &all) == 28); /* wte tied: once */
+      CHECK(all);
+      ct_release(l);
+    }
+    ct_gpt_free(m);
+  }
+  ct_scope_end(s);
+}
+
+/* under the mode: the census above with PyTorch's dtypes (see the section's comment); the default loss
+ * is logsumexp over the bfloat16 logits (float32 result) minus the target's logit in float32, and
+ * CT_BF16O_LOSS=ce gives PyTorch's cross_entropy over the float32 copy of the logits (NllLossBackward0
+ * on float32 input, no logsumexp node): loss within 2e-3 (relative) of the default's (the target's logit
+ * rounded to bfloat16 or not: one bfloat16 rounding of a logit ~1 per target, averaged), every gradient
+ * float32 and within 6% relative L2 of the float32 model's (as autocast_bf16_outputs). */
+CUDA_TEST(autocast_bf16_outputs_gpt_dtype_flow) {
+  ct_scope *s = ct_scope_begin();
+  /* head dim 64 (width 128, 2 heads), as GPT-2's: the CUDA flash attention (head dim 64 or 128) is taken */
+  ct_gpt_config cfg = {53, 16, 128, 2, 2, 0.0, 1e-5};
+  ct_gpt *m[3];
+  for (int k = 0; k < 3; k++) {
+    ct_generator *g = ct_generator_new(5);
+    m[k] = ct_gpt_new_variant(&cfg, true, "tanh", g);
+    ct_generator_free(g);
+    CHECK(m[k] != NULL);
+  }
+  int64_t xb[32], yb[32];
+  for (int i = 0; i < 32; i++) xb[i] = (i * 5 + 1) % 53, yb[i] = (i * 7 + 2) % 53;
+  ct_tensor *x = G(ct_from_buffer(xb, CT_INT64, 2, (int64_t[]){2, 16}, ct_opts_dtype(CT_INT64)));
+  ct_tensor *y = G(ct_from_buffer(yb, CT_INT64, 2, (int64_t[]){2, 16}, ct_opts_dtype(CT_INT64)));
+  double lv[3] = {0, 0, 0};
+  for (int k = 0; k < 3 && m[0] && m[1] && m[2]; k++) { /* 0 float32, 1 bf16o, 2 bf16o + CT_BF16O_LOSS=ce */
+    CHECK_OK(ct_gpt_to_device(m[k], ct_cuda(0)));
+    if (k == 2) setenv("CT_BF16O_LOSS", "ce", 1);
+    CHECK_OK(ct_cuda_set_autocast_bf16(k > 0));
+    CHECK_OK(ct_cuda_set_autocast_bf16_outputs(k > 0));
+    ct_tensor *l = NULL, *lg = NULL;
+    CHECK_OK(ct_gpt_forward(m[k], x, y, true, NULL, &lg, &l));
+    if (l && lg && k > 0) {
+      static gcensus c;
+      c.n = 0;
+      c.overflow = false;
+      census_walk(&c, l->grad_fn);
+      bool all = true;
+      int L = 2;
+      CHECK(!c.overflow && c.n > 20);
+      CHECK(ct_tensor_dtype(lg) == CT_BFLOAT16 && ct_tensor_dtype(l) == CT_FLOAT32);
+      CHECK(census_count(&c, "NativeLayerNormBackward0", 0, 0, CT_FLOAT32, CT_FLOAT32, &all) == 2 * L + 1);
+      CHECK(census_count(&c, "AddmmBackward0", 0, 1, CT_BFLOAT16, CT_BFLOAT16, &all) == 4 * L);
+      CHECK(census_count(&c, "AddmmBackward0", 0, 0, CT_BFLOAT16, CT_BFLOAT16, &all) == 4 * L); /* the bias */
+      CHECK(census_count(&c, "MmBackward0", 0, 1, CT_BFLOAT16, CT_BFLOAT16, &all) == 1); /* lm_head */
+      CHECK(census_count(&c, "GeluBackward0", 0, 0, CT_BFLOAT16, CT_BFLOAT16, &all) == L);
+      CHECK(census_count(&c, NULL, CT_OP_sdpa_flash, 0, CT_BFLOAT16, CT_BFLOAT16, &all) == L); /* flash, bf16 */
+      CHECK(census_count(&c, "AddBackward0", 0, 0, CT_FLOAT32, CT_FLOAT32, &all) >= 2 * L + 1); /* residual, wte + wpe */
+      CHECK(census_count(&c, "EmbeddingBackward0", 0, -1, CT_FLOAT32, CT_FLOAT32, &all) >= 2);
+      int lse = census_count(&c, "LogsumexpBackward0", 0, 0, CT_BFLOAT16, CT_FLOAT32, &all);
+      int nll = census_count(&c, "NllLossBackward0", 0, 0, CT_FLOAT32, CT_FLOAT32, &all);
+      CHECK(k == 1 ? lse == 1 && nll == 0 : lse == 0 && nll == 1);
+      CHECK(all);
+    }
+    if (l) CHECK_OK(ct_backward(l, NULL, false, false));
+    if (l) CHECK_OK(ct_item_double(l, &lv[k]));
+    CHECK_OK(ct_cuda_set_autocast_bf16(false));
+    CHECK_OK(ct_cuda_set_autocast_bf16_outputs(false));
+    unsetenv("CT_BF16O_LOSS");
+    ct_release(l);
+    ct_release(lg);
+  }
+  if (m[0] && m[1] && m[2]) {
+    CHECK(fabs(lv[2] - lv[1]) <= 2e-3 * fabs(lv[1]));
+    CHECK(fabs(lv[1] - lv[0]) <= 2e-2 * fabs(lv[0]));
+    const ct_dict *d0 = ct_gpt_parameters(m[0]);
+    for (int k = 1; k < 3; k++) {
+      const ct_dict *dk = ct_gpt_parameters(m[k]);
+      for (int64_t i = 0; i < ct_dict_len(d0); i++) {
+        ct_tensor *g0 = ct_grad(ct_dict_tensor(d0, i)), *g1 = ct_grad(ct_dict_tensor(dk, i));
+        CHECK(g0 && g1);
+        if (!g0 || !g1) continue;
+        CHECK(ct_tensor_dtype(g1) == CT_FLOAT32);
+        double num = 0, den = 0;
+        CHECK_OK(ct_item_double(ct_norm(ct_sub(g1, g0), 2.0, 0, NULL, false), &num));
+        CHECK_OK(ct_item_double(ct_norm(g0, 2.0, 0, NULL, false), &den));
+        if (!(num <= 0.06 * den + 1e-6)) {
+          CHECK(num <= 0.06 * den + 1e-6);
+          printf("  run %d parameter %s: gradient relative L2 difference %.3g\n", k, ct_dict_name(d0, i), num / (den + 1e-30));
+        }
+      }
+    }
+  }
+  for (int k = 0; k < 3; k++) ct_gpt_free(m[k]);
   ct_scope_end(s);
 }

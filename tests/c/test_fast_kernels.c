@@ -449,3 +449,101 @@ TEST(fast_sum_of_ones_is_exact) {
   ct_release(ex);
   ct_release(o1);
 }
+
+/* ---- streamed (NT-store, prefetching) paths at 1 and 2 threads ----
+ * Outputs of >= 4 MiB take the streamed loops (NT stores, the input prefetched ahead: simd/fast_ew_impl.h
+ * MAP_ROW / BIN_ROW / the row kernels). Here they are forced on every output (nt_min_bytes 0) and off, at
+ * 1 and 2 threads: at 2 threads the pool splits the elementwise loops at element 131072 (row kernels
+ * between rows), and 17 and 262149-element tensors give vector heads and tails. Per SIMD level every
+ * variant must give the same bits (the same arithmetic, only the stores and the split differ), and match
+ * the reference kernels with fast_unary_vs_reference's / fast_reductions_and_rows_vs_reference's
+ * tolerances (binary: exact). */
+typedef struct {
+  ct_tensor *a, *b, *sc, *w, *bias;
+  int which; /* 0-7 unary (fk_unary), 8-19 binary (op (which - 8) % 4; pairing (which - 8) / 4: full,
+                scalar-left, scalar-right), 20 softmax, 21 log_softmax, 22 layer_norm */
+} st_ctx;
+static ct_tensor *fk_streamed(void *p) {
+  st_ctx *s = p;
+  if (s->which < 8) {
+    ew_ctx e = {s->a, NULL, s->which, 0};
+    return fk_unary(&e);
+  }
+  if (s->which < 20) {
+    int pr = (s->which - 8) / 4;
+    ew_ctx e = {pr == 1 ? s->sc : s->a, pr == 0 ? s->b : pr == 1 ? s->a : s->sc, (s->which - 8) % 4, 0};
+    return fk_binary(&e);
+  }
+  if (s->which == 20) return ct_softmax(s->a, -1, -1);
+  if (s->which == 21) return ct_log_softmax(s->a, -1, -1);
+  int64_t last = ct_shape(s->a)[ct_ndim(s->a) - 1];
+  return ct_layer_norm(s->a, 1, &last, s->w, s->bias, 1e-5);
+}
+static bool fk_same_bits(const ct_tensor *x, const ct_tensor *y) {
+  if (!x || !y || ct_numel(x) != ct_numel(y)) return false;
+  int64_t n = ct_numel(x);
+  float *p = malloc((size_t)(n ? n : 1) * 4), *q = malloc((size_t)(n ? n : 1) * 4);
+  bool ok = p && q && ct_copy_to_buffer(x, p, CT_FLOAT32, n) == CT_OK && ct_copy_to_buffer(y, q, CT_FLOAT32, n) == CT_OK;
+  for (int64_t i = 0; ok && i < n; i++) /* the same bits (-0 is not +0); any NaN matches any NaN */
+    if (memcmp(p + i, q + i, 4) && !(isnan(p[i]) && isnan(q[i]))) {
+      snprintf(fk_worst, sizeof fk_worst, "element %lld: %.9g vs %.9g", (long long)i, p[i], q[i]);
+      ok = false;
+    }
+  free(p);
+  free(q);
+  return ok;
+}
+TEST(fast_streamed_paths_threads_vs_reference) {
+  ct_simd_isa was = ct_simd_active();
+  int was_threads = ct_get_num_threads();
+  bool was_on = ct_fast_enabled();
+  static const int64_t shapes[][2] = {{1, 17}, {1, 262149}, {67, 1024}, {9, 3001}};
+  for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+    int64_t one = 1, cols = shapes[si][1];
+    st_ctx s = {fk_values(2, shapes[si], 5.0, true), fk_values(2, shapes[si], 4.0, true), fk_values(1, &one, 4.0, false),
+                fk_values(1, &cols, 2.0, false), fk_values(1, &cols, 1.0, false), 0};
+    bool rows = shapes[si][0] > 1;
+    for (int w = rows ? 20 : 0; w < (rows ? 23 : 20); w++) {
+      s.which = w;
+      ct_set_num_threads(1);
+      ct_fast_set_enabled(false);
+      ct_tensor *ref = fk_streamed(&s);
+      CHECK(ref != NULL);
+      ct_fast_set_enabled(true);
+      double rtol = w < 6 ? 1e-6 : w == 6 ? 1e-6 : w == 7 ? 5e-6 : w < 20 ? 0 : 2e-6;
+      double atol = w < 6 ? 1e-37 : w < 8 ? 1e-15 : w < 20 ? 0 : w == 20 ? 1e-37 : 2e-6;
+      for (int lvl = CT_SIMD_PORTABLE; ref && lvl <= (int)ct_simd_cpu_level(); lvl++) {
+        ct_simd_force((ct_simd_isa)lvl);
+        ct_tensor *first = NULL;
+        for (int th = 1; th <= 2; th++)
+          for (int nt = 0; nt < 2; nt++) {
+            ct_set_num_threads(th);
+            ct_fast_set_nt_min_bytes(nt ? 0 : INT64_MAX);
+            ct_tensor *r = fk_streamed(&s);
+            ct_fast_set_nt_min_bytes((int64_t)4 << 20);
+            double e = fk_excess(r, ref, rtol, atol);
+            if (!(e <= 1.0))
+              ct_test_fail(__FILE__, __LINE__, "op %d %lldx%lld at %s, %d thread(s), nt %d: off by %.3g x tolerance, %s", w,
+                           (long long)shapes[si][0], (long long)cols, ct_simd_isa_name((ct_simd_isa)lvl), th, nt, e, fk_worst);
+            if (!first) first = r;
+            else {
+              if (!fk_same_bits(r, first))
+                ct_test_fail(__FILE__, __LINE__, "op %d %lldx%lld at %s: %d thread(s), nt %d differs from 1 thread, cached stores (%s)",
+                             w, (long long)shapes[si][0], (long long)cols, ct_simd_isa_name((ct_simd_isa)lvl), th, nt, fk_worst);
+              ct_release(r);
+            }
+          }
+        ct_release(first);
+      }
+      ct_release(ref);
+    }
+    ct_release(s.a);
+    ct_release(s.b);
+    ct_release(s.sc);
+    ct_release(s.w);
+    ct_release(s.bias);
+  }
+  ct_simd_force(was);
+  ct_set_num_threads(was_threads);
+  ct_fast_set_enabled(was_on);
+}

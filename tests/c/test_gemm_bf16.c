@@ -110,12 +110,26 @@ TEST(gemm_bf16_fast_vs_reference_kernel) {
  * inputs (lp_check's bound), and they agree bit for bit on most elements. ---- */
 #include "backend/cpu/gemm_bf16.h"
 
-static int dp_skip_reported;
-static bool dp_available(void) {
-  bool on = ct_fast_gemm_lowp_uses_dpbf16(CT_BFLOAT16);
-  if (!on && !dp_skip_reported++) printf("  [skip 1: gemm_bf16 dpbf16 tests: CPU lacks AVX512_BF16 or widening forced]\n");
+/* The same tests run on the vdpbf16ps kernel (path 2, "dpbf16" tests) and on the AMX tdpbf16ps kernel
+ * (path 3, "amx" tests: tdpbf16ps also treats denormal inputs as zero, rounds to nearest-even, and
+ * sums in its own order), each forced with ct_fast_gemm_lowp_force_path; fp_cur is the path under
+ * test, the widening path (1) the comparison. */
+static int fp_cur = 2;
+static int dp_skip_reported, amx_skip_reported;
+static bool fp_begin(int path) {
+  fp_cur = path;
+  ct_fast_gemm_lowp_force_path(path);
+  bool on = path == 3 ? ct_fast_gemm_lowp_uses_amx(CT_BFLOAT16) : ct_fast_gemm_lowp_uses_dpbf16(CT_BFLOAT16);
+  if (!on) {
+    ct_fast_gemm_lowp_force_path(-1);
+    if (path == 3 && !amx_skip_reported++) printf("  [skip 1: gemm_bf16 amx tests: CPU or OS lacks AMX-BF16/AMX-TILE]\n");
+    if (path != 3 && !dp_skip_reported++) printf("  [skip 1: gemm_bf16 dpbf16 tests: CPU lacks AVX512_BF16]\n");
+  }
   return on;
 }
+static void fp_end(void) { ct_fast_gemm_lowp_force_path(-1); }
+/* the widening path for one product, then back to the path under test */
+static void fp_widen(int on) { ct_fast_gemm_lowp_force_path(on ? 1 : fp_cur); }
 
 /* op(a, b) via the dp kernel and via widening, each vs float32 of the widened inputs, and vs each other */
 typedef ct_tensor *(*dp_op)(ct_tensor *a, ct_tensor *b, ct_tensor *c);
@@ -123,9 +137,9 @@ static ct_tensor *dp_mm(ct_tensor *a, ct_tensor *b, ct_tensor *c) { return ct_ma
 static ct_tensor *dp_addmm(ct_tensor *a, ct_tensor *b, ct_tensor *c) { return ct_addmm(c, a, b, ct_sf(-0.75), ct_sf(1.5)); }
 static void dp_case(const char *what, dp_op op, ct_tensor *a, ct_tensor *b, ct_tensor *c, int64_t K) {
   ct_tensor *dp = op(a, b, c);
-  ct_fast_gemm_lowp_force_widen(1);
+  fp_widen(1);
   ct_tensor *wd = op(a, b, c);
-  ct_fast_gemm_lowp_force_widen(-1);
+  fp_widen(0);
   ct_tensor *af = ct_to_dtype(a, CT_FLOAT32), *bf = ct_to_dtype(b, CT_FLOAT32), *cf = c ? ct_to_dtype(c, CT_FLOAT32) : NULL;
   ct_tensor *wf = op(af, bf, cf);
   ct_tensor *aa = ct_abs(af), *ba = ct_abs(bf), *ca = cf ? ct_abs(cf) : NULL;
@@ -134,21 +148,23 @@ static void dp_case(const char *what, dp_op op, ct_tensor *a, ct_tensor *b, ct_t
   CHECK(dp && wd && wf && ap && wdf);
   if (dp && wd && wf && ap && wdf) {
     char w[128];
-    snprintf(w, sizeof w, "%s dpbf16 vs f32", what);
+    const char *kn = fp_cur == 3 ? "amx" : "dpbf16";
+    snprintf(w, sizeof w, "%s %s vs f32", what, kn);
     lp_check(w, dp, wf, ap, K, CT_BFLOAT16);
     snprintf(w, sizeof w, "%s widen vs f32", what);
     lp_check(w, wd, wf, ap, K, CT_BFLOAT16);
-    snprintf(w, sizeof w, "%s dpbf16 vs widen", what);
+    snprintf(w, sizeof w, "%s %s vs widen", what, kn);
     lp_check(w, dp, wdf, ap, 2 * K, CT_BFLOAT16);
   }
   ct_tensor *ts[] = {dp, wd, af, bf, cf, wf, aa, ba, ca, ap, wdf};
   for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) ct_release(ts[i]);
 }
 
-TEST(gemm_bf16_dpbf16_vs_widening_shapes) {
-  if (!dp_available()) return;
+static void fp_vs_widening_shapes(int path) {
+  if (!fp_begin(path)) return;
   /* odd M/N/K, K = 1 and 2, K past one KC block (512), N past one NC block (1024), M past MC (240) */
-  static const int64_t shapes[][3] = {{1, 1, 1}, {5, 1, 7}, {3, 2, 33}, {13, 7, 31}, {37, 129, 65}, {250, 33, 70}, {20, 1100, 40}, {17, 45, 1050}};
+  static const int64_t shapes[][3] = {{1, 1, 1},     {5, 1, 7},     {3, 2, 33},    {13, 7, 31},   {37, 129, 65}, {250, 33, 70},
+                                      {20, 1100, 40}, {17, 45, 1050}, {40, 64, 48}, {33, 513, 31}, {64, 32, 64}};
   for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
     int64_t M = shapes[si][0], K = shapes[si][1], N = shapes[si][2];
     int64_t sa[2] = {M, K}, sb[2] = {K, N}, sat[2] = {K, M}, sbt[2] = {N, K}, sc[2] = {M, N};
@@ -176,11 +192,12 @@ TEST(gemm_bf16_dpbf16_vs_widening_shapes) {
   }
   ct_tensor *ts[] = {wide, as, a3, b3, b2};
   for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) ct_release(ts[i]);
+  fp_end();
 }
 
 /* results do not depend on the thread count (threads split M and N, never K) */
-TEST(gemm_bf16_dpbf16_threads_bitwise) {
-  if (!dp_available()) return;
+static void fp_threads_bitwise(int path) {
+  if (!fp_begin(path)) return;
   int64_t sa[2] = {200, 300}, sb[2] = {300, 150};
   ct_tensor *a = tt_rand(&lp_state, 2, sa, CT_BFLOAT16, 2, 0, false), *b = tt_rand(&lp_state, 2, sb, CT_BFLOAT16, 2, 0, false);
   int nt = ct_get_num_threads();
@@ -200,22 +217,23 @@ TEST(gemm_bf16_dpbf16_threads_bitwise) {
   }
   ct_tensor *ts[] = {a, b, r1, r4};
   for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) ct_release(ts[i]);
+  fp_end();
 }
 
 /* NaN and inf propagate as in the widening path (same NaN / inf / sign pattern); denormal bf16
  * inputs: vdpbf16ps treats them as zero (DAZ), so a product of a denormal with 2^100 is 0 here
  * where the widening path gives 2^-30; empty shapes and K = 0 (C = beta C0). */
-TEST(gemm_bf16_dpbf16_special_values) {
-  if (!dp_available()) return;
+static void fp_special_values(int path) {
+  if (!fp_begin(path)) return;
   float av[4 * 3] = {1, 2, 3, /**/ NAN, 1, 1, /**/ INFINITY, 1, 1, /**/ 1, -1, 0.5f};
   float bv[3 * 5] = {1, 2, 3, 4, 5, /**/ 1, 1, INFINITY, 1, 1, /**/ 2, 2, 2, 2, -INFINITY};
   int64_t sa[2] = {4, 3}, sb[2] = {3, 5};
   ct_options o = ct_opts_dtype(CT_BFLOAT16);
   ct_tensor *a = ct_from_buffer(av, CT_FLOAT32, 2, sa, o), *b = ct_from_buffer(bv, CT_FLOAT32, 2, sb, o);
   ct_tensor *dp = ct_matmul(a, b);
-  ct_fast_gemm_lowp_force_widen(1);
+  fp_widen(1);
   ct_tensor *wd = ct_matmul(a, b);
-  ct_fast_gemm_lowp_force_widen(-1);
+  fp_widen(0);
   CHECK(dp && wd);
   if (dp && wd) {
     float x[20], y[20];
@@ -234,9 +252,9 @@ TEST(gemm_bf16_dpbf16_special_values) {
   int64_t s11[2] = {1, 1};
   ct_tensor *da = ct_from_buffer(&dv, CT_FLOAT32, 2, s11, o), *db = ct_from_buffer(&bigv, CT_FLOAT32, 2, s11, o);
   ct_tensor *ddp = ct_matmul(da, db);
-  ct_fast_gemm_lowp_force_widen(1);
+  fp_widen(1);
   ct_tensor *dwd = ct_matmul(da, db);
-  ct_fast_gemm_lowp_force_widen(-1);
+  fp_widen(0);
   CHECK(ddp && dwd);
   if (ddp && dwd) {
     float x, y;
@@ -260,12 +278,13 @@ TEST(gemm_bf16_dpbf16_special_values) {
   }
   ct_tensor *ts[] = {a, b, dp, wd, da, db, ddp, dwd, e1, e2, e3, e4, c, r1, r2};
   for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) ct_release(ts[i]);
+  fp_end();
 }
 
 /* the vectorised bf16 rounding of the write-back (16 columns at a time): NaN rows, inf columns and
  * finite values as the widening path gives them */
-TEST(gemm_bf16_dpbf16_nan_inf_wide_rows) {
-  if (!dp_available()) return;
+static void fp_nan_inf_wide_rows(int path) {
+  if (!fp_begin(path)) return;
   int64_t sa[2] = {5, 6}, sb[2] = {6, 40};
   ct_tensor *a = tt_rand(&lp_state, 2, sa, CT_BFLOAT16, 2, 0, false), *b = tt_rand(&lp_state, 2, sb, CT_BFLOAT16, 2, 0, false);
   ct_tensor *ar = ct_select(a, 0, 1), *b2 = ct_select(b, 0, 2), *b3 = ct_select(b, 0, 3);
@@ -277,9 +296,9 @@ TEST(gemm_bf16_dpbf16_nan_inf_wide_rows) {
     CHECK_OK(ct_fill_(bc2, ct_sf(-INFINITY)));
   }
   ct_tensor *dp = ct_matmul(a, b);
-  ct_fast_gemm_lowp_force_widen(1);
+  fp_widen(1);
   ct_tensor *wd = ct_matmul(a, b);
-  ct_fast_gemm_lowp_force_widen(-1);
+  fp_widen(0);
   CHECK(dp && wd);
   if (dp && wd) {
     float x[200], y[200];
@@ -296,4 +315,42 @@ TEST(gemm_bf16_dpbf16_nan_inf_wide_rows) {
   }
   ct_tensor *ts[] = {a, b, ar, b2, b3, bc, bc2, dp, wd};
   for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) ct_release(ts[i]);
+  fp_end();
+}
+
+TEST(gemm_bf16_dpbf16_vs_widening_shapes) { fp_vs_widening_shapes(2); }
+TEST(gemm_bf16_dpbf16_threads_bitwise) { fp_threads_bitwise(2); }
+TEST(gemm_bf16_dpbf16_special_values) { fp_special_values(2); }
+TEST(gemm_bf16_dpbf16_nan_inf_wide_rows) { fp_nan_inf_wide_rows(2); }
+TEST(gemm_bf16_amx_vs_widening_shapes) { fp_vs_widening_shapes(3); }
+TEST(gemm_bf16_amx_threads_bitwise) { fp_threads_bitwise(3); }
+TEST(gemm_bf16_amx_special_values) { fp_special_values(3); }
+TEST(gemm_bf16_amx_nan_inf_wide_rows) { fp_nan_inf_wide_rows(3); }
+
+/* the switch: CT_GEMM_BF16=widen|dp|amx picks the path (read at each product); unset: AMX where the CPU
+ * has it, else vdpbf16ps; float16 always widens; amx asked for on a CPU without it falls back to dp */
+TEST(gemm_bf16_path_switch) {
+  ct_fast_gemm_lowp_force_path(-1);
+  const char *prev = getenv("CT_GEMM_BF16");
+  char *saved = prev ? strdup(prev) : NULL;
+  unsetenv("CT_GEMM_BF16");
+  bool amx = ct_fast_gemm_lowp_uses_amx(CT_BFLOAT16), dp = ct_fast_gemm_lowp_uses_dpbf16(CT_BFLOAT16);
+  CHECK(!(amx && dp));
+  CHECK(!ct_fast_gemm_lowp_uses_amx(CT_FLOAT16) && !ct_fast_gemm_lowp_uses_dpbf16(CT_FLOAT16));
+  setenv("CT_GEMM_BF16", "widen", 1);
+  CHECK(!ct_fast_gemm_lowp_uses_amx(CT_BFLOAT16) && !ct_fast_gemm_lowp_uses_dpbf16(CT_BFLOAT16));
+  setenv("CT_GEMM_BF16", "dp", 1);
+  CHECK(!ct_fast_gemm_lowp_uses_amx(CT_BFLOAT16));
+  bool has_dp = ct_fast_gemm_lowp_uses_dpbf16(CT_BFLOAT16);
+  setenv("CT_GEMM_BF16", "amx", 1);
+  CHECK(ct_fast_gemm_lowp_uses_amx(CT_BFLOAT16) == amx);
+  if (!amx) CHECK(ct_fast_gemm_lowp_uses_dpbf16(CT_BFLOAT16) == has_dp);
+  if (amx) CHECK(has_dp); /* every CPU with AMX-BF16 so far has AVX512_BF16 */
+  ct_fast_gemm_lowp_force_path(1); /* the forced path wins over the environment */
+  CHECK(!ct_fast_gemm_lowp_uses_amx(CT_BFLOAT16) && !ct_fast_gemm_lowp_uses_dpbf16(CT_BFLOAT16));
+  ct_fast_gemm_lowp_force_path(-1);
+  if (saved) setenv("CT_GEMM_BF16", saved, 1);
+  else unsetenv("CT_GEMM_BF16");
+  free(saved);
+  printf("  [gemm_bf16 path here: %s]\n", ct_fast_gemm_lowp_isa());
 }

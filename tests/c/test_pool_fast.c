@@ -27,7 +27,7 @@ typedef struct {
   int64_t div;       /* divisor_override */
   int64_t os[2];     /* adaptive output size */
   int layout;        /* 0 contiguous, 1 x is a transposed view of its last two dims */
-  int values;        /* 0 random, 1 few levels (ties) with NaN and -inf sprinkled */
+  int values;        /* 0 random, 1 few levels (ties) with NaN and -inf sprinkled, 2 the same all negative */
 } pt_case;
 
 static uint64_t pt_state = 0x9E3779B97F4A7C15ull;
@@ -118,9 +118,10 @@ static void pt_check(const pt_case *c, ct_dtype dt) {
   double mx = 0, mg = 0;
   for (int64_t i = 0; i < nx; i++) {
     double v = pt_u();
-    if (c->values == 1) {
+    if (c->values >= 1) {
       double q = pt_u();
       v = round(v * 2) / 2; /* few levels: many ties */
+      if (c->values == 2) v = -fabs(v) - 0.5; /* all negative: a window's max below 0 */
       if (q > 0.97) v = NAN;
       else if (q < -0.95) v = -INFINITY;
     }
@@ -179,6 +180,16 @@ static void pt_check(const pt_case *c, ct_dtype dt) {
 static const pt_case pt_cases[] = {
     /* name, kind, N, C, H, W, k, s, p, d, ceil, cip, div, os, layout, values */
     {"resnet stem max 3x3 s2 p1", PF_MAX, 1, 5, 17, 16, {3, 3}, {2, 2}, {1, 1}, {1, 1}, false, false, 0, {0, 0}, 0, 0},
+    /* the separable 3x3 stride-2 float32 kernel: rows wide enough for its 8-wide vectors (W >= 17),
+     * both paddings, ceil_mode's clipped last window, odd sizes, ties / NaN / -inf, ResNet's 112x112 */
+    {"max 3x3 s2 p1 wide ties", PF_MAX, 2, 3, 23, 53, {3, 3}, {2, 2}, {1, 1}, {1, 1}, false, false, 0, {0, 0}, 0, 1},
+    {"max 3x3 s2 p0 ceil wide", PF_MAX, 1, 4, 20, 46, {3, 3}, {2, 2}, {0, 0}, {1, 1}, true, false, 0, {0, 0}, 0, 1},
+    {"max 3x3 s2 p1 ceil odd", PF_MAX, 2, 2, 37, 41, {3, 3}, {2, 2}, {1, 1}, {1, 1}, true, false, 0, {0, 0}, 0, 1},
+    {"max 3x3 s2 p1 pad h only", PF_MAX, 1, 3, 19, 34, {3, 3}, {2, 2}, {1, 0}, {1, 1}, false, false, 0, {0, 0}, 0, 1},
+    /* the last vector covers the clipped last window (OW - va a multiple of 8) */
+    {"max 3x3 s2 p1 clipped vector", PF_MAX, 2, 3, 9, 65, {3, 3}, {2, 2}, {1, 1}, {1, 1}, false, false, 0, {0, 0}, 0, 2},
+    {"max 3x3 s2 p0 ceil clipped vector", PF_MAX, 2, 3, 8, 48, {3, 3}, {2, 2}, {0, 0}, {1, 1}, true, false, 0, {0, 0}, 0, 2},
+    {"max 3x3 s2 p1 112", PF_MAX, 1, 3, 112, 112, {3, 3}, {2, 2}, {1, 1}, {1, 1}, false, false, 0, {0, 0}, 0, 0},
     {"max ties nan -inf", PF_MAX, 2, 3, 11, 13, {3, 2}, {1, 2}, {1, 1}, {1, 1}, false, false, 0, {0, 0}, 0, 1},
     {"max ceil dilation", PF_MAX, 2, 2, 12, 9, {3, 2}, {2, 3}, {1, 0}, {2, 3}, true, false, 0, {0, 0}, 0, 1},
     {"max 2x2 s2 odd", PF_MAX, 3, 4, 7, 9, {2, 2}, {2, 2}, {0, 0}, {1, 1}, true, false, 0, {0, 0}, 0, 0},

@@ -602,3 +602,24 @@ def test_scenario(name):
 
 def test_count():
     assert len(S) >= 30
+
+
+@pytest.mark.parametrize("via", ["numpy_view", "from_numpy"])
+def test_eval_conv_sees_writes_through_numpy(via):
+    # An eval-mode Conv2d may cache its packed weight across calls; a write to one weight element
+    # through memory shared with numpy bumps no version counter, so the next forward must still see it.
+    import numpy as np
+    ctorch.manual_seed(0)
+    conv = ctorch.nn.Conv2d(24, 20, 1, bias=False).eval()
+    if via == "from_numpy":
+        arr = np.random.RandomState(0).randn(20, 24, 1, 1).astype(np.float32)
+        conv.weight = ctorch.nn.Parameter(ctorch.from_numpy(arr))
+    x = ctorch.randn(2, 24, 7, 7)
+    with ctorch.no_grad():
+        conv(x)
+        conv(x)  # a cache, if any, is filled and used
+        w = arr if via == "from_numpy" else conv.weight.detach().numpy()
+        w[0, 1, 0, 0] += 1.0  # one element, shared memory
+        got = conv(x)
+        ref = ctorch.nn.functional.conv2d(x, conv.weight.detach().clone())
+    assert np.array_equal(got.numpy(), ref.numpy())

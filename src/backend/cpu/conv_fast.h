@@ -12,6 +12,8 @@
  * reference direct loops (double accumulation). */
 #ifndef CT_CONV_FAST_H
 #define CT_CONV_FAST_H
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 typedef enum {
@@ -31,5 +33,29 @@ void ct_conv_force_path(int path);
 void ct_conv_set_col_budget(int64_t elems);
 /* How many kernel calls took each path since the start (tests assert the path they meant). */
 int64_t ct_conv_path_count(ct_conv_path p);
+
+/* Eval weight cache (kernels_conv.c): a Conv2d module in eval mode lends its forward conv a slot
+ * (ct_conv_wcache_use(&slot) before, ct_conv_wcache_use(previous) after); the CPU float32/float64
+ * one-group forward then keeps the weight packed for the GEMM (and Winograd's transformed weight)
+ * in it while the weight is unchanged. The module frees it with ct_conv_wcache_free. */
+typedef struct ct_conv_wcache ct_conv_wcache;
+ct_conv_wcache **ct_conv_wcache_use(ct_conv_wcache **slot); /* returns the calling thread's previous slot */
+void ct_conv_wcache_free(ct_conv_wcache *c);
+size_t ct_conv_wcache_bytes(const ct_conv_wcache *c); /* packed bytes held (0 for NULL) */
+/* 1 on (default), 0 off, -1 back to the default (CT_CONV_WEIGHT_CACHE=0 turns it off): for tests and A/B runs */
+void ct_conv_set_weight_cache(int on);
+
+/* Eval epilogue (an eval conv -> BatchNorm (-> + residual) (-> ReLU), src/nn/layers.c): lent to the
+ * calling thread's next forward conv, which, when it is a float32 CPU one without bias of O output
+ * channels, writes y = relu?(((conv - m[o]) * sc[o] + b[o]) + res) (the batch norm kernel's and then
+ * the add's and relu's float operations, in their order) and sets applied; otherwise the lender
+ * runs the ops itself. */
+typedef struct {
+  int64_t O;
+  const float *m, *sc, *b; /* [O] */
+  const float *res;        /* NULL, or [N, O, out...] contiguous */
+  bool relu, applied;
+} ct_conv_epilogue;
+void ct_conv_epilogue_use(ct_conv_epilogue *ep);
 
 #endif

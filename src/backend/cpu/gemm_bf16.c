@@ -1,7 +1,15 @@
 /* bfloat16 / float16 GEMM with float32 accumulation (issue 3 item 2), for matmul/bmm/addmm
  * on tensors of those dtypes when the fast kernels are on.
  *
- * bf16 x bf16 on a CPU with AVX512_BF16 (detected at run time): a packed micro-kernel on
+ * bf16 x bf16 on a CPU with AMX-BF16 (detected at run time, Linux; see "AMX" below): a packed
+ * 32 x 32 micro-kernel on tdpbf16ps (2 x 2 float32 tiles), the same blocking, threading and
+ * write-back as the vdpbf16ps kernel. tdpbf16ps, like vdpbf16ps, multiplies bf16 pairs exactly,
+ * accumulates in float32 with round-to-nearest-even whatever MXCSR says, treats denormal inputs
+ * as zero and flushes denormal results (Intel SDM: DAZ and FTZ implied), and sums in its own order
+ * (per 16 x 16 tile, k-pair by k-pair); so its results differ from the vdpbf16ps and widening
+ * paths within the same float32 summation bound, not bit for bit (they were bit-identical to
+ * PyTorch 1.13's bf16 matmul, oneDNN on AMX, on the shapes measured on session 9's Xeon).
+ * Else, bf16 x bf16 on a CPU with AVX512_BF16 (detected at run time): a packed micro-kernel on
  * vdpbf16ps (_mm512_dpbf16_ps), 12 x 32 register block. K is taken in pairs: A is packed as
  * (a[i][2p], a[i][2p+1]) 32-bit words that are broadcast, B with the k-pair of a column
  * adjacent, an odd K padded with a zero. Blocks: NC columns of B packed once per task, then
@@ -13,16 +21,19 @@
  * nearest-even regardless of MXCSR, and by its definition treats denormal inputs and results as
  * zero: a denormal bf16 operand contributes 0 (the widening path keeps it; test_gemm_bf16.c checks
  * both on this CPU); flushed denormal partial sums are not tested.
- * Both paths stay within one bf16 ulp + 2 K 2^-24 sum|a b| of the float32 product of the widened
+ * All paths stay within one bf16 ulp + 2 K 2^-24 sum|a b| of the float32 product of the widened
  * inputs (tests/c/test_gemm_bf16.c, tests/python/test_bf16_gemm.py vs PyTorch 1.13, whose bf16 CPU
  * matmul, oneDNN on this Zen 5, gave bit-identical results on the shapes measured).
  *
+ * CT_GEMM_BF16=amx|dp|widen (or ct_fast_gemm_lowp_force_path) picks a path for tests and A/B;
+ * unset, the fastest the CPU has (amx, then dp, then widen). On the Intel Xeon of session 9 (AMX)
+ * vdpbf16ps ran at ~110 GFLOP/s, below the widening path (~140), AMX at ~1000 (s9_amx.md).
  * Otherwise (float16, no AVX512_BF16, or CT_GEMM_BF16=widen / ct_fast_gemm_lowp_force_widen):
  * the operands are widened to float32 (exact), multiplied by the packed float32 GEMM
  * (gemm_packed.c) and the result rounded once, so C = round(beta C0 + alpha sum_k a_ik b_kj)
  * with the sum in float32 like the reference kernel (kernels_linalg.c). bf16 -> f32 is a
  * 16-bit shift; f16 -> f32 uses F16C (vcvtph2ps) when the CPU has it, else the portable
- * conversion. Not done: AVX512_FP16 / AMX kernels. */
+ * conversion. Not done: an AVX512_FP16 kernel (float16 stays widened; this CPU has no AMX-FP16). */
 #include "gemm_bf16.h"
 #include "simd/simd.h"
 #include <stdlib.h>
@@ -49,23 +60,33 @@ static bool cpu_avx512bf16(void) {
 }
 #endif
 
-/* the widening path forced: -1 from CT_GEMM_BF16 (=widen forces it), 0 off, 1 on */
-static int widen_forced = -1;
-void ct_fast_gemm_lowp_force_widen(int on) { __atomic_store_n(&widen_forced, on < 0 ? -1 : on ? 1 : 0, __ATOMIC_RELAXED); }
-__attribute__((unused)) static bool lowp_widen_forced(void) { /* unused where there is no dp kernel */
-  int v = __atomic_load_n(&widen_forced, __ATOMIC_RELAXED);
-  if (v < 0) {
-    const char *e = getenv("CT_GEMM_BF16");
-    return e && !strcmp(e, "widen");
-  }
-  return v == 1;
+/* the bf16 path forced: -1 from CT_GEMM_BF16, else LP_AUTO / LP_WIDEN / LP_DP / LP_AMX */
+enum { LP_AUTO = 0, LP_WIDEN = 1, LP_DP = 2, LP_AMX = 3 };
+static int path_forced = -1;
+void ct_fast_gemm_lowp_force_path(int path) {
+  __atomic_store_n(&path_forced, path < 0 || path > LP_AMX ? -1 : path, __ATOMIC_RELAXED);
 }
+void ct_fast_gemm_lowp_force_widen(int on) { ct_fast_gemm_lowp_force_path(on < 0 ? -1 : on ? LP_WIDEN : LP_AUTO); }
+/* the path asked for (before falling back for what the CPU lacks) */
+static int lowp_requested(void) {
+  int v = __atomic_load_n(&path_forced, __ATOMIC_RELAXED);
+  if (v >= 0) return v;
+  const char *e = getenv("CT_GEMM_BF16");
+  if (!e) return LP_AUTO;
+  return !strcmp(e, "widen") ? LP_WIDEN : !strcmp(e, "dp") ? LP_DP : !strcmp(e, "amx") ? LP_AMX : LP_AUTO;
+}
+static int lowp_path(ct_dtype dt);
 
 const char *ct_fast_gemm_lowp_isa(void) {
+  switch (lowp_path(CT_BFLOAT16)) {
+  case LP_AMX: return "amx_bf16: bf16 tdpbf16ps 32x32 (2x2 tiles) kernel; f16 widened to the f32 kernel";
+  case LP_DP:
+    return lowp_requested() == LP_AMX ? "amx asked for but unavailable (CPU or OS): bf16 vdpbf16ps 12x32 kernel; f16 widened"
+                                      : "avx512_bf16: bf16 vdpbf16ps 12x32 kernel; f16 widened (f16c) to the f32 kernel";
+  default: break;
+  }
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-  if (cpu_avx512bf16())
-    return lowp_widen_forced() ? "avx512_bf16 present, widening forced (f16 and bf16 widened to the f32 kernel)"
-                               : "avx512_bf16: bf16 vdpbf16ps 12x32 kernel; f16 widened (f16c) to the f32 kernel";
+  if (cpu_avx512bf16()) return "avx512_bf16 present, widening forced (f16 and bf16 widened to the f32 kernel)";
   if (cpu_f16c()) return "f16c (widened to the f32 kernel)";
 #endif
   return "portable widening to the f32 kernel";
@@ -209,20 +230,33 @@ __attribute__((target("avx2"))) static void dp_interleave32(const uint16_t *s0, 
   }
 }
 
+/* elements from one packed B panel to the next: one pair row (128 bytes) more than the panel, so that the
+ * panels written side by side (dp_pack_b's row-pair walk) do not all fall on the same L1 sets
+ * (panel sizes of 2 Kp x 64 bytes are multiples of 4 KB for Kp a multiple of 32) */
+static inline int64_t dp_pstride(int64_t Kp) { return 2 * DP_NR * (Kp + 1); }
+
 /* B[k0.., j0..j0+nc) of batch b into panels of DP_NR columns over all Kp pairs:
- * dst[panel][p][2 jj + h] = B[2p + h][j0 + panel*NR + jj], zero beyond K and N */
+ * dst[panel * dp_pstride(Kp) + p * 2 NR + 2 jj + h] = B[2p + h][j0 + panel*NR + jj], zero beyond K and N */
 static void dp_pack_b(const ct_fgemm *g, const uint16_t *B, int64_t j0, int64_t nc, int64_t Kp, uint16_t *dst) {
-  int64_t K = g->K, N = g->N;
+  int64_t K = g->K, N = g->N, nfull = 0;
+  if (g->b_n == 1) { /* rows contiguous: whole pairs of whole panels row pair by row pair (sequential reads) */
+    nfull = (N - j0 < nc ? N - j0 : nc) / DP_NR;
+    for (int64_t p = 0; p < Kp && 2 * p + 1 < K; p++) {
+      const uint16_t *s0 = B + 2 * p * g->b_k + j0, *s1 = s0 + g->b_k;
+      for (int64_t q = 0; q < nfull; q++) dp_interleave32(s0 + q * DP_NR, s1 + q * DP_NR, dst + q * dp_pstride(Kp) + p * 2 * DP_NR);
+    }
+  }
   for (int64_t jp = 0; jp < nc; jp += DP_NR) {
-    uint16_t *d = dst + jp * 2 * Kp;
+    uint16_t *d = dst + jp / DP_NR * dp_pstride(Kp);
     int64_t jn = N - (j0 + jp) < DP_NR ? N - (j0 + jp) : DP_NR;
     for (int64_t p = 0; p < Kp; p++, d += 2 * DP_NR) {
       const uint16_t *s0 = B + 2 * p * g->b_k + (j0 + jp) * g->b_n, *s1 = s0 + g->b_k;
       bool odd = 2 * p + 1 >= K;
-      if (g->b_n == 1 && !odd && jn == DP_NR) {
-        dp_interleave32(s0, s1, d);
+      if (2 * p >= K) { /* padding pairs (the AMX path's K chunks of 16 pairs) */
+        memset(d, 0, 2 * DP_NR * sizeof *d);
         continue;
       }
+      if (!odd && jp / DP_NR < nfull) continue; /* packed above */
       for (int64_t jj = 0; jj < jn; jj++) {
         d[2 * jj] = s0[jj * g->b_n];
         d[2 * jj + 1] = odd ? 0 : s1[jj * g->b_n];
@@ -271,10 +305,33 @@ __attribute__((target("avx512f"))) static void dp_round_row(const float *w, uint
   for (; j < n; j++) o[j] = ct_float_to_bf16(w[j]);
 }
 
+/* rows ic..ic+mc, columns jc..jc+nc of C from the float32 sums ws (row stride ncp): one rounding of
+ * alpha acc + beta C0 to bf16 */
+static void lp_write_back(const ct_fgemm *g, const float *ws, int64_t ncp, uint16_t *C, const uint16_t *C0, int64_t ic,
+                          int64_t mc, int64_t jc, int64_t nc) {
+  const float alpha = (float)g->alpha, beta = (float)g->beta;
+  if (g->c_n == 1 && !C0 && alpha == 1.0f) {
+    for (int64_t i = 0; i < mc; i++) dp_round_row(ws + i * ncp, C + (ic + i) * g->c_m + jc, nc);
+    return;
+  }
+  for (int64_t i = 0; i < mc; i++) {
+    const float *w = ws + i * ncp;
+    uint16_t *o = C + (ic + i) * g->c_m + jc * g->c_n;
+    const uint16_t *c0 = C0 ? C0 + (ic + i) * g->c0_m + jc * g->c0_n : NULL;
+    for (int64_t j = 0; j < nc; j++) {
+      float v = w[j];
+      if (alpha != 1.0f) v *= alpha;
+      if (c0) v += beta * ct_bf16_to_float(c0[j * g->c0_n]);
+      o[j * g->c_n] = ct_float_to_bf16(v);
+    }
+  }
+}
+
 typedef struct {
   const ct_fgemm *g;
   int64_t tm, tn, rm, rn; /* rectangles per batch along M, N and their sizes */
   int failed;
+  int (*rect)(const ct_fgemm *g, int64_t b, int64_t i0, int64_t i1, int64_t j0, int64_t j1);
 } dp_ctx;
 
 /* one rectangle [i0, i1) x [j0, j1) of batch b */
@@ -286,11 +343,10 @@ static int dp_rect(const ct_fgemm *g, int64_t b, int64_t i0, int64_t i1, int64_t
   int64_t ncmax = j1 - j0 < DP_NC ? (j1 - j0 + DP_NR - 1) / DP_NR * DP_NR : DP_NC;
   int64_t mcmax = i1 - i0 < DP_MC ? (i1 - i0 + DP_MR - 1) / DP_MR * DP_MR : DP_MC;
   int64_t kcmax = Kp < DP_KCP ? Kp : DP_KCP;
-  uint16_t *bp = ct_fast_buf_get((size_t)(ncmax * 2 * Kp) * 2);
+  uint16_t *bp = ct_fast_buf_get((size_t)(ncmax / DP_NR * dp_pstride(Kp)) * 2);
   uint32_t *ap = ct_fast_buf_get((size_t)(mcmax * kcmax) * 4);
   float *ws = ct_fast_buf_get((size_t)(mcmax * ncmax) * 4);
   int bad = !bp || !ap || !ws;
-  const float alpha = (float)g->alpha, beta = (float)g->beta;
   for (int64_t jc = j0; jc < j1 && !bad; jc += DP_NC) {
     int64_t nc = j1 - jc < DP_NC ? j1 - jc : DP_NC, ncp = (nc + DP_NR - 1) / DP_NR * DP_NR;
     dp_pack_b(g, B, jc, ncp, Kp, bp);
@@ -301,24 +357,9 @@ static int dp_rect(const ct_fgemm *g, int64_t b, int64_t i0, int64_t i1, int64_t
         dp_pack_a(g, A, ic, mcp, pc, kc, ap);
         for (int64_t jr = 0; jr < ncp; jr += DP_NR)
           for (int64_t ir = 0; ir < mcp; ir += DP_MR)
-            ukr_dpbf16(kc, ap + ir * kc, bp + jr * 2 * Kp + pc * 2 * DP_NR, ws + ir * ncp + jr, ncp, pc > 0);
+            ukr_dpbf16(kc, ap + ir * kc, bp + jr / DP_NR * dp_pstride(Kp) + pc * 2 * DP_NR, ws + ir * ncp + jr, ncp, pc > 0);
       }
-      /* write-back: one rounding of alpha acc + beta C0 to bf16 */
-      if (g->c_n == 1 && !C0 && alpha == 1.0f) {
-        for (int64_t i = 0; i < mc; i++) dp_round_row(ws + i * ncp, C + (ic + i) * g->c_m + jc, nc);
-        continue;
-      }
-      for (int64_t i = 0; i < mc; i++) {
-        const float *w = ws + i * ncp;
-        uint16_t *o = C + (ic + i) * g->c_m + jc * g->c_n;
-        const uint16_t *c0 = C0 ? C0 + (ic + i) * g->c0_m + jc * g->c0_n : NULL;
-        for (int64_t j = 0; j < nc; j++) {
-          float v = w[j];
-          if (alpha != 1.0f) v *= alpha;
-          if (c0) v += beta * ct_bf16_to_float(c0[j * g->c0_n]);
-          o[j * g->c_n] = ct_float_to_bf16(v);
-        }
-      }
+      lp_write_back(g, ws, ncp, C, C0, ic, mc, jc, nc);
     }
   }
   ct_fast_buf_put(bp);
@@ -333,44 +374,223 @@ static void dp_tasks(void *vctx, int64_t begin, int64_t end) {
   for (int64_t t = begin; t < end; t++) {
     int64_t r[5];
     if (!ct_gemm_task_rect(g, t, x->tm, x->tn, x->rm, x->rn, r)) continue;
-    if (dp_rect(g, r[0], r[1], r[2], r[3], r[4])) __atomic_store_n(&x->failed, 1, __ATOMIC_RELAXED);
+    if (x->rect(g, r[0], r[1], r[2], r[3], r[4])) __atomic_store_n(&x->failed, 1, __ATOMIC_RELAXED);
   }
 }
 
 /* batch x tm x tn rectangles: enough for every thread (twice that for large products, for load
  * balance on a busy machine), split along M first (each rectangle packs all of its B columns) */
-static ct_status dp_gemm(const ct_fgemm *g) {
-  dp_ctx x = {g, 1, 1, 0, 0, 0};
+static ct_status split_gemm(const ct_fgemm *g, int64_t MR, int64_t NR,
+                            int (*rect)(const ct_fgemm *, int64_t, int64_t, int64_t, int64_t, int64_t)) {
+  dp_ctx x = {g, 1, 1, 0, 0, 0, rect};
   double flops = 2.0 * (double)g->batch * (double)g->M * (double)g->N * (double)g->K;
   int nt = ct_get_num_threads();
-  int64_t mt = (g->M + DP_MR - 1) / DP_MR, ntl = (g->N + DP_NR - 1) / DP_NR;
+  int64_t mt = (g->M + MR - 1) / MR, ntl = (g->N + NR - 1) / NR;
   if (nt > 1 && flops > 4e6) {
     int64_t want = flops > 1e9 ? 2 * (int64_t)nt : nt;
     want = (want + g->batch - 1) / g->batch;
-    x.tm = want < mt ? want : mt;
-    int64_t tn = (want + x.tm - 1) / x.tm;
-    x.tn = tn < ntl ? tn : ntl;
+    /* tm x tn >= want rectangles (as many as the tiles allow), packing the least: each rectangle packs its
+     * columns of B (all K), and its rows of A per NC block, so about tm N + tn M elements per K */
+    int64_t best_n = -1, best_cost = 0;
+    for (int64_t tm = 1; tm <= want && tm <= mt; tm++) {
+      int64_t tn = (want + tm - 1) / tm;
+      tn = tn < ntl ? tn : ntl;
+      int64_t n = tm * tn < want ? tm * tn : want, cost = tm * g->N + tn * g->M;
+      if (n > best_n || (n == best_n && cost < best_cost)) best_n = n, best_cost = cost, x.tm = tm, x.tn = tn;
+    }
   }
-  x.rm = (mt + x.tm - 1) / x.tm * DP_MR;
-  x.rn = (ntl + x.tn - 1) / x.tn * DP_NR;
+  x.rm = (mt + x.tm - 1) / x.tm * MR;
+  x.rn = (ntl + x.tn - 1) / x.tn * NR;
   int64_t tasks = g->batch * x.tm * x.tn;
   ct_parallel_for(tasks, flops > 4e6 ? 1 : tasks, dp_tasks, &x);
   if (x.failed) return CT_ERR(CT_ERR_OOM, "gemm: out of memory for packing buffers");
   return CT_OK;
 }
+static ct_status dp_gemm(const ct_fgemm *g) { return split_gemm(g, DP_MR, DP_NR, dp_rect); }
+
+/* ---- bf16 x bf16 on AMX (tdpbf16ps) ----
+ * Available when CPUID.7.0:EDX has AMX-BF16 (bit 22) and AMX-TILE (bit 24), the OS enables the tile
+ * state in XCR0 (bits 17, 18) and Linux grants this process XTILEDATA (arch_prctl
+ * ARCH_REQ_XCOMP_PERM, asked once, process-wide; a refusal leaves the vdpbf16ps path).
+ * Register block 32 x 32 of C = 2 x 2 float32 tiles of 16 x 16 (tmm0-3), from two A tiles of
+ * 16 rows x 16 k-pairs (tmm4-5) and two B tiles of 16 k-pairs x 16 columns, each row a column's
+ * pair adjacent (tmm6-7, VNNI layout: dp_pack_b's 32-column panels, loaded with a 128-byte stride).
+ * A is packed per 32-row panel and chunk of 16 pairs as 32 rows x 64 bytes (one 2 KB block, both
+ * A tiles loaded with a 64-byte stride). K is padded with zero pairs to a multiple of 32, M and N
+ * to multiples of 32 (zeros in the packs; the padded sums are not written back). Every task
+ * (rectangle) loads the tile configuration (ldtilecfg: per thread state) and releases the tile
+ * state (tilerelease) when done. */
+#if defined(__linux__)
+#include <pthread.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#define AMX_KERNEL 1
+#define AMX_MR 32
+#define AMX_NR 32 /* = DP_NR: the B packing is dp_pack_b's */
+#define AMX_MC 128 /* rows of A per block (multiple of AMX_MR) */
+#define AMX_KCP 256 /* K up to 2 x 256 in one block (no float32 reloads), */
+#define AMX_KCB 128 /* longer K in blocks of 128 pairs: A and B panels 32 x 256 bf16, 16 KB each, both in L1 */
+#define AMX_NC 1024 /* columns of B packed per block (multiple of AMX_NR) */
+
+static int amx_ok; /* set once by amx_detect */
+static pthread_once_t amx_once = PTHREAD_ONCE_INIT;
+static void amx_detect(void) {
+  unsigned a, b, c, d;
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !((d >> 22) & 1) || !((d >> 24) & 1)) return;
+  if (!__get_cpuid(1, &a, &b, &c, &d) || !((c >> 27) & 1)) return; /* OSXSAVE: xgetbv allowed */
+  unsigned lo, hi;
+  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  if (((lo >> 17) & 3) != 3) return; /* XTILECFG and XTILEDATA enabled by the OS */
+  /* ARCH_REQ_XCOMP_PERM (0x1023) for XFEATURE_XTILEDATA (18): Linux 5.16+ */
+  if (syscall(SYS_arch_prctl, 0x1023, 18) != 0) return;
+  amx_ok = 1;
+}
+static bool have_amx(void) {
+  pthread_once(&amx_once, amx_detect);
+  return amx_ok;
+}
+
+/* tile configuration (palette 1): tiles 0-7 all 16 rows x 64 bytes */
+typedef struct {
+  uint8_t palette, start_row, reserved[14];
+  uint16_t colsb[16];
+  uint8_t rows[16];
+} amx_cfg;
+
+/* c[32 x 32] (row stride ldc floats) = / += the sum over nch chunks of 16 k-pairs: a chunk of A is
+ * 32 rows x 16 pair words (amx_pack_a), of B 16 pairs x 64 bf16 (a dp_pack_b panel of 32 columns) */
+__attribute__((target("amx-tile,amx-bf16"))) static void ukr_amx(int64_t nch, const uint32_t *a, const uint16_t *b,
+                                                                  float *c, int64_t ldc, int acc) {
+  size_t ldb = (size_t)ldc * 4;
+  if (acc) {
+    _tile_loadd(0, c, ldb);
+    _tile_loadd(1, c + 16, ldb);
+    _tile_loadd(2, c + 16 * ldc, ldb);
+    _tile_loadd(3, c + 16 * ldc + 16, ldb);
+  } else {
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
+  }
+  for (int64_t ch = 0; ch < nch; ch++) {
+    _tile_loadd(4, a, 64);
+    _tile_loadd(6, b, 128);
+    _tile_loadd(7, b + 32, 128);
+    _tile_dpbf16ps(0, 4, 6);
+    _tile_dpbf16ps(1, 4, 7);
+    _tile_loadd(5, a + 16 * 16, 64);
+    _tile_dpbf16ps(2, 5, 6);
+    _tile_dpbf16ps(3, 5, 7);
+    a += 32 * 16;
+    b += 16 * 2 * AMX_NR;
+  }
+  _tile_stored(0, c, ldb);
+  _tile_stored(1, c + 16, ldb);
+  _tile_stored(2, c + 16 * ldc, ldb);
+  _tile_stored(3, c + 16 * ldc + 16, ldb);
+}
+__attribute__((target("amx-tile"))) static void amx_tiles_begin(void) {
+  amx_cfg cfg;
+  memset(&cfg, 0, sizeof cfg);
+  cfg.palette = 1;
+  for (int t = 0; t < 8; t++) {
+    cfg.colsb[t] = 64;
+    cfg.rows[t] = 16;
+  }
+  /* ldtilecfg with the whole 64-byte block as the operand: GCC 12's _tile_loadconfig names only 8
+   * bytes of it, and the stores that fill it were dropped as dead at -O2 */
+  __asm__ volatile("ldtilecfg %0" : : "m"(cfg));
+}
+__attribute__((target("amx-tile"))) static void amx_tiles_end(void) { _tile_release(); }
+
+/* A[i0..i0+mc (a multiple of 32), pairs p0..p0+kp (a multiple of 16)) into panels of 32 rows:
+ * dst[panel][chunk][row][16 pair words], zero beyond M and K */
+static void amx_pack_a(const ct_fgemm *g, const uint16_t *A, int64_t i0, int64_t mc, int64_t p0, int64_t kp, uint32_t *dst) {
+  int64_t K = g->K, M = g->M, nch = kp / 16;
+  for (int64_t ip = 0; ip < mc; ip += AMX_MR) {
+    uint32_t *d = dst + ip * kp;
+    int64_t in = M - (i0 + ip) < AMX_MR ? M - (i0 + ip) : AMX_MR;
+    for (int64_t r = 0; r < AMX_MR; r++) {
+      const uint16_t *s = r < in ? A + (i0 + ip + r) * g->a_m : NULL;
+      for (int64_t ch = 0; ch < nch; ch++) {
+        uint32_t *o = d + (ch * AMX_MR + r) * 16;
+        int64_t k0 = 2 * (p0 + ch * 16); /* first k of the chunk */
+        if (!s || k0 >= K) {
+          memset(o, 0, 64);
+          continue;
+        }
+        if (g->a_k == 1 && k0 + 32 <= K) { /* 16 whole pairs, adjacent */
+          memcpy(o, s + k0, 64);
+          continue;
+        }
+        for (int64_t q = 0; q < 16; q++) {
+          int64_t k = k0 + 2 * q;
+          uint32_t lo = k < K ? s[k * g->a_k] : 0, hi = k + 1 < K ? s[(k + 1) * g->a_k] : 0;
+          o[q] = lo | hi << 16;
+        }
+      }
+    }
+  }
+}
+
+/* one rectangle [i0, i1) x [j0, j1) of batch b, as dp_rect with the AMX block */
+static int amx_rect(const ct_fgemm *g, int64_t b, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+  int64_t K = g->K, Kp = (K + 31) / 32 * 16; /* pairs, padded to whole chunks of 16 */
+  const uint16_t *A = (const uint16_t *)g->A + b * g->a_b, *B = (const uint16_t *)g->B + b * g->b_b;
+  const uint16_t *C0 = g->C0 ? (const uint16_t *)g->C0 + b * g->c0_b : NULL;
+  uint16_t *C = (uint16_t *)g->C + b * g->c_b;
+  int64_t ncmax = j1 - j0 < AMX_NC ? (j1 - j0 + AMX_NR - 1) / AMX_NR * AMX_NR : AMX_NC;
+  int64_t mcmax = i1 - i0 < AMX_MC ? (i1 - i0 + AMX_MR - 1) / AMX_MR * AMX_MR : AMX_MC;
+  int64_t kcmax = Kp <= AMX_KCP ? Kp : AMX_KCB; /* pairs per block, a multiple of 16 */
+  uint16_t *bp = ct_fast_buf_get((size_t)(ncmax / DP_NR * dp_pstride(Kp)) * 2);
+  uint32_t *ap = ct_fast_buf_get((size_t)(mcmax * kcmax) * 4);
+  float *ws = ct_fast_buf_get((size_t)(mcmax * ncmax) * 4);
+  int bad = !bp || !ap || !ws;
+  if (!bad) amx_tiles_begin();
+  for (int64_t jc = j0; jc < j1 && !bad; jc += AMX_NC) {
+    int64_t nc = j1 - jc < AMX_NC ? j1 - jc : AMX_NC, ncp = (nc + AMX_NR - 1) / AMX_NR * AMX_NR;
+    dp_pack_b(g, B, jc, ncp, Kp, bp);
+    for (int64_t ic = i0; ic < i1; ic += AMX_MC) {
+      int64_t mc = i1 - ic < AMX_MC ? i1 - ic : AMX_MC, mcp = (mc + AMX_MR - 1) / AMX_MR * AMX_MR;
+      for (int64_t pc = 0; pc < Kp; pc += kcmax) {
+        int64_t kc = Kp - pc < kcmax ? Kp - pc : kcmax;
+        amx_pack_a(g, A, ic, mcp, pc, kc, ap);
+        for (int64_t jr = 0; jr < ncp; jr += AMX_NR)
+          for (int64_t ir = 0; ir < mcp; ir += AMX_MR)
+            ukr_amx(kc / 16, ap + ir * kc, bp + jr / DP_NR * dp_pstride(Kp) + pc * 2 * AMX_NR, ws + ir * ncp + jr, ncp, pc > 0);
+      }
+      lp_write_back(g, ws, ncp, C, C0, ic, mc, jc, nc);
+    }
+  }
+  if (!bad) amx_tiles_end();
+  ct_fast_buf_put(bp);
+  ct_fast_buf_put(ap);
+  ct_fast_buf_put(ws);
+  return bad;
+}
+static ct_status amx_gemm(const ct_fgemm *g) { return split_gemm(g, AMX_MR, AMX_NR, amx_rect); }
+#else
+static bool have_amx(void) { return false; }
+static ct_status amx_gemm(const ct_fgemm *g) { return dp_gemm(g); }
+#endif
 #else
 #define DP_KERNEL 0
 #endif
 
 /* Whether the vdpbf16ps kernel takes g now (for tests and reports). */
-bool ct_fast_gemm_lowp_uses_dpbf16(ct_dtype dt) {
+static int lowp_path(ct_dtype dt) {
+  if (dt != CT_BFLOAT16) return LP_WIDEN;
+  int req = lowp_requested();
+  if (req == LP_WIDEN) return LP_WIDEN;
 #if DP_KERNEL
-  return dt == CT_BFLOAT16 && !lowp_widen_forced() && have_avx512bf16();
-#else
-  (void)dt;
-  return false;
+  if (req != LP_DP && have_amx()) return LP_AMX;
+  if (have_avx512bf16()) return LP_DP;
 #endif
+  return LP_WIDEN;
 }
+bool ct_fast_gemm_lowp_uses_dpbf16(ct_dtype dt) { return lowp_path(dt) == LP_DP; }
+bool ct_fast_gemm_lowp_uses_amx(ct_dtype dt) { return lowp_path(dt) == LP_AMX; }
 
 ct_status ct_fast_gemm_lowp(const ct_fgemm *g) {
   ct_dtype dt = g->dtype;
@@ -379,7 +599,11 @@ ct_status ct_fast_gemm_lowp(const ct_fgemm *g) {
   if (g->batch <= 0 || g->M <= 0 || g->N <= 0) return CT_OK;
   int64_t nb = g->batch, M = g->M, N = g->N, K = g->K;
 #if DP_KERNEL
-  if (K > 0 && ct_fast_gemm_lowp_uses_dpbf16(dt)) return dp_gemm(g);
+  if (K > 0) {
+    int path = lowp_path(dt);
+    if (path == LP_AMX) return amx_gemm(g);
+    if (path == LP_DP) return dp_gemm(g);
+  }
 #endif
   float *a = widen(dt, g->A, nb, g->a_b, g->a_m, g->a_k, M, K);
   float *b = widen(dt, g->B, nb, g->b_b, g->b_k, g->b_n, K, N);

@@ -21,7 +21,19 @@ typedef struct {
   int64_t c0_b, c0_m, c0_n;
   int64_t c_b, c_m, c_n;
   double alpha, beta;
+  /* optional: A already packed by ct_fast_gemm_pack_a (weights reused across calls, e.g. an eval
+   * conv's). Used instead of A when it was packed for this dtype, batch (or batch 1 with a_b 0),
+   * M and K with the micro-kernel active now; otherwise A is packed as usual. Same results. */
+  const struct ct_gemm_apack *A_packed;
 } ct_fgemm;
+
+/* g's A (every batch; one when a_b is 0) packed into the micro-kernel's panels, for later calls
+ * that set A_packed; NULL when out of memory (error set). Free with ct_fast_gemm_apack_free. */
+struct ct_gemm_apack *ct_fast_gemm_pack_a(const ct_fgemm *g);
+void ct_fast_gemm_apack_free(struct ct_gemm_apack *p);
+/* Whether a call g would use p (packed for its dtype, batch, M, K and the active micro-kernel). */
+bool ct_fast_gemm_apack_fits(const struct ct_gemm_apack *p, const ct_fgemm *g);
+size_t ct_fast_gemm_apack_bytes(const struct ct_gemm_apack *p);
 
 /* Whether the fast GEMM runs for this dtype now (fast kernels on, f32/f64). */
 bool ct_fast_gemm_wants(ct_dtype dt);

@@ -180,6 +180,22 @@ CT_TGT_AVX512 static void ukr_f32_avx512(int64_t kc, const float *a, const float
   }
   REP12(Z_STORE)
 }
+/* The same with A prefetched 16 k steps ahead, for an A packed once and kept (ct_fast_gemm_pack_a:
+ * the eval conv weight cache), which streams from L3 or memory where a freshly packed panel sits
+ * in L2: ResNet-18 224 b1's 7x7 512-channel convs 1.85 -> 1.69 ms at 1 thread. Same arithmetic. */
+CT_TGT_AVX512 static void ukr_f32_avx512_pfa(int64_t kc, const float *a, const float *b, float *c, int64_t ldc,
+                                             int acc) {
+  REP12(Z_INIT)
+  for (int64_t k = 0; k < kc; k++) {
+    __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16), t;
+    _mm_prefetch((const char *)(b + 32 * 8), _MM_HINT_T0);
+    _mm_prefetch((const char *)(a + 12 * 16), _MM_HINT_T0);
+    REP12(Z_ROW)
+    a += 12;
+    b += 32;
+  }
+  REP12(Z_STORE)
+}
 
 /* AVX-512 float64: 12 x 16 */
 #define ZD_INIT(r) __m512d c##r##0 = _mm512_setzero_pd(), c##r##1 = _mm512_setzero_pd();
@@ -398,6 +414,29 @@ CT_TGT_AVX2 static void tpanel_f64(double *dst, const double *src, int64_t sp, i
 #define HAVE_TPANEL 1
 #endif
 
+/* ---- prepacked A (ct_fast_gemm_pack_a): per batch, per KC block pc (of kc_j columns), the
+ * ceil(M / MR) panels of MR x kc_j that pack_ writes, so rows [ic, ic + mc) of block pc start at
+ * pc * Mp + ic * kc_j (Mp = M rounded up to MR; ic a multiple of MR, as every rectangle's). ---- */
+struct ct_gemm_apack {
+  ct_dtype dtype;
+  int64_t batch, M, K, mr, kc;
+  size_t per_batch; /* elements */
+  void *data;       /* 64-byte aligned */
+};
+/* the micro-kernel for a prepacked A (its prefetching twin where there is one) */
+static void *ukr_for_packed_a(void *u) {
+#if defined(__x86_64__)
+  if (u == (void *)ukr_f32_avx512) return (void *)ukr_f32_avx512_pfa;
+#endif
+  return u;
+}
+static const void *apack_base(const ct_fgemm *g, const kparams *p, int64_t b) {
+  const struct ct_gemm_apack *a = g->A_packed;
+  if (!a || a->dtype != g->dtype || a->M != g->M || a->K != g->K || a->mr != p->mr || a->kc != p->kc) return NULL;
+  if (a->batch == g->batch) return (const char *)a->data + (size_t)b * a->per_batch * ct_dtype_size(a->dtype);
+  return a->batch == 1 && g->a_b == 0 ? a->data : NULL;
+}
+
 #define DEFINE_DRIVER(T, SUF)                                                                                   \
   static void pack_##SUF(T *dst, const T *src0, int64_t sp, int64_t sk, int64_t n, int64_t kc, int P, bool vec) { \
     for (int64_t i = 0; i < n; i += P, dst += (int64_t)P * kc) {                                               \
@@ -484,7 +523,7 @@ CT_TGT_AVX2 static void tpanel_f64(double *dst, const double *src, int64_t sp, i
   static int rect_##SUF(const ct_fgemm *g, const kparams *p, int64_t b, int64_t i0, int64_t i1, int64_t j0,                              \
                         int64_t j1) {                                                                                                    \
     const int mr = p->mr, nr = p->nr;                                                                                                    \
-    const T *A = (const T *)g->A + b * g->a_b, *B = (const T *)g->B + b * g->b_b;                                                        \
+    const T *A = g->A ? (const T *)g->A + b * g->a_b : NULL, *B = (const T *)g->B + b * g->b_b; /* A: NULL when packed */            \
     const T *C0 = g->C0 ? (const T *)g->C0 + b * g->c0_b : NULL;                                                                         \
     T *C = (T *)g->C + b * g->c_b;                                                                                                       \
     const T beta = (T)g->beta;                                                                                                           \
@@ -499,7 +538,10 @@ CT_TGT_AVX2 static void tpanel_f64(double *dst, const double *src, int64_t sp, i
     int64_t mcmax = i1 - i0 < p->mc ? i1 - i0 : p->mc, ncmax = j1 - j0 < p->nc ? j1 - j0 : p->nc;                                        \
     mcmax = (mcmax + mr - 1) / mr * mr;                                                                                                  \
     ncmax = (ncmax + nr - 1) / nr * nr;                                                                                                  \
-    T *ap = buf_get(sizeof(T) * (size_t)(mcmax * kcmax));                                                                                \
+    const T *apk = (const T *)apack_base(g, p, b); /* prepacked A of this batch, or NULL */                                             \
+    kparams pka = *p;                                                                                                                    \
+    pka.ukr = ukr_for_packed_a(p->ukr);                                                                                                  \
+    T *ap = buf_get(sizeof(T) * (size_t)(apk ? 1 : mcmax * kcmax));                                                                      \
     T *bp = buf_get(sizeof(T) * (size_t)(ncmax * kcmax));                                                                                \
     if (!ap || !bp) {                                                                                                                    \
       buf_put(ap);                                                                                                                       \
@@ -513,8 +555,9 @@ CT_TGT_AVX2 static void tpanel_f64(double *dst, const double *src, int64_t sp, i
         pack_##SUF(bp, B + pc * g->b_k + jc * g->b_n, g->b_n, g->b_k, nc, kc, nr, p->vec);                                               \
         for (int64_t ic = i0; ic < i1; ic += p->mc) {                                                                                    \
           int64_t mc = i1 - ic < p->mc ? i1 - ic : p->mc;                                                                                \
-          pack_##SUF(ap, A + ic * g->a_m + pc * g->a_k, g->a_m, g->a_k, mc, kc, mr, p->vec);                                             \
-          block_##SUF(g, p, C, C0, ap, bp, ic, mc, jc, 0, nc, kc, pc == 0);                                                              \
+          const T *apu = apk ? apk + pc * ((g->M + mr - 1) / mr * mr) + ic * kc : ap; /* ic: a multiple of MR */                        \
+          if (!apk) pack_##SUF(ap, A + ic * g->a_m + pc * g->a_k, g->a_m, g->a_k, mc, kc, mr, p->vec);                                   \
+          block_##SUF(g, apk ? &pka : p, C, C0, apu, bp, ic, mc, jc, 0, nc, kc, pc == 0);                                                \
         }                                                                                                                                \
       }                                                                                                                                  \
     }                                                                                                                                    \
@@ -541,6 +584,53 @@ CT_TGT_AVX2 static void tpanel_f64(double *dst, const double *src, int64_t sp, i
 #endif
 DEFINE_DRIVER(float, f32)
 DEFINE_DRIVER(double, f64)
+
+struct ct_gemm_apack *ct_fast_gemm_pack_a(const ct_fgemm *g) {
+  if (!g || (g->dtype != CT_FLOAT32 && g->dtype != CT_FLOAT64) || g->batch <= 0 || g->M <= 0 || g->K <= 0) {
+    ct_set_error(CT_ERR_VALUE, "gemm pack: unsupported operand");
+    return NULL;
+  }
+  kparams p = params_for(g->dtype);
+  int64_t nb = g->a_b == 0 ? 1 : g->batch, Mp = (g->M + p.mr - 1) / p.mr * p.mr;
+  size_t es = ct_dtype_size(g->dtype);
+  struct ct_gemm_apack *a = calloc(1, sizeof *a);
+  int64_t per = 0, bytes = 0;
+  if (!a || !ct_mul_ok(Mp, g->K, &per) || !ct_mul_ok(per, nb * (int64_t)es, &bytes) ||
+      posix_memalign(&a->data, 64, (size_t)(per * nb) * es) != 0) {
+    free(a);
+    ct_set_error(CT_ERR_OOM, "CPU out of memory: packed GEMM operand");
+    return NULL;
+  }
+  a->dtype = g->dtype, a->batch = nb, a->M = g->M, a->K = g->K, a->mr = p.mr, a->kc = p.kc;
+  a->per_batch = (size_t)per;
+  for (int64_t b = 0; b < nb; b++)
+    for (int64_t pc = 0; pc < g->K; pc += p.kc) {
+      int64_t kc = g->K - pc < p.kc ? g->K - pc : p.kc;
+      size_t off = (size_t)(b * per + pc * Mp);
+      if (g->dtype == CT_FLOAT32)
+        pack_f32((float *)a->data + off, (const float *)g->A + b * g->a_b + pc * g->a_k, g->a_m, g->a_k, g->M, kc,
+                 (int)p.mr, p.vec);
+      else
+        pack_f64((double *)a->data + off, (const double *)g->A + b * g->a_b + pc * g->a_k, g->a_m, g->a_k, g->M, kc,
+                 (int)p.mr, p.vec);
+    }
+  return a;
+}
+void ct_fast_gemm_apack_free(struct ct_gemm_apack *a) {
+  if (!a) return;
+  free(a->data);
+  free(a);
+}
+bool ct_fast_gemm_apack_fits(const struct ct_gemm_apack *a, const ct_fgemm *g) {
+  if (!a || !g || (g->dtype != CT_FLOAT32 && g->dtype != CT_FLOAT64)) return false;
+  ct_fgemm h = *g;
+  h.A_packed = a;
+  kparams p = params_for(g->dtype);
+  return apack_base(&h, &p, 0) != NULL;
+}
+size_t ct_fast_gemm_apack_bytes(const struct ct_gemm_apack *a) {
+  return a ? a->per_batch * (size_t)a->batch * ct_dtype_size(a->dtype) : 0;
+}
 
 /* ---- 2+ threads on one large product: B packed once and shared ----
  * The rectangle split above packs B once per row of rectangles (and A once per column), so at 2
@@ -791,7 +881,7 @@ ct_status ct_fast_gemm(const ct_fgemm *g) {
   x.p = params_for(g->dtype);
   double flops = 2.0 * (double)g->batch * (double)g->M * (double)g->N * (double)(g->K + 1);
   int nt = ct_get_num_threads();
-  if (nt > 1 && g->batch == 1 && g->K > 0 && flops >= 4e6 && coop_enabled()) {
+  if (nt > 1 && g->batch == 1 && g->K > 0 && flops >= 4e6 && !g->A_packed && coop_enabled()) {
     int r = coop_gemm(g, &x.p, nt);
     if (r < 0) return CT_ERR(CT_ERR_OOM, "gemm: out of memory for packing buffers");
     if (r == 0) return CT_OK;

@@ -332,6 +332,39 @@ DEFINE_RUN(double, f64)
 
 /* im2col (fill col from x) and col2im (add col into x) for one element type; tasks are
  * (sample, channel) planes, so col2im's tasks never write the same element. */
+/* d[j] = s[2 j] for j in [lo, hi): one float32 row of a stride-2 im2col, 4 at a time on x86-64 (SSE
+ * shufps of the even lanes of two 4-float loads; the scalar loop it replaces was ~25% of ResNet's
+ * stride-2 3x3 forward at 16, 8 and 4 outputs a row). avail = floats readable from s (to the end of
+ * x's plane): a vector reads s[2 j] .. s[2 j + 7]. A copy, so the same bits. */
+#if defined(__x86_64__)
+#include <xmmintrin.h>
+#endif
+static inline void gather_s2_f32(float *restrict d, const float *restrict s, int64_t lo, int64_t hi, int64_t avail) {
+  int64_t j = lo;
+#if defined(__x86_64__)
+  for (; j + 4 <= hi && 2 * j + 8 <= avail; j += 4)
+    _mm_storeu_ps(d + j, _mm_shuffle_ps(_mm_loadu_ps(s + 2 * j), _mm_loadu_ps(s + 2 * j + 4), _MM_SHUFFLE(2, 0, 2, 0)));
+#endif
+  for (; j < hi; j++) d[j] = s[2 * j];
+}
+/* d[2 j] += s[j] for j in [lo, hi): col2im's row of a stride-2 conv, 4 at a time on x86-64 (the even lanes of
+ * two 4-float windows of d get the sums, the odd lanes are written back unchanged; the same float adds as the
+ * scalar loop, so the same bits; a (sample, channel) plane belongs to one task). avail = floats from d to the
+ * end of x's plane: a vector touches d[2 j] .. d[2 j + 7]. */
+static inline void scatter_add_s2_f32(float *d, const float *restrict s, int64_t lo, int64_t hi, int64_t avail) {
+  int64_t j = lo;
+#if defined(__x86_64__)
+  for (; j + 4 <= hi && 2 * j + 8 <= avail; j += 4) {
+    __m128 a = _mm_loadu_ps(d + 2 * j), b = _mm_loadu_ps(d + 2 * j + 4);
+    __m128 ev = _mm_add_ps(_mm_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0)), _mm_loadu_ps(s + j));
+    __m128 od = _mm_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1));
+    _mm_storeu_ps(d + 2 * j, _mm_unpacklo_ps(ev, od));
+    _mm_storeu_ps(d + 2 * j + 4, _mm_unpackhi_ps(ev, od));
+  }
+#endif
+  for (; j < hi; j++) d[2 * j] += s[j];
+}
+
 #define DEFINE_COLS(T, SUF)                                                                       \
   static void im2col_##SUF(const fx_ctx *q, int64_t begin, int64_t end) {                          \
     const ct_conv_geom *g = q->g;                                                                     \
@@ -363,7 +396,10 @@ DEFINE_RUN(double, f64)
               }                                                                                    \
               const T *src = xp + ih * IW + off;                                                   \
               for (int64_t ow = 0; ow < lo; ow++) d[ow] = 0;                                       \
-              for (int64_t ow = lo; ow < hi; ow++) d[ow] = src[ow * sw];                           \
+              if (sizeof(T) == sizeof(float) && sw == 2) /* vector gather, s9 */                    \
+                gather_s2_f32((float *)d, (const float *)src, lo, hi, g->insp - (ih * IW + off));    \
+              else                                                                                 \
+                for (int64_t ow = lo; ow < hi; ow++) d[ow] = src[ow * sw];                         \
               for (int64_t ow = hi; ow < OW; ow++) d[ow] = 0;                                      \
             }                                                                                      \
           }                                                                                        \
@@ -424,6 +460,9 @@ DEFINE_RUN(double, f64)
               if (id < 0 || id >= g->in[0] || ih < 0 || ih >= g->in[1]) continue;                  \
               T *dst = xp + (id * g->in[1] + ih) * g->in[2];                                       \
               if (sw == 1) add_row_##SUF(dst + lo + off, src + lo, hi - lo);                       \
+              else if (sizeof(T) == sizeof(float) && sw == 2)                                      \
+                scatter_add_s2_f32((float *)dst + off, (const float *)src, lo, hi,                 \
+                                   g->insp - ((id * g->in[1] + ih) * g->in[2] + off));             \
               else                                                                                 \
                 for (int64_t ow = lo; ow < hi; ow++) dst[ow * sw + off] += src[ow];                \
             }                                                                                      \
@@ -501,10 +540,10 @@ static void run_bias(fx_ctx *q, char *out, const char *bias, int64_t n, int64_t 
   ct_parallel_for(n * planes, plane_grain(sp), bias_range, q);
 }
 
-/* One GEMM call (batch over groups or samples); offsets in elements. */
-static ct_status gemm_call(ct_dtype dt, int64_t batch, int64_t M, int64_t N, int64_t K, const void *A, int64_t a_b,
-                           int64_t a_m, int64_t a_k, const void *B, int64_t b_b, int64_t b_k, int64_t b_n, void *C,
-                           int64_t c_b, int64_t c_m, bool accumulate) {
+/* One GEMM call (batch over groups or samples); offsets in elements. apk: A prepacked (or NULL). */
+static ct_fgemm gemm_desc(ct_dtype dt, int64_t batch, int64_t M, int64_t N, int64_t K, const void *A, int64_t a_b,
+                          int64_t a_m, int64_t a_k, const void *B, int64_t b_b, int64_t b_k, int64_t b_n, void *C,
+                          int64_t c_b, int64_t c_m, bool accumulate) {
   ct_fgemm f;
   memset(&f, 0, sizeof f);
   f.dtype = dt;
@@ -514,7 +553,19 @@ static ct_status gemm_call(ct_dtype dt, int64_t batch, int64_t M, int64_t N, int
   f.C = C, f.c_b = c_b, f.c_m = c_m, f.c_n = 1;
   f.alpha = 1.0;
   if (accumulate) f.C0 = C, f.c0_b = c_b, f.c0_m = c_m, f.c0_n = 1, f.beta = 1.0;
+  return f;
+}
+static ct_status gemm_call_pk(const struct ct_gemm_apack *apk, ct_dtype dt, int64_t batch, int64_t M, int64_t N,
+                              int64_t K, const void *A, int64_t a_b, int64_t a_m, int64_t a_k, const void *B, int64_t b_b,
+                              int64_t b_k, int64_t b_n, void *C, int64_t c_b, int64_t c_m, bool accumulate) {
+  ct_fgemm f = gemm_desc(dt, batch, M, N, K, A, a_b, a_m, a_k, B, b_b, b_k, b_n, C, c_b, c_m, accumulate);
+  f.A_packed = apk;
   return ct_fast_gemm(&f);
+}
+static ct_status gemm_call(ct_dtype dt, int64_t batch, int64_t M, int64_t N, int64_t K, const void *A, int64_t a_b,
+                           int64_t a_m, int64_t a_k, const void *B, int64_t b_b, int64_t b_k, int64_t b_n, void *C,
+                           int64_t c_b, int64_t c_m, bool accumulate) {
+  return gemm_call_pk(NULL, dt, batch, M, N, K, A, a_b, a_m, a_k, B, b_b, b_k, b_n, C, c_b, c_m, accumulate);
 }
 
 /* t's elements as a contiguous dt array: t's own memory when it already is one, else a copy
@@ -545,6 +596,107 @@ static void *ws_get(int64_t elems, size_t es) {
 
 #define EL(p, off) ((char *)(p) + (size_t)(off) * es) /* element offset into a byte pointer */
 
+/* ---- eval weight cache ----
+ * A Conv2d module in eval mode (src/nn/layers.c) lends its forward conv a cache slot
+ * (ct_conv_wcache_use); the float32/float64 one-group forward then keeps its weight packed for the
+ * GEMM (the A operand of the im2col and 1x1 paths: [O, C k] row-major, the same for both) and, for
+ * Winograd, the transformed weight U packed for its 16 GEMMs, instead of packing (and transforming)
+ * the weight on every call: ResNet-18 224 batch 1 spent ~14% of its forward CPU time packing weights.
+ * An entry is reused only while the weight is the same: same storage (retained by the entry, so its
+ * address cannot be reused), element pointer, dtype, shape and version counter, no in-place write
+ * through a `.data` alias anywhere since (ct_alias_write_epoch), and never for a storage whose
+ * address was handed out (raw_exposed: writes through it bump no counter); the same 64 sampled
+ * elements are checked too, as a guard for writes the library itself might make without a bump. Results equal the uncached path's bit for bit
+ * (the same packed panels). CT_CONV_WEIGHT_CACHE=0 or ct_conv_set_weight_cache(0) turns it off. */
+struct ct_conv_wcache {
+  ct_storage *st;
+  const char *data;
+  uint64_t version, epoch, sample;
+  ct_dtype dt;
+  int64_t O, C, k[3];
+  struct ct_gemm_apack *pk[2]; /* [0] weight as the GEMM's A, [1] Winograd's U */
+};
+static _Thread_local ct_conv_wcache **wc_slot;
+static int wc_mode = -1;
+void ct_conv_set_weight_cache(int on) { wc_mode = on < 0 ? -1 : on ? 1 : 0; }
+static bool wc_enabled(void) {
+  static int env = -1;
+  if (wc_mode >= 0) return wc_mode;
+  if (env < 0) {
+    const char *e = getenv("CT_CONV_WEIGHT_CACHE");
+    env = e && *e == '0' ? 0 : 1;
+  }
+  return env;
+}
+ct_conv_wcache **ct_conv_wcache_use(ct_conv_wcache **slot) {
+  ct_conv_wcache **prev = wc_slot;
+  wc_slot = slot;
+  return prev;
+}
+void ct_conv_wcache_free(ct_conv_wcache *c) {
+  if (!c) return;
+  ct_fast_gemm_apack_free(c->pk[0]);
+  ct_fast_gemm_apack_free(c->pk[1]);
+  if (c->st) ct_storage_release(c->st);
+  free(c);
+}
+size_t ct_conv_wcache_bytes(const ct_conv_wcache *c) {
+  return c ? ct_fast_gemm_apack_bytes(c->pk[0]) + ct_fast_gemm_apack_bytes(c->pk[1]) : 0;
+}
+/* FNV-1a over 64 elements spread over the weight's n elements (all of them when fewer) */
+static uint64_t wc_sample(const char *p, int64_t n, size_t es) {
+  uint64_t h = 1469598103934665603ull;
+  int64_t cnt = n < 64 ? n : 64;
+  for (int64_t i = 0; i < cnt; i++) {
+    const unsigned char *e = (const unsigned char *)p + (size_t)(cnt == n ? i : i * (n - 1) / 63) * es;
+    for (size_t b = 0; b < es; b++) h = (h ^ e[b]) * 1099511628211ull;
+  }
+  return h;
+}
+/* The cache entry of the weight wt (contiguous, dtype dt) of the forward conv g, from the slot
+ * lent by the module (emptied and refilled when the weight changed); NULL: no cache for this call. */
+static ct_conv_wcache *wc_get(const ct_tensor *wt, const ct_conv_geom *g, ct_dtype dt) {
+  /* a weight whose address was handed out (ct_data_ptr, numpy, external memory) can change with no
+   * counter moving: never cached (the 64-element sample below would miss a write to a few elements) */
+  if (!wc_slot || !wc_enabled() || g->G != 1 || wt->dtype != dt || !ct_is_contiguous(wt) || !wt->storage->data ||
+      wt->storage->raw_exposed)
+    return NULL;
+  ct_conv_wcache *c = *wc_slot;
+  const char *data = ct_cpu_ptr(wt);
+  uint64_t ver = *ct_vptr(wt), ep = __atomic_load_n(&ct_alias_write_epoch, __ATOMIC_RELAXED);
+  int64_t n = g->O * g->C * g->ksp;
+  uint64_t smp = wc_sample(data, n, ct_dtype_size(dt));
+  if (c && c->st == wt->storage && c->data == data && c->version == ver && c->epoch == ep && c->sample == smp &&
+      c->dt == dt && c->O == g->O && c->C == g->C && !memcmp(c->k, g->k, sizeof c->k))
+    return c;
+  ct_conv_wcache_free(c);
+  *wc_slot = c = calloc(1, sizeof *c);
+  if (!c) return NULL; /* uncached */
+  c->st = wt->storage;
+  ct_storage_retain(c->st);
+  c->data = data, c->version = ver, c->epoch = ep, c->sample = smp, c->dt = dt, c->O = g->O, c->C = g->C;
+  memcpy(c->k, g->k, sizeof c->k);
+  return c;
+}
+/* The entry's packing of A for the GEMM f (built on first use); NULL: pack per call (out of memory,
+ * or the packing no longer fits, e.g. another micro-kernel forced since). */
+static const struct ct_gemm_apack *wc_pack(ct_conv_wcache *c, int i, const ct_fgemm *f) {
+  if (!c) return NULL;
+  if (c->pk[i] && !ct_fast_gemm_apack_fits(c->pk[i], f)) {
+    ct_fast_gemm_apack_free(c->pk[i]);
+    c->pk[i] = NULL;
+  }
+  if (!c->pk[i]) {
+    c->pk[i] = ct_fast_gemm_pack_a(f);
+    if (!c->pk[i]) ct_clear_error();
+  }
+  return c->pk[i];
+}
+
+/* ---- eval epilogue (conv_fast.h) ---- */
+static _Thread_local ct_conv_epilogue *ep_slot;
+void ct_conv_epilogue_use(ct_conv_epilogue *ep) { ep_slot = ep; }
+
 /* ======================================================================================
  * Winograd F(2x2, 3x3) for float32 3x3 convolutions with stride 1, dilation 1 and one group
  * (every ResNet 3x3/1 layer, forward and, as the flipped-kernel forward conv, input gradient):
@@ -565,26 +717,52 @@ static void *ws_get(int64_t elems, size_t es) {
 /* V + M of one chunk (at least one sample): 1 MiB of float32, so that the GEMM reads V from L2
  * (8 MiB chunks measured ~40% slower on ResNet's 32x32 layer) */
 #define WINO_MAX_ELEMS ((int64_t)1 << 18)
+#define WINO_MIN_T 128 /* tiles per chunk at least (wino_scratch) */
 
-/* g is a forward conv (x [N, C, in], w [O, C, 3, 3]) Winograd can run; padding any. */
-static bool wino_eligible(const ct_conv_geom *g, ct_dtype dt) {
+/* g's shape is one Winograd F(2x2, 3x3) can run: float32, one group, 3x3, stride and dilation 1. */
+static bool wino_shape_ok(const ct_conv_geom *g, ct_dtype dt) {
   if (dt != CT_FLOAT32 || g->G != 1 || g->C < WINO_MIN_CH || g->O < WINO_MIN_CH) return false;
   if (g->k[0] != 1 || g->in[0] != 1 || g->k[1] != 3 || g->k[2] != 3) return false; /* 2-d, 3x3 */
   for (int i = 1; i < 3; i++)
     if (g->s[i] != 1 || g->d[i] != 1 || g->p[i] > 2 || g->out[i] < 1) return false;
+  return true;
+}
+/* g is a forward conv (x [N, C, in], w [O, C, 3, 3]) Winograd can run; padding any. */
+static bool wino_eligible(const ct_conv_geom *g, ct_dtype dt) {
+  if (!wino_shape_ok(g, dt)) return false;
   /* The weight transform writes 16 O C floats per call. With the transforms vectorised and the
    * planes' strides padded (wino_ld), Winograd measured faster than im2col from (C + O) / 2 tiles:
    * ResNet-18 CIFAR's 8x8 layers at batch 16 (256 tiles, C + O = 512) forward 9.7 -> 7.4 ms and
    * input gradient 10.5 -> 7.8 ms of CPU at 1 thread; its 4x4 layers (64 tiles, C + O = 1024)
-   * were slower (10.9 -> 12.4 ms) and stay on im2col (bench/bench_conv_cifar.py); (C + O) / 4
-   * would switch those at batch 64, which was not measured. */
+   * were slower (10.9 -> 12.4 ms) and stay on im2col (bench/bench_conv_cifar.py). From (C + O) / 4
+   * tiles (session 9, with chunks of >= WINO_MIN_T tiles, wino_scratch): the 4x4 512-channel layers
+   * at batch 64 (256 tiles) and 224x224's 7x7 ones at batch 16 take Winograd; ResNet-18 CIFAR b64
+   * step at 1 thread, CPU of all convs (fwd / input grad / weight grad) 418 / 417 / 475 ->
+   * 388 / 402 / 435 ms and 429 / 432 / 499 -> 376 / 389 / 421 (bench/results/s9_step.md). */
   int64_t tiles = g->N * ((g->out[1] + 1) / 2) * ((g->out[2] + 1) / 2);
 #if defined(__wasm_simd128__)
   /* WebAssembly: the GEMM (no FMA, 4-wide) costs more against the transforms than on x86, so
    * Winograd pays from fewer tiles (ResNet-18 batch 1's 28x28 .. 7x7 layers: 196 .. 16 tiles) */
   return tiles >= WINO_WASM_MIN_TILES;
 #else
-  return 2 * tiles >= g->C + g->O;
+  return 4 * tiles >= g->C + g->O;
+#endif
+}
+
+/* The forward and the weight gradient take Winograd from fewer tiles than the input gradient
+ * (which adds a flip of the weights): from 64 tiles and (C + O) / 16. Measured (session 9, 1 thread,
+ * CPU per call, conv2d then backward with only w requiring grad, interleaved A/B): ResNet-18 CIFAR's
+ * 4x4 512-channel layer at batch 16 (64 tiles) forward 8.9-10.0 -> 8.0-10.1 ms, weight gradient
+ * 9.9-11.0 -> 7.4-9.2 ms; the weight gradient alone on Winograd (forward on im2col) did not gain
+ * (10.8-11.2 both), nor did the input gradient (11.3 -> 14.6-17.8 ms: the flip and the 16 MiB U);
+ * the weight gradient at 16 tiles (4x4, batch 4) was slower, 3.6 -> 5.4 ms. */
+static bool wino_fwd_wgrad_pays(const ct_conv_geom *g, ct_dtype dt) {
+#if defined(__wasm_simd128__)
+  (void)g, (void)dt;
+  return false; /* not measured there: wino_eligible's rule alone */
+#else
+  int64_t tiles = g->N * ((g->out[1] + 1) / 2) * ((g->out[2] + 1) / 2);
+  return wino_shape_ok(g, dt) && tiles >= 64 && 16 * tiles >= g->C + g->O;
 #endif
 }
 
@@ -595,6 +773,8 @@ typedef struct {
   int64_t n0, T, TH, TW; /* chunk's first sample, tiles in the chunk, tiles per sample along H, W */
   int failed;            /* a task could not get its scratch */
   int64_t uld, vld, mld; /* distance between two of the 16 planes of U, V, M (wino_ld) */
+  const ct_conv_epilogue *ep; /* forward: applied to each output row (or NULL) */
+  bool wflip; /* w is the original conv's [C, O, 3, 3] weight: read flipped (bwd_input_flipped) */
 } wino_ctx;
 
 /* Plane stride for n floats per plane: n rounded up to 16 floats (64 B), plus 16 when that is a
@@ -604,29 +784,6 @@ typedef struct {
 static int64_t wino_ld(int64_t n) {
   int64_t ld = (n + 15) / 16 * 16;
   return ld % 256 == 0 ? ld + 16 : ld;
-}
-
-/* tasks (o, c): U[e, o, c] = (G g G^T)[e] */
-static void wino_wt_range(void *vq, int64_t begin, int64_t end) {
-  wino_ctx *q = vq;
-  int64_t OC = q->uld;
-  for (int64_t t = begin; t < end; t++) {
-    const float *k = q->w + t * 9;
-    float a[4][3];
-    for (int j = 0; j < 3; j++) {
-      a[0][j] = k[j];
-      a[1][j] = 0.5f * (k[j] + k[3 + j] + k[6 + j]);
-      a[2][j] = 0.5f * (k[j] - k[3 + j] + k[6 + j]);
-      a[3][j] = k[6 + j];
-    }
-    for (int i = 0; i < 4; i++) {
-      float *u = q->U + (int64_t)(i * 4) * OC + t;
-      u[0] = a[i][0];
-      u[OC] = 0.5f * (a[i][0] + a[i][1] + a[i][2]);
-      u[2 * OC] = 0.5f * (a[i][0] - a[i][1] + a[i][2]);
-      u[3 * OC] = a[i][2];
-    }
-  }
 }
 
 /* Scratch of one transform task: 8 rows of PW = 2 TW + 2 floats, or NULL (q->failed set). */
@@ -644,6 +801,138 @@ typedef float wino_v8 __attribute__((vector_size(32), aligned(4), may_alias));
 #define V8ST(p, v) (*(wino_v8 *)(void *)(p) = (v))
 #define V8EVEN(a, b) __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14)
 #define V8ODD(a, b) __builtin_shufflevector(a, b, 1, 3, 5, 7, 9, 11, 13, 15)
+
+/* U[., t] of one kernel k (t = o C + c): the weight transform G k G^T, scalar. */
+static void wino_wt1(float *U, int64_t OC, int64_t t, const float k[9]) {
+  float a[4][3];
+  for (int j = 0; j < 3; j++) {
+    a[0][j] = k[j];
+    a[1][j] = 0.5f * (k[j] + k[3 + j] + k[6 + j]);
+    a[2][j] = 0.5f * (k[j] - k[3 + j] + k[6 + j]);
+    a[3][j] = k[6 + j];
+  }
+  for (int i = 0; i < 4; i++) {
+    float *u = U + (int64_t)(i * 4) * OC + t;
+    u[0] = a[i][0];
+    u[OC] = 0.5f * (a[i][0] + a[i][1] + a[i][2]);
+    u[2 * OC] = 0.5f * (a[i][0] - a[i][1] + a[i][2]);
+    u[3 * OC] = a[i][2];
+  }
+}
+
+/* U[., t .. t + 7] of 8 kernels, kt[j][l] = tap j of kernel l: wino_wt1's operations in its order as
+ * 8-wide vectors (the same bits), one 8-float store per plane instead of 8 scattered ones. */
+static void wino_wt8(float *U, int64_t OC, int64_t t, float kt[9][8]) {
+  wino_v8 a[4][3];
+  for (int j = 0; j < 3; j++) {
+    wino_v8 k0 = V8LD(kt[j]), k1 = V8LD(kt[3 + j]), k2 = V8LD(kt[6 + j]);
+    a[0][j] = k0;
+    a[1][j] = 0.5f * (k0 + k1 + k2);
+    a[2][j] = 0.5f * (k0 - k1 + k2);
+    a[3][j] = k2;
+  }
+  for (int i = 0; i < 4; i++) {
+    float *u = U + (int64_t)(i * 4) * OC + t;
+    V8ST(u, a[i][0]);
+    V8ST(u + OC, 0.5f * (a[i][0] + a[i][1] + a[i][2]));
+    V8ST(u + 2 * OC, 0.5f * (a[i][0] - a[i][1] + a[i][2]));
+    V8ST(u + 3 * OC, a[i][2]);
+  }
+}
+
+/* tasks (o, c): U[e, o, c] = (G g G^T)[e], 8 tasks at a time (session 9: the scalar loop's scattered
+ * stores to the 16 planes). */
+static void wino_wt_range(void *vq, int64_t begin, int64_t end) {
+  wino_ctx *q = vq;
+  int64_t t = begin;
+  for (; t + 8 <= end; t += 8) {
+    float kt[9][8];
+    for (int l = 0; l < 8; l++)
+      for (int j = 0; j < 9; j++) kt[j][l] = q->w[(t + l) * 9 + j];
+    wino_wt8(q->U, q->uld, t, kt);
+  }
+  for (; t < end; t++) wino_wt1(q->U, q->uld, t, q->w + t * 9);
+}
+
+/* q->wflip (bwd_input_flipped): w is the original conv's [C, O, 3, 3] weight (g->C = O, g->O = C here)
+ * and U is built from its kernels turned 180 degrees with the channel axes swapped, in blocks of 8
+ * output x 8 input channels of g: each block reads 8 runs of 8 adjacent kernels of w (reading one
+ * kernel per task, at a stride of g->O kernels, missed L1 on every read: 18% of the CPU of ResNet-18
+ * CIFAR's 4x4 512-channel forward + input gradient at batch 64 went to those reads). Tasks: blocks of
+ * 8 output channels of g. */
+static void wino_wtf_range(void *vq, int64_t begin, int64_t end) {
+  wino_ctx *q = vq;
+  const int64_t C = q->g->C, O = q->g->O;
+  for (int64_t ob = begin; ob < end; ob++) {
+    int64_t o0 = ob * 8, no = O - o0 < 8 ? O - o0 : 8;
+    for (int64_t c0 = 0; c0 < C; c0 += 8) {
+      int64_t nc = C - c0 < 8 ? C - c0 : 8;
+      float kt[8][9][8]; /* [o - o0][tap][c - c0] */
+      for (int64_t l = 0; l < nc; l++) {
+        const float *src = q->w + ((c0 + l) * O + o0) * 9; /* no kernels of w, adjacent */
+        for (int64_t oo = 0; oo < no; oo++)
+          for (int j = 0; j < 9; j++) kt[oo][j][l] = src[oo * 9 + 8 - j];
+      }
+      for (int64_t oo = 0; oo < no; oo++) {
+        int64_t t = (o0 + oo) * C + c0;
+        if (nc == 8) {
+          wino_wt8(q->U, q->uld, t, kt[oo]);
+        } else {
+          for (int64_t l = 0; l < nc; l++) {
+            float k[9];
+            for (int j = 0; j < 9; j++) k[j] = kt[oo][j][l];
+            wino_wt1(q->U, q->uld, t + l, k);
+          }
+        }
+      }
+    }
+  }
+}
+
+/* The eval epilogue (conv_fast.h) on one row: d[i] = relu?(((s[i] - m) * sc + b) + r[i]) (r NULL: no
+ * add; d may be s), 8 at a time, the batch norm kernel's expression (kernels_bn.c), then the add's and
+ * the relu's (x <= 0 ? 0 : x). Inlined into the AVX2 clones below as the batch norm's own clone is,
+ * so a compiler that contracts a * b + c into an FMA there (clang) does it on both sides. */
+typedef int32_t wino_i8 __attribute__((vector_size(32), aligned(4), may_alias));
+static inline void ep_row(float *d, const float *s, int64_t n, float m, float sc, float b, const float *r, bool relu) {
+  const wino_v8 vm = (wino_v8){0} + m, vs = (wino_v8){0} + sc, vb = (wino_v8){0} + b;
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    wino_v8 v = (V8LD(s + i) - vm) * vs + vb;
+    if (r) v = v + V8LD(r + i);
+    if (relu) v = (wino_v8)((wino_i8)v & ~(wino_i8)(v <= (wino_v8){0}));
+    V8ST(d + i, v);
+  }
+  for (; i < n; i++) {
+    float v = (s[i] - m) * sc + b;
+    if (r) v = v + r[i];
+    d[i] = relu ? (v <= 0 ? 0.0f : v) : v;
+  }
+}
+typedef struct {
+  const ct_conv_epilogue *ep;
+  float *y;
+  int64_t O, sp;
+} ep_ctx;
+#define DEFINE_EP(SUF, ATTR)                                                                          \
+  ATTR static void ep_##SUF(const ep_ctx *q, int64_t begin, int64_t end) {                           \
+    for (int64_t t = begin; t < end; t++) {                                                           \
+      int64_t o = t % q->O;                                                                           \
+      ep_row(q->y + t * q->sp, q->y + t * q->sp, q->sp, q->ep->m[o], q->ep->sc[o], q->ep->b[o],       \
+             q->ep->res ? q->ep->res + t * q->sp : NULL, q->ep->relu);                                \
+    }                                                                                                 \
+  }
+DEFINE_EP(port, )
+#if defined(__x86_64__)
+DEFINE_EP(avx2, __attribute__((target("avx2,fma"))))
+#endif
+static void ep_range(void *vq, int64_t begin, int64_t end) {
+#if defined(__x86_64__)
+  if (ct_simd_active() >= CT_SIMD_AVX2) ep_avx2(vq, begin, end);
+  else
+#endif
+    ep_port(vq, begin, end);
+}
 
 /* Input transform, tasks (sample s, channel c): V[., c, s * tiles + tile] = B^T d B of every tile.
  * Per row of tiles: the 4 input rows zero-padded into scratch (no bounds tests after), B^T down the
@@ -751,6 +1040,14 @@ typedef float wino_v8 __attribute__((vector_size(32), aligned(4), may_alias));
           y1[2 * tw] = a1[0] + a1[1] + a1[2];                                                            \
           y1[2 * tw + 1] = a1[1] - a1[2] - a1[3];                                                        \
         }                                                                                                \
+        const ct_conv_epilogue *ep = q->ep;                                                              \
+        if (ep) {                                                                                        \
+          const float *r = ep->res ? ep->res + ((q->n0 + s) * O + o) * OH * OW + 2 * th * OW : NULL;     \
+          ep_row(yp + 2 * th * OW, y0, OW, ep->m[o], ep->sc[o], ep->b[o], r, ep->relu);                  \
+          if (2 * th + 1 < OH)                                                                           \
+            ep_row(yp + (2 * th + 1) * OW, y1, OW, ep->m[o], ep->sc[o], ep->b[o], r ? r + OW : NULL, ep->relu); \
+          continue;                                                                                      \
+        }                                                                                                \
         memcpy(yp + 2 * th * OW, y0, sizeof(float) * (size_t)OW);                                        \
         if (2 * th + 1 < OH) memcpy(yp + (2 * th + 1) * OW, y1, sizeof(float) * (size_t)OW);             \
       }                                                                                                  \
@@ -790,34 +1087,60 @@ static void wino_out_range(void *vq, int64_t begin, int64_t end) {
 /* The samples per chunk (V and M of a chunk within max_elems floats, or the test's budget) and
  * q's scratch: U [16, O*C], V [16, C*nb*tiles], M [16, O*nb*tiles]; 0 when out of memory (q's
  * buffers are given back by the caller either way). */
-static int64_t wino_scratch(wino_ctx *q, int64_t max_elems) {
+static int64_t wino_scratch(wino_ctx *q, int64_t max_elems, bool no_u) {
   const ct_conv_geom *g = q->g;
   int64_t C = g->C, O = g->O, tps = q->TH * q->TW, per = 16 * (C + O) * tps;
   int64_t budget = conv_col_budget > 0 ? conv_col_budget : max_elems, nb = budget / per;
+  /* at least WINO_MIN_T tiles per chunk (the GEMM's N): every chunk re-reads all of U, 16 O C
+   * floats (16 MiB at 512 channels), against 2 x 16 O C T flops (session 9: ResNet-18 CIFAR's
+   * 8x8 layers at b16 ran 2 samples = 32 tiles per chunk, its 4x4 ones at b64 4 = 16 tiles) */
+  if (conv_col_budget == 0 && nb * tps < WINO_MIN_T) nb = (WINO_MIN_T + tps - 1) / tps;
   if (nb < 1) nb = 1;
   if (nb > g->N) nb = g->N;
   q->uld = wino_ld(O * C);
-  q->U = ws_get(16 * q->uld, sizeof(float));
-  q->V = q->U ? ws_get(16 * wino_ld(C * nb * tps), sizeof(float)) : NULL;
+  q->U = no_u ? NULL : ws_get(16 * q->uld, sizeof(float)); /* no_u: U comes packed from the weight cache */
+  q->V = q->U || no_u ? ws_get(16 * wino_ld(C * nb * tps), sizeof(float)) : NULL;
   q->M = q->V ? ws_get(16 * wino_ld(O * nb * tps), sizeof(float)) : NULL;
   return q->M ? nb : 0;
 }
 
-static ct_status wino_fwd(const ct_conv_geom *g, const float *x, const float *w, float *y) {
+/* wflip: w is the weight [C, O, 3, 3] of the conv whose input gradient g is (bwd_input_flipped),
+ * flipped inside the weight transform instead of in a pass of its own; wc must then be NULL. */
+static ct_status wino_fwd(const ct_conv_geom *g, const float *x, const float *w, float *y, ct_conv_wcache *wc,
+                          const ct_conv_epilogue *ep, bool wflip) {
   wino_ctx q = {g, x, w, y, NULL, NULL, NULL, 0, 0, (g->out[1] + 1) / 2, (g->out[2] + 1) / 2};
-  int64_t C = g->C, O = g->O, tps = q.TH * q.TW, nb = wino_scratch(&q, WINO_MAX_ELEMS);
+  q.ep = ep;
+  q.wflip = wflip;
+  if (wflip) wc = NULL;
+  int64_t C = g->C, O = g->O, tps = q.TH * q.TW;
+  /* U's GEMM operand (the N, B and C fields do not matter for the packing) */
+  ct_fgemm fu = gemm_desc(CT_FLOAT32, 16, O, 1, C, NULL, wino_ld(O * C), C, 1, NULL, 0, 1, 1, NULL, 0, 1, false);
+  bool cached = wc && wc->pk[1] && ct_fast_gemm_apack_fits(wc->pk[1], &fu);
+  int64_t nb = wino_scratch(&q, WINO_MAX_ELEMS, cached);
   ct_status st = CT_OK;
   if (!nb) {
     st = ct_last_status();
     goto done;
   }
-  ct_parallel_for(O * C, plane_grain(16), wino_wt_range, &q);
+  if (!cached) {
+    if (wflip)
+      ct_parallel_for((O + 7) / 8, plane_grain(16 * 8 * C), wino_wtf_range, &q);
+    else
+      ct_parallel_for(O * C, plane_grain(16), wino_wt_range, &q);
+    if (wc) { /* pack the fresh U into the module's cache for the next calls */
+      ct_fast_gemm_apack_free(wc->pk[1]);
+      fu.A = q.U;
+      wc->pk[1] = ct_fast_gemm_pack_a(&fu);
+      if (!wc->pk[1]) ct_clear_error();
+    }
+  }
+  const struct ct_gemm_apack *upk = wc ? wc->pk[1] : NULL;
   for (int64_t n0 = 0; n0 < g->N && !st; n0 += nb) {
     int64_t nbc = g->N - n0 < nb ? g->N - n0 : nb;
     q.n0 = n0, q.T = nbc * tps, q.vld = wino_ld(C * q.T), q.mld = wino_ld(O * q.T);
     ct_parallel_for(nbc * C, plane_grain(16 * tps), wino_in_range, &q);
     if (q.failed) break; /* reported below */
-    st = gemm_call(CT_FLOAT32, 16, O, q.T, C, q.U, q.uld, C, 1, q.V, q.vld, q.T, 1, q.M, q.mld, q.T, false);
+    st = gemm_call_pk(upk, CT_FLOAT32, 16, O, q.T, C, q.U, q.uld, C, 1, q.V, q.vld, q.T, 1, q.M, q.mld, q.T, false);
     if (!st) ct_parallel_for(nbc * O, plane_grain(16 * tps), wino_out_range, &q);
   }
   if (!st && q.failed) st = CT_ERR(CT_ERR_OOM, "CPU out of memory: Winograd transform scratch");
@@ -926,7 +1249,7 @@ static void wino_gw_range(void *vq, int64_t begin, int64_t end) {
  * (contiguous float32). */
 static ct_status wino_wgrad(const ct_conv_geom *g, const float *x, const float *gy, float *gw) {
   wino_ctx q = {g, x, NULL, gw, NULL, NULL, NULL, 0, 0, (g->out[1] + 1) / 2, (g->out[2] + 1) / 2};
-  int64_t C = g->C, O = g->O, tps = q.TH * q.TW, nb = wino_scratch(&q, WINO_WG_MAX_ELEMS);
+  int64_t C = g->C, O = g->O, tps = q.TH * q.TW, nb = wino_scratch(&q, WINO_WG_MAX_ELEMS, false);
   ct_status st = CT_OK;
   if (!nb) {
     st = ct_last_status();
@@ -959,7 +1282,8 @@ done:
  *   OP_FWD         im2col(x); yc = W @ col
  *   OP_BWD_INPUT   col = W^T @ yc; col2im into x
  *   OP_BWD_WEIGHT  im2col(x); gw (+)= yc @ col^T        (summed over chunks in order) */
-static ct_status cols_loop(int op, const ct_conv_geom *g, ct_dtype dt, char *x, const char *w, char *y, char *gw) {
+static ct_status cols_loop(int op, const ct_conv_geom *g, ct_dtype dt, char *x, const char *w, char *y, char *gw,
+                           ct_conv_wcache *wc) {
   size_t es = ct_dtype_size(dt);
   int64_t G = g->G, Og = g->O / G, rows = g->C / G * g->ksp, O = g->O;
   fx_ctx q = {g, dt == CT_FLOAT64, es};
@@ -985,7 +1309,9 @@ static ct_status cols_loop(int op, const ct_conv_geom *g, ct_dtype dt, char *x, 
       if (op != OP_FWD && nbc > 1) run_move(&q, y, tmp, O, nbc, 1);
       if (op != OP_BWD_INPUT) run_im2col(&q, nbc);
       if (op == OP_FWD) {
-        st = gemm_call(dt, G, Og, q.ld, rows, w, Og * rows, rows, 1, col, rows * q.ld, q.ld, 1, yc, yc_b, yc_m, false);
+        ct_fgemm f = gemm_desc(dt, G, Og, q.ld, rows, w, Og * rows, rows, 1, col, rows * q.ld, q.ld, 1, yc, yc_b, yc_m, false);
+        f.A_packed = wc_pack(wc, 0, &f); /* wc: one group */
+        st = ct_fast_gemm(&f);
         if (!st && nbc > 1) run_move(&q, y, tmp, O, nbc, 0);
       } else if (op == OP_BWD_INPUT) {
         st = gemm_call(dt, G, rows, q.ld, Og, w, Og * rows, 1, rows, yc, yc_b, yc_m, 1, col, rows * q.ld, q.ld, false);
@@ -1003,8 +1329,8 @@ done:
 
 /* The forward convolution by im2col + GEMM on contiguous x [N, C, in], w [O, C/G, k] into y [N, O, out]
  * (every element written); g->C * g->ksp > 0. */
-static ct_status fwd_cols(const ct_conv_geom *g, ct_dtype dt, const char *x, const char *w, char *y) {
-  return cols_loop(OP_FWD, g, dt, (char *)x, w, y, NULL);
+static ct_status fwd_cols(const ct_conv_geom *g, ct_dtype dt, const char *x, const char *w, char *y, ct_conv_wcache *wc) {
+  return cols_loop(OP_FWD, g, dt, (char *)x, w, y, NULL, wc);
 }
 
 /* The input gradient of a stride-1 convolution is the forward convolution of gy with the kernel
@@ -1058,13 +1384,30 @@ static ct_status bwd_input_flipped(const ct_conv_geom *g, ct_dtype dt, const cha
   size_t es = ct_dtype_size(dt);
   ct_conv_geom f;
   flip_geom(g, &f);
+  if (wino) /* one group, 3x3: the weight transform reads w flipped (no wf pass over the weights) */
+    return wino_fwd(&f, (const float *)gy, (const float *)w, (float *)gx, NULL, NULL, true);
   char *wf = ws_get(g->C * (g->O / g->G) * g->ksp, es); /* [C, Og, k] */
   if (!wf) return ct_last_status();
   flip_ctx fq = {g, w, wf, es};
   ct_parallel_for(g->C, plane_grain(g->O / g->G * g->ksp), flip_range, &fq);
-  ct_status st = wino ? wino_fwd(&f, (const float *)gy, (const float *)wf, (float *)gx) : fwd_cols(&f, dt, gy, wf, gx);
+  ct_status st = fwd_cols(&f, dt, gy, wf, gx, NULL);
   ct_fast_buf_put(wf);
   return st;
+}
+
+/* With the eval weight cache the transformed weight U is not rebuilt per call, so Winograd pays
+ * from fewer tiles than wino_eligible's rule: from (C + O) / 16 (CT_WINO_CACHED_DIV=d: (C + O) / d,
+ * 0 off). ResNet-18 224 batch 1's 14x14 256-channel layers (49 tiles) measured 1.57 -> 0.98 ms CPU
+ * per call at 1 thread (bench/profile_infer.c --layers 1); its 7x7 512-channel ones (16 tiles) did
+ * not gain at (C + O) / 64 and stay on im2col. */
+static bool wino_cached_pays(const ct_conv_geom *g) {
+  static int64_t div = -1;
+  if (div < 0) {
+    const char *e = getenv("CT_WINO_CACHED_DIV");
+    div = e ? atoll(e) : 16;
+  }
+  int64_t tiles = g->N * ((g->out[1] + 1) / 2) * ((g->out[2] + 1) / 2);
+  return div > 0 && tiles * div >= g->C + g->O;
 }
 
 /* in[0] x, in[1] w, in[2] bias -> y */
@@ -1076,6 +1419,7 @@ static ct_status fast_fwd(const ct_call *c, const ct_conv_geom *g, ct_conv_path 
   char *y = ct_cpu_ptr(yt);
   void *xo = NULL, *wo = NULL, *bo = NULL;
   const char *bias = c->in[2] ? operand(c->in[2], dt, &bo) : NULL;
+  ct_conv_epilogue *ep = NULL; /* set below when the lent one is for this conv */
   ct_status st = CT_OK;
   fx_ctx q = {g, dt == CT_FLOAT64, es};
   if (c->in[2] && !bias) return ct_last_status();
@@ -1088,19 +1432,32 @@ static ct_status fast_fwd(const ct_call *c, const ct_conv_geom *g, ct_conv_path 
     st = ct_last_status();
     goto done;
   }
+  ct_conv_wcache *wc = wo ? NULL : wc_get(c->in[1], g, dt); /* the module's eval cache, if lent */
+  /* the lent eval epilogue, when it is for this conv (consumed here) */
+  ep = ep_slot && dt == CT_FLOAT32 && !bias && ep_slot->O == O ? ep_slot : NULL;
+  if (ep) ep_slot = NULL;
   if (path == CT_CONV_PATH_WINOGRAD) {
-    st = wino_fwd(g, (const float *)x, (const float *)w, (float *)y);
+    st = wino_fwd(g, (const float *)x, (const float *)w, (float *)y, wc, ep, false);
+    if (!st && ep) ep->applied = true;
     goto done;
   }
   if (path == CT_CONV_PATH_GEMM_1X1) {
-    for (int64_t grp = 0; grp < G && !st; grp++)
-      st = gemm_call(dt, g->N, Og, g->outsp, Cg, EL(w, grp * Og * Cg), 0, Cg, 1, EL(x, grp * Cg * g->insp),
-                     g->C * g->insp, g->insp, 1, EL(y, grp * Og * g->outsp), O * g->outsp, g->outsp, false);
+    for (int64_t grp = 0; grp < G && !st; grp++) {
+      ct_fgemm f = gemm_desc(dt, g->N, Og, g->outsp, Cg, EL(w, grp * Og * Cg), 0, Cg, 1, EL(x, grp * Cg * g->insp),
+                             g->C * g->insp, g->insp, 1, EL(y, grp * Og * g->outsp), O * g->outsp, g->outsp, false);
+      f.A_packed = wc_pack(wc, 0, &f); /* wc: one group */
+      st = ct_fast_gemm(&f);
+    }
     goto done;
   }
-  st = fwd_cols(g, dt, x, w, y);
+  st = fwd_cols(g, dt, x, w, y, wc);
 done:
   if (!st) run_bias(&q, y, bias, g->N, O, g->outsp);
+  if (!st && ep && !ep->applied) { /* im2col / 1x1: one pass over y (L2-resident at batch 1) */
+    ep_ctx eq = {ep, (float *)(void *)y, O, g->outsp};
+    ct_parallel_for(g->N * O, plane_grain(g->outsp), ep_range, &eq);
+    ep->applied = true;
+  }
   free(xo);
   free(wo);
   free(bo);
@@ -1159,7 +1516,7 @@ static ct_status fast_bwd_input(const ct_call *c, const ct_conv_geom *g, ct_conv
                      O * g->outsp, g->outsp, 1, EL(gx, grp * Cg * g->insp), g->C * g->insp, g->insp, false);
     goto done;
   }
-  st = cols_loop(OP_BWD_INPUT, g, dt, gx, w, (char *)gy, NULL);
+  st = cols_loop(OP_BWD_INPUT, g, dt, gx, w, (char *)gy, NULL, NULL);
 done:
   if (!st) run_bias(&q, gx, bias, g->N, g->C, g->insp);
   free(yo);
@@ -1193,7 +1550,7 @@ static ct_status fast_bwd_weight(const ct_call *c, const ct_conv_geom *g, ct_con
     goto done;
   }
   if (path == CT_CONV_PATH_WINOGRAD) st = wino_wgrad(g, (const float *)x, (const float *)gy, (float *)gw);
-  else st = cols_loop(OP_BWD_WEIGHT, g, dt, (char *)x, NULL, (char *)gy, gw);
+  else st = cols_loop(OP_BWD_WEIGHT, g, dt, (char *)x, NULL, (char *)gy, gw, NULL);
 done:
   free(xo);
   free(yo);
@@ -1202,12 +1559,15 @@ done:
 
 /* choose_path's rule, then WINOGRAD in place of IM2COL for the forward, the input gradient and the
  * weight gradient of a float32 3x3 stride-1 conv with enough channels (wino_eligible; for the input
- * gradient, of the flipped-kernel forward conv it runs as), unless im2col is forced. */
+ * gradient, of the flipped-kernel forward conv it runs as), unless im2col is forced; a forward whose
+ * module lent the eval weight cache also from fewer tiles (wino_cached_pays). */
 static ct_conv_path pick(const ct_conv_geom *g, ct_dtype dt, int op) {
   ct_conv_path p = choose_path(g, dt, op);
   if (p == CT_CONV_PATH_IM2COL && (conv_forced < 0 || conv_forced == CT_CONV_PATH_WINOGRAD)) {
     ct_conv_geom f;
     if ((op == OP_FWD || op == OP_BWD_WEIGHT) && wino_eligible(g, dt)) p = CT_CONV_PATH_WINOGRAD;
+    else if ((op == OP_FWD || op == OP_BWD_WEIGHT) && wino_fwd_wgrad_pays(g, dt)) p = CT_CONV_PATH_WINOGRAD;
+    else if (op == OP_FWD && wc_slot && wc_enabled() && wino_shape_ok(g, dt) && wino_cached_pays(g)) p = CT_CONV_PATH_WINOGRAD;
     else if (op == OP_BWD_INPUT && flip_eligible(g)) {
       flip_geom(g, &f);
       if (wino_eligible(&f, dt)) p = CT_CONV_PATH_WINOGRAD;

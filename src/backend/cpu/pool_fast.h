@@ -25,6 +25,20 @@ static inline bool pf_enabled(void) {
   return e && ct_fast_enabled();
 }
 
+/* The separable 3x3 stride-2 float32 max pool below; CT_POOL_MAX3S2=0 or ct_pool_set_max3s2(0) turns it
+ * off (A/B runs: the generic kernel then). */
+static int pf_m3_mode = -1;
+void ct_pool_set_max3s2(int on) { pf_m3_mode = on ? 1 : 0; }
+static inline bool pf_m3_enabled(void) {
+  int m = __atomic_load_n(&pf_m3_mode, __ATOMIC_RELAXED);
+  if (m < 0) {
+    const char *e = getenv("CT_POOL_MAX3S2");
+    m = e && *e == '0' ? 0 : 1;
+    __atomic_store_n(&pf_m3_mode, m, __ATOMIC_RELAXED);
+  }
+  return m;
+}
+
 /* Window [h0, h1) step dh of output oh (and the same for w), as the reference computes it. */
 static inline void pf_window(bool adaptive, const int64_t *a, int dim, int64_t o, int64_t I, int64_t O, int64_t *lo,
                              int64_t *hi, int64_t *step) {
@@ -191,6 +205,138 @@ static void pf_max_range(void *v, int64_t b, int64_t e) {
   else pf_max_f32(m->c, m->adaptive, m->x, m->y, m->ix, m->H, m->W, m->OH, m->OW, m->wlo, m->whi, b, e);
 }
 
+/* float32 3x3 stride-2 max pool (dilation 1; ResNet's stem, 112x112 -> 56x56), separable: per plane
+ * every input row's max over each window's 3 columns (value and flat index), then each output's max
+ * over its rows' results. Exact and equal to the scan above: a row's result is its first maximum (or
+ * first NaN), and combining rows in order with the same take rule (later row only if greater, or NaN
+ * over a number) gives the window's first maximum / first NaN; an all -inf window keeps the index
+ * of its first tap (the scan's initial index). 8 outputs at a time with the compilers' vector types
+ * (AVX2 in the x86-64 clone); scalar at the left edge and the last < 8. Scratch: 2 H OW + W + 32 floats. */
+/* scalar row maxima of outputs [a, b) of input row h (the edges, and what the vectors leave) */
+static inline void pf_m3_row(const float *row, float *rv, int32_t *ri, int64_t h, int64_t W, int64_t pw,
+                             const int32_t *wlo, int64_t a, int64_t b) {
+  for (int64_t ow = a; ow < b; ow++) {
+    int64_t w0 = 2 * ow - pw, w1 = w0 + 3;
+    if (w0 < 0) w0 = 0;
+    if (w1 > W) w1 = W;
+    float bv = -INFINITY;
+    int32_t bi = (int32_t)(h * W + wlo[ow]);
+    for (int64_t w = w0; w < w1; w++) {
+      float v = row[w];
+      if (!(v <= bv) && bv == bv) bv = v, bi = (int32_t)(h * W + w);
+    }
+    rv[ow] = bv;
+    ri[ow] = bi;
+  }
+}
+typedef float pf_v8 __attribute__((vector_size(32), aligned(4), may_alias));
+typedef int32_t pf_i8 __attribute__((vector_size(32), aligned(4), may_alias));
+#define PF_V8(p) (*(const pf_v8 *)(const void *)(p))
+#define PF_I8(p) (*(const pf_i8 *)(const void *)(p))
+#define DEFINE_PF_MAX3S2(SUF, ATTR)                                                                       \
+  ATTR static void pf_max3s2_##SUF(const float *x, float *y, int64_t *ix, int64_t H, int64_t W, int64_t OH,   \
+                                   int64_t OW, int64_t ph, int64_t pw, const int32_t *wlo, int64_t pl0,       \
+                                   int64_t pl1, float *hv, int32_t *hi, float *pr) {                          \
+    /* the vector loop reads columns 2 ow - pw .. 2 ow - pw + 17 of the row copied into pr, padded with   \
+     * -inf past W (never taken: -inf <= anything but NaN, and nothing is taken over a NaN) */            \
+    int64_t va = (pw + 1) / 2 < OW ? (pw + 1) / 2 : OW;                                                   \
+    for (int64_t i = W; i < W + 32; i++) pr[i] = -INFINITY;                                               \
+    for (int64_t pl = pl0; pl < pl1; pl++) {                                                              \
+      const float *xp = x + pl * H * W;                                                                   \
+      for (int64_t h = 0; h < H; h++) {                                                                   \
+        const float *row = xp + h * W;                                                                    \
+        float *rv = hv + h * OW;                                                                          \
+        int32_t *ri = hi + h * OW;                                                                        \
+        pf_m3_row(row, rv, ri, h, W, pw, wlo, 0, va);                                                     \
+        memcpy(pr, row, sizeof(float) * (size_t)W);                                                       \
+        int64_t ow = va;                                                                                  \
+        for (; ow + 8 <= OW; ow += 8) {                                                                   \
+          const float *b = pr + 2 * ow - pw;                                                              \
+          pf_v8 lo = PF_V8(b), hi8 = PF_V8(b + 8), lo2 = PF_V8(b + 2), hi2 = PF_V8(b + 10);                \
+          pf_v8 t0 = __builtin_shufflevector(lo, hi8, 0, 2, 4, 6, 8, 10, 12, 14);                         \
+          pf_v8 t1 = __builtin_shufflevector(lo, hi8, 1, 3, 5, 7, 9, 11, 13, 15);                         \
+          pf_v8 t2 = __builtin_shufflevector(lo2, hi2, 0, 2, 4, 6, 8, 10, 12, 14);                        \
+          pf_i8 c0 = (int32_t)(h * W + 2 * ow - pw) + (pf_i8){0, 2, 4, 6, 8, 10, 12, 14};                 \
+          pf_v8 bv = t0;                                                                                  \
+          pf_i8 bi = c0; /* tap 0 against -inf: taken, or (-inf) the initial index, c0 too */             \
+          pf_i8 m = ~(t1 <= bv) & (bv == bv);                                                             \
+          bv = (pf_v8)(((pf_i8)t1 & m) | ((pf_i8)bv & ~m));                                               \
+          bi = ((c0 + 1) & m) | (bi & ~m);                                                                \
+          m = ~(t2 <= bv) & (bv == bv);                                                                   \
+          bv = (pf_v8)(((pf_i8)t2 & m) | ((pf_i8)bv & ~m));                                               \
+          bi = ((c0 + 2) & m) | (bi & ~m);                                                                \
+          *(pf_v8 *)(void *)(rv + ow) = bv;                                                               \
+          *(pf_i8 *)(void *)(ri + ow) = bi;                                                               \
+        }                                                                                                 \
+        pf_m3_row(row, rv, ri, h, W, pw, wlo, ow, OW);                                                    \
+      }                                                                                                   \
+      float *yp = y + pl * OH * OW;                                                                       \
+      int64_t *ip = ix + pl * OH * OW;                                                                    \
+      for (int64_t oh = 0; oh < OH; oh++) {                                                               \
+        int64_t h0 = 2 * oh - ph, h1 = h0 + 3;                                                            \
+        if (h0 < 0) h0 = 0;                                                                               \
+        if (h1 > H) h1 = H;                                                                               \
+        float *yr = yp + oh * OW;                                                                         \
+        int64_t *ir = ip + oh * OW, ow = 0;                                                               \
+        for (; ow + 8 <= OW; ow += 8) {                                                                   \
+          pf_v8 bv = PF_V8(hv + h0 * OW + ow);                                                            \
+          pf_i8 bi = PF_I8(hi + h0 * OW + ow); /* the first row's result: taken from -inf, or keeps    \
+                                                  its initial index, which is the window's */          \
+          for (int64_t h = h0 + 1; h < h1; h++) {                                                         \
+            pf_v8 v = PF_V8(hv + h * OW + ow);                                                            \
+            pf_i8 vi = PF_I8(hi + h * OW + ow);                                                           \
+            pf_i8 m = ~(v <= bv) & (bv == bv);                                                            \
+            bv = (pf_v8)(((pf_i8)v & m) | ((pf_i8)bv & ~m));                                              \
+            bi = (vi & m) | (bi & ~m);                                                                    \
+          }                                                                                               \
+          *(pf_v8 *)(void *)(yr + ow) = bv;                                                               \
+          for (int j = 0; j < 8; j++) ir[ow + j] = bi[j];                                                 \
+        }                                                                                                 \
+        for (; ow < OW; ow++) {                                                                           \
+          float bv = hv[h0 * OW + ow];                                                                    \
+          int32_t bi = hi[h0 * OW + ow];                                                                  \
+          for (int64_t h = h0 + 1; h < h1; h++) {                                                         \
+            float v = hv[h * OW + ow];                                                                    \
+            if (!(v <= bv) && bv == bv) bv = v, bi = hi[h * OW + ow];                                     \
+          }                                                                                               \
+          yr[ow] = bv;                                                                                    \
+          ir[ow] = bi;                                                                                    \
+        }                                                                                                 \
+      }                                                                                                   \
+    }                                                                                                     \
+  }
+DEFINE_PF_MAX3S2(port, )
+#if defined(__x86_64__)
+DEFINE_PF_MAX3S2(avx2, __attribute__((target("avx2,fma"))))
+#endif
+
+typedef struct {
+  const float *x;
+  float *y;
+  int64_t *ix;
+  int64_t H, W, OH, OW, ph, pw;
+  const int32_t *wlo;
+  int failed;
+} pf_m3_ctx;
+
+static void pf_max3s2_range(void *v, int64_t b, int64_t e) {
+  pf_m3_ctx *m = v;
+  float *hv = malloc(sizeof(float) * (size_t)(2 * m->H * m->OW + m->W + 32));
+  if (!hv) {
+    __atomic_store_n(&m->failed, 1, __ATOMIC_RELAXED);
+    return;
+  }
+  int32_t *hi = (int32_t *)(void *)(hv + m->H * m->OW);
+  float *pr = hv + 2 * m->H * m->OW; /* one padded input row */
+#if defined(__x86_64__)
+  if (ct_simd_active() >= CT_SIMD_AVX2)
+    pf_max3s2_avx2(m->x, m->y, m->ix, m->H, m->W, m->OH, m->OW, m->ph, m->pw, m->wlo, b, e, hv, hi, pr);
+  else
+#endif
+    pf_max3s2_port(m->x, m->y, m->ix, m->H, m->W, m->OH, m->OW, m->ph, m->pw, m->wlo, b, e, hv, hi, pr);
+  free(hv);
+}
+
 static bool pf_dtype_ok(const ct_tensor *t, ct_dtype dt) {
   return t->dtype == dt && (dt == CT_FLOAT32 || dt == CT_FLOAT64) && t->storage->device.type == CT_DEVICE_CPU &&
          ct_is_contiguous(t);
@@ -214,6 +360,18 @@ static bool pf_maxpool(const ct_call *c, bool adaptive, ct_status *st) {
   for (int64_t ow = 0; ow < m.OW; ow++) {
     int64_t step;
     pf_window(adaptive, c->a.i, 1, ow, m.W, m.OW, &m.wlo[ow], &m.whi[ow], &step);
+  }
+  const int64_t *a = c->a.i;
+  if (!adaptive && !m.dbl && a[0] == 3 && a[1] == 3 && a[2] == 2 && a[3] == 2 && a[6] == 1 && a[7] == 1 &&
+      a[4] <= 1 && a[5] <= 1 && m.H * m.W < ((int64_t)1 << 31) && pf_m3_enabled()) {
+    /* the separable 3x3 stride-2 kernel (ceil_mode's extra window, if any, is clipped like the others) */
+    int32_t *w32 = (int32_t *)(void *)m.whi; /* whi is not needed here: reuse it for int32 wlo */
+    for (int64_t ow = 0; ow < m.OW; ow++) w32[ow] = (int32_t)m.wlo[ow];
+    pf_m3_ctx q = {(const float *)(const void *)ct_cpu_ptr(x), (float *)(void *)ct_cpu_ptr(y), (int64_t *)ct_cpu_ptr(ix), m.H, m.W, m.OH, m.OW, a[4], a[5], w32, 0};
+    ct_parallel_for(x->shape[0] * x->shape[1], 1 + 16384 / (m.H * m.OW + m.OH * m.OW + 1), pf_max3s2_range, &q);
+    free(m.wlo);
+    *st = q.failed ? CT_ERR(CT_ERR_OOM, "CPU out of memory: max_pool2d scratch") : CT_OK;
+    return true;
   }
   ct_parallel_for(x->shape[0] * x->shape[1], 1 + 4096 / (m.OH * m.OW + 1), pf_max_range, &m);
   free(m.wlo);

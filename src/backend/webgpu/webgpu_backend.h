@@ -49,6 +49,7 @@ ct_status wg_take_flag(void);
 /* The device's limits after the request. */
 uint64_t wg_max_binding(void);
 uint32_t wg_max_groups(void);
+uint32_t wg_max_storage_buffers(void);
 
 /* Counters for tests and benchmarks. */
 typedef struct {

@@ -443,6 +443,7 @@ ct_status wg_ready(void) {
 
 uint64_t wg_max_binding(void) { return G.limits.maxStorageBufferBindingSize; }
 uint32_t wg_max_groups(void) { return G.limits.maxComputeWorkgroupsPerDimension; }
+uint32_t wg_max_storage_buffers(void) { return G.limits.maxStorageBuffersPerShaderStage; }
 
 /* ---- batching ---- */
 static void end_pass(void) {

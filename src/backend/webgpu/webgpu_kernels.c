@@ -201,6 +201,15 @@ static void emit_store_f32(sb *s, int bi, ct_dtype dt, const char *o, const char
         v, bi, o, bi, o);
 }
 
+/* erfc (the pointwise shaders' and the GEMM's GELU output pass) */
+#define WGSL_ERFC \
+  "fn werfc(x: f32) -> f32 {\n" \
+  "  let z = abs(x);\n" \
+  "  let t = 1.0 / (1.0 + 0.5 * z);\n" \
+  "  let r = t * exp(-z * z - 1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (-0.18628806 +\n" \
+  "          t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277)))))))));\n" \
+  "  return select(2.0 - r, r, x >= 0.0);\n" \
+  "}\n"
 /* helpers every pointwise shader carries (unused functions cost nothing) */
 static const char *WGSL_MATH =
     "fn wisnan(x: f32) -> bool { return (bitcast<u32>(x) & 0x7fffffffu) > 0x7f800000u; }\n"
@@ -212,13 +221,7 @@ static const char *WGSL_MATH =
     "  if (ah != bh) { return select(1, -1, ah < bh); }\n"
     "  if (a.x != b.x) { return select(1, -1, a.x < b.x); }\n"
     "  return 0;\n}\n"
-    "fn werfc(x: f32) -> f32 {\n"
-    "  let z = abs(x);\n"
-    "  let t = 1.0 / (1.0 + 0.5 * z);\n"
-    "  let r = t * exp(-z * z - 1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (-0.18628806 +\n"
-    "          t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277)))))))));\n"
-    "  return select(2.0 - r, r, x >= 0.0);\n"
-    "}\n"
+    WGSL_ERFC
     "fn werf(x: f32) -> f32 {\n"
     "  if (abs(x) < 0.5) {\n"
     "    let y = x * x;\n"
@@ -1340,11 +1343,11 @@ static bool gemm_vec_ok(int64_t n, int64_t off, int64_t s1, int64_t n1, int64_t 
  * or 'b'. X is the tile's outer dimension (m or n), XT its size, base/sx/sk the WGSL names
  * of the batch base, outer stride and k stride, lim the outer size name. */
 static void gemm_emit_load(sb *s, char P, const gemm_ld *ld, int XT, int BK, const char *base, const char *sx,
-                           const char *sk, const char *x0, const char *lim) {
-  int n4 = XT * BK / 4, slots = (n4 + 255) / 256;
+                           const char *sk, const char *x0, const char *lim, int NT) {
+  int n4 = XT * BK / 4, slots = (n4 + NT - 1) / NT;
   for (int l = 0; l < slots; l++) {
-    sbf(s, "    {\n      let e = t + %du;\n", l * 256);
-    if (n4 % 256) sbf(s, "      if (e < %du) {\n", n4);
+    sbf(s, "    {\n      let e = t + %du;\n", l * NT);
+    if (n4 % NT) sbf(s, "      if (e < %du) {\n", n4);
     if (ld->along_k) sbf(s, "      let x = e / %du; let kq = (e %% %du) * 4u;\n", BK / 4, BK / 4);
     else sbf(s, "      let kq = e / %du; let x = (e %% %du) * 4u;\n", XT / 4, XT / 4);
     sbf(s, "      let gx = %s + x; let gk = k0 + kq;\n", x0);
@@ -1360,18 +1363,18 @@ static void gemm_emit_load(sb *s, char P, const gemm_ld *ld, int XT, int BK, con
             di, lim, dk, ld->name, base, di, sx, dk, sk, P, l, i);
       }
     }
-    if (n4 % 256) sbf(s, "      }\n");
+    if (n4 % NT) sbf(s, "      }\n");
     sbf(s, "    }\n");
   }
 }
 /* Stores the registers into shared buffer `buf` (a WGSL expression 0u or 1u): the slice is
  * kept k-major, X contiguous, as vec4s of X. */
-static void gemm_emit_store(sb *s, char P, const gemm_ld *ld, int XT, int BK, const char *buf) {
-  int n4 = XT * BK / 4, slots = (n4 + 255) / 256;
+static void gemm_emit_store(sb *s, char P, const gemm_ld *ld, int XT, int BK, const char *buf, int NT) {
+  int n4 = XT * BK / 4, slots = (n4 + NT - 1) / NT;
   char S = P == 'a' ? 'A' : 'B';
   for (int l = 0; l < slots; l++) {
-    sbf(s, "    {\n      let e = t + %du;\n", l * 256);
-    if (n4 % 256) sbf(s, "      if (e < %du) {\n", n4);
+    sbf(s, "    {\n      let e = t + %du;\n", l * NT);
+    if (n4 % NT) sbf(s, "      if (e < %du) {\n", n4);
     if (ld->along_k) {
       sbf(s, "      let x = e / %du; let kq = (e %% %du) * 4u;\n", BK / 4, BK / 4);
       for (int i = 0; i < 4; i++)
@@ -1380,7 +1383,7 @@ static void gemm_emit_store(sb *s, char P, const gemm_ld *ld, int XT, int BK, co
       sbf(s, "      let kq = e / %du; let x = (e %% %du) * 4u;\n", XT / 4, XT / 4);
       sbf(s, "      %cs[%s * %du + kq * %du + x / 4u] = r%c%d;\n", S, buf, n4, XT / 4, P, l);
     }
-    if (n4 % 256) sbf(s, "      }\n");
+    if (n4 % NT) sbf(s, "      }\n");
     sbf(s, "    }\n");
   }
 }
@@ -1451,10 +1454,14 @@ static void gemm_tuned(const ct_tensor *A, const ct_tensor *Bt, const gemm *g, i
  * 256 x 256 outputs summed over 2048 positions make 4-16 workgroups on a 132-SM GPU): the
  * same kernel runs as a batch of S products over K/S each into a scratch [S, M, N], and one
  * elementwise pass adds the S partials in a fixed order (deterministic), applying alpha and
- * beta * C0. CT_WEBGPU_SPLITK=0 turns it off (A/B). Returns 0 when the product is not split. */
+ * beta * C0. CT_WEBGPU_SPLITK=0 turns it off (A/B). Returns 0 when the product is not split.
+ * K >= 512 splits too: ViT-Tiny's fc2 (197 x 192 outputs over K = 768: 42 workgroups of 32x32
+ * walking 48 slices) becomes 4 x 42 workgroups of 12 slices plus the sum pass (H200, session 9:
+ * ViT-Tiny b1 replay 1.65 -> 1.31 ms, ResNet-224 b1 0.83 -> 0.80, byte-GPT step unchanged at
+ * 5.0 ms); CT_WEBGPU_SPLITK_SHORT=0 restores session 8's K >= 1024 (A/B). */
 static int gemm_split_k(const gemm *g) {
-  const char *e = getenv("CT_WEBGPU_SPLITK");
-  if ((e && *e == '0') || g->B != 1 || g->K < 1024) return 0;
+  const char *e = getenv("CT_WEBGPU_SPLITK"), *es = getenv("CT_WEBGPU_SPLITK_SHORT");
+  if ((e && *e == '0') || g->B != 1 || g->K < (es && *es == '0' ? 1024 : 512)) return 0;
   int TM, TN, BK;
   gemm_tile(g, &TM, &TN, &BK);
   int64_t tiles = ((g->M + 16 * TM - 1) / (16 * TM)) * ((g->N + 16 * TN - 1) / (16 * TN));
@@ -1501,6 +1508,26 @@ static ct_status gemm_run_split(const ct_tensor *A, const ct_tensor *Bt, ct_tens
   ct_release(P);
   return st;
 }
+/* Short products (ViT-Tiny at batch 1: M = 197 tokens, N = 192..768, K = 64..768 give 12-48
+ * workgroups of 64x64, a tenth of a 132-SM GPU, each walking all of K): the same kernel with
+ * 8x8 threads instead of 16x16, so a 32x32 tile per workgroup of 64 threads and 4x the
+ * workgroups (7 x 6..24 for ViT), when the 64x64 grid (the heuristic's tile, not a forced or
+ * tuned one) has fewer workgroups than a large GPU's 132 multiprocessors. Each output's sum
+ * runs over k in the same order whatever the tile, so the values are the same bits.
+ * CT_WEBGPU_GEMM_SMALL=0 turns it off (A/B), =1 forces it for any heuristic-tiled product. */
+static int gemm_threads(const gemm *g, int TM, int TN, int BK) {
+  const char *e = getenv("CT_WEBGPU_GEMM_SMALL");
+  if ((e && *e == '0') || TM != 4 || TN != 4 || BK != 16) return 16;
+  if (e && *e == '1') return 8;
+  int64_t wgs = ((g->M + 63) / 64) * ((g->N + 63) / 64) * g->B;
+  return wgs < 132 ? 8 : 16;
+}
+/* GELU (erf form) folded into an addmm's output pass (ct_webgpu_linear_gelu below arms it for one
+ * Linear): the GELU kernel's expression on the value addmm would store, so the same bits. */
+typedef struct {
+  bool used;
+} wg_gemm_epi;
+static _Thread_local wg_gemm_epi *gemm_epi;
 static ct_status gemm_run(const ct_tensor *A, const ct_tensor *Bt, ct_tensor *C, const ct_tensor *C0, const gemm *g) {
   if (g->M == 0 || g->N == 0 || g->B == 0) return CT_OK;
   CT_TRY(check_extent(A));
@@ -1509,10 +1536,14 @@ static ct_status gemm_run(const ct_tensor *A, const ct_tensor *Bt, ct_tensor *C,
   if (C0) CT_TRY(check_extent(C0));
   int S = gemm_forced < 0 ? gemm_split_k(g) : 0;
   if (S) return gemm_run_split(A, Bt, C, C0, g, S);
+  wg_gemm_epi *ge = gemm_forced < 0 && gemm_epi && !gemm_epi->used && C0 && g->B == 1 ? gemm_epi : NULL;
   int TM, TN, BK;
   gemm_tile(g, &TM, &TN, &BK);
-  gemm_tuned(A, Bt, g, &TM, &TN, &BK);
-  int BM = 16 * TM, BN = 16 * TN;
+  int NX = 16; /* threads along n and along m: NX x NX per workgroup */
+  const char *genv = getenv("CT_WEBGPU_GEMM");
+  if (gemm_forced < 0 && !(genv && *genv) && (double)g->B * g->M * g->N * g->K < 33554432.0) NX = gemm_threads(g, TM, TN, BK);
+  else gemm_tuned(A, Bt, g, &TM, &TN, &BK);
+  int NT = NX * NX, BM = NX * TM, BN = NX * TN;
   wg_buf *wa = A->storage->data, *wb = Bt->storage->data, *wc = C->storage->data, *w0 = C0 ? C0->storage->data : NULL;
   /* bindings: C read_write; A, B, C0 read-only unless they share C's buffer (then read
    * through C's binding: a buffer may not be bound writable and read-only at once) */
@@ -1549,6 +1580,7 @@ static ct_status gemm_run(const ct_tensor *A, const ct_tensor *Bt, ct_tensor *C,
   memcpy(&pr[20], &beta, 4);
   sb s = {0};
   int bi = 0;
+  if (ge) sbf(&s, "%s", WGSL_ERFC);
   sbf(&s, "@group(0) @binding(%d) var<storage, read_write> bC: array<u32>;\n", bi++);
   if (wa != wc) sbf(&s, "@group(0) @binding(%d) var<storage, read> bA: array<%s>;\n", bi++, la.vec ? "vec4<f32>" : "u32");
   if (wb != wc) sbf(&s, "@group(0) @binding(%d) var<storage, read> bB: array<%s>;\n", bi++, lb.vec ? "vec4<f32>" : "u32");
@@ -1556,53 +1588,56 @@ static ct_status gemm_run(const ct_tensor *A, const ct_tensor *Bt, ct_tensor *C,
   sbf(&s, "@group(0) @binding(%d) var<storage, read> pr: array<u32>; /* read-only: uniform for the barriers */\n", bi);
   sbf(&s, "var<workgroup> As: array<vec4<f32>, %d>;\nvar<workgroup> Bs: array<vec4<f32>, %d>;\n", 2 * BM * BK / 4,
       2 * BN * BK / 4);
-  sbf(&s, "@compute @workgroup_size(256)\n"
-          "fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) t: u32) {\n");
+  sbf(&s, "@compute @workgroup_size(%d)\n"
+          "fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) t: u32) {\n", NT);
   sbf(&s, "  let M = pr[0]; let N = pr[1]; let K = pr[2];\n"
           "  let bz = wid.z; let row0 = wid.y * %du; let col0 = wid.x * %du;\n"
           "  let ab = pr[3] + bz * pr[4]; let am_s = pr[5]; let ak_s = pr[6];\n"
           "  let bb = pr[7] + bz * pr[8]; let bk_s = pr[9]; let bn_s = pr[10];\n"
-          "  let tx = t %% 16u; let ty = t / 16u;\n",
-      BM, BN);
-  int sa = (BM * BK / 4 + 255) / 256, sbn = (BN * BK / 4 + 255) / 256;
+          "  let tx = t %% %du; let ty = t / %du;\n",
+      BM, BN, NX, NX);
+  int sa = (BM * BK / 4 + NT - 1) / NT, sbn = (BN * BK / 4 + NT - 1) / NT;
   for (int l = 0; l < sa; l++) sbf(&s, "  var ra%d: vec4<f32>;\n", l);
   for (int l = 0; l < sbn; l++) sbf(&s, "  var rb%d: vec4<f32>;\n", l);
   for (int i = 0; i < TM; i++)
     for (int h = 0; h < TN / 4; h++) sbf(&s, "  var c%d_%d = vec4<f32>(0.0);\n", i, h);
   /* the first slice, then the loop: load next, multiply current, store next, barrier */
   sbf(&s, "  {\n    let k0 = 0u;\n");
-  gemm_emit_load(&s, 'a', &la, BM, BK, "ab", "am_s", "ak_s", "row0", "M");
-  gemm_emit_load(&s, 'b', &lb, BN, BK, "bb", "bn_s", "bk_s", "col0", "N");
-  gemm_emit_store(&s, 'a', &la, BM, BK, "0u");
-  gemm_emit_store(&s, 'b', &lb, BN, BK, "0u");
+  gemm_emit_load(&s, 'a', &la, BM, BK, "ab", "am_s", "ak_s", "row0", "M", NT);
+  gemm_emit_load(&s, 'b', &lb, BN, BK, "bb", "bn_s", "bk_s", "col0", "N", NT);
+  gemm_emit_store(&s, 'a', &la, BM, BK, "0u", NT);
+  gemm_emit_store(&s, 'b', &lb, BN, BK, "0u", NT);
   sbf(&s, "  }\n  workgroupBarrier();\n  var cur = 0u;\n");
   sbf(&s, "  for (var kt = 0u; kt < K; kt = kt + %du) {\n    let k0 = kt + %du;\n    let more = k0 < K;\n", BK, BK);
   sbf(&s, "    if (more) {\n");
-  gemm_emit_load(&s, 'a', &la, BM, BK, "ab", "am_s", "ak_s", "row0", "M");
-  gemm_emit_load(&s, 'b', &lb, BN, BK, "bb", "bn_s", "bk_s", "col0", "N");
+  gemm_emit_load(&s, 'a', &la, BM, BK, "ab", "am_s", "ak_s", "row0", "M", NT);
+  gemm_emit_load(&s, 'b', &lb, BN, BK, "bb", "bn_s", "bk_s", "col0", "N", NT);
   sbf(&s, "    }\n    let ao = cur * %du; let bo = cur * %du;\n", BM * BK / 4, BN * BK / 4);
   for (int kk = 0; kk < BK; kk++) {
-    for (int gi = 0; gi < TM / 4; gi++) sbf(&s, "    let a%d_%d = As[ao + %du + ty];\n", kk, gi, kk * BM / 4 + 16 * gi);
-    for (int h = 0; h < TN / 4; h++) sbf(&s, "    let b%d_%d = Bs[bo + %du + tx];\n", kk, h, kk * BN / 4 + 16 * h);
+    for (int gi = 0; gi < TM / 4; gi++) sbf(&s, "    let a%d_%d = As[ao + %du + ty];\n", kk, gi, kk * BM / 4 + NX * gi);
+    for (int h = 0; h < TN / 4; h++) sbf(&s, "    let b%d_%d = Bs[bo + %du + tx];\n", kk, h, kk * BN / 4 + NX * h);
     for (int i = 0; i < TM; i++)
       for (int h = 0; h < TN / 4; h++)
         sbf(&s, "    c%d_%d = fma(vec4<f32>(a%d_%d[%d]), b%d_%d, c%d_%d);\n", i, h, kk, i / 4, i % 4, kk, h, i, h);
   }
   sbf(&s, "    if (more) {\n");
-  gemm_emit_store(&s, 'a', &la, BM, BK, "(cur ^ 1u)");
-  gemm_emit_store(&s, 'b', &lb, BN, BK, "(cur ^ 1u)");
+  gemm_emit_store(&s, 'a', &la, BM, BK, "(cur ^ 1u)", NT);
+  gemm_emit_store(&s, 'b', &lb, BN, BK, "(cur ^ 1u)", NT);
   sbf(&s, "    }\n    workgroupBarrier();\n    cur = cur ^ 1u;\n  }\n");
   sbf(&s, "  let alpha = bitcast<f32>(pr[19]); let beta = bitcast<f32>(pr[20]);\n"
           "  let cb = pr[11] + bz * pr[12]; let c0b = pr[15] + bz * pr[16];\n");
   char beta_term[160] = "";
   if (C0) snprintf(beta_term, sizeof beta_term, " + beta * bitcast<f32>(%s[c0b + m * pr[17] + n * pr[18]])", c0name);
   for (int i = 0; i < TM; i++) {
-    sbf(&s, "  { let m = row0 + %du + ty * 4u;\n", (i / 4) * 64 + i % 4);
+    sbf(&s, "  { let m = row0 + %du + ty * 4u;\n", (i / 4) * 4 * NX + i % 4);
     for (int h = 0; h < TN / 4; h++)
       for (int j = 0; j < 4; j++)
-        sbf(&s, "    { let n = col0 + %du + tx * 4u; if (m < M && n < N) { bC[cb + m * pr[13] + n * pr[14]] = "
-                "bitcast<u32>(alpha * c%d_%d[%d]%s); } }\n",
-            h * 64 + j, i, h, j, beta_term);
+        sbf(&s,
+            ge ? "    { let n = col0 + %du + tx * 4u; if (m < M && n < N) { let v = alpha * c%d_%d[%d]%s;"
+                 " bC[cb + m * pr[13] + n * pr[14]] = bitcast<u32>(0.5 * v * werfc(-v * 0.7071067811865476)); } }\n"
+               : "    { let n = col0 + %du + tx * 4u; if (m < M && n < N) { bC[cb + m * pr[13] + n * pr[14]] = "
+                 "bitcast<u32>(alpha * c%d_%d[%d]%s); } }\n",
+            h * 4 * NX + j, i, h, j, beta_term);
     sbf(&s, "  }\n");
   }
   sbf(&s, "}\n");
@@ -1614,7 +1649,29 @@ static ct_status gemm_run(const ct_tensor *A, const ct_tensor *Bt, ct_tensor *C,
   wg_pipe *p = wg_pipeline(s.p);
   free(s.p);
   if (!p) return ct_last_status();
-  return wg_dispatch_p(p, nb, bufs, pr, 21, gx, gy, gz);
+  ct_status st = wg_dispatch_p(p, nb, bufs, pr, 21, gx, gy, gz);
+  if (st == CT_OK && ge) ge->used = true;
+  return st;
+}
+
+/* gelu(lin(x)) for a Linear with a bias (ViT's MLP, src/models/vit.c): on WebGPU, float32, without
+ * grad, where the Linear is one addmm (x 2-D, or 3-D contiguous), the GELU runs in the addmm's
+ * output pass: one dispatch less per MLP. Returns lin's output; *fused says whether the GELU was
+ * applied (if not, the caller applies it). CT_WEBGPU_GEMM_GELU=0 turns the fold off (A/B). */
+ct_tensor *ct_webgpu_linear_gelu(ct_module *lin, const ct_tensor *x, bool *fused) {
+  *fused = false;
+  const char *e = getenv("CT_WEBGPU_GEMM_GELU");
+  const char *ty = lin ? ct_module_type_name(lin) : NULL;
+  bool ok = !(e && *e == '0') && ty && !strcmp(ty, "Linear") && x && ct_tensor_device(x).type == CT_DEVICE_WEBGPU &&
+            ct_tensor_dtype(x) == CT_FLOAT32 && !ct_is_grad_enabled() && ct_module_param(lin, "bias") &&
+            (ct_ndim(x) == 2 || (ct_ndim(x) == 3 && ct_is_contiguous(x)));
+  if (!ok) return ct_module_forward(lin, x);
+  wg_gemm_epi ge = {false};
+  gemm_epi = &ge;
+  ct_tensor *y = ct_module_forward(lin, x);
+  gemm_epi = NULL;
+  *fused = y && ge.used;
+  return y;
 }
 
 static ct_status k_linalg(const ct_call *c) {
@@ -2324,7 +2381,7 @@ bool ct_webgpu_optim_update_fused(ct_optim *opt, ct_pgroup *gr, int64_t i) {
   wg_unlock();
   if (st != CT_OK) {
     /* the step count moved: put it back so the reference path counts this step once */
-    float *sv = (float *)ct_data_ptr(s->t[0]);
+    float *sv = (float *)ct_host_ptr(s->t[0]);
     *sv = *sv - 1.0f;
     return false;
   }
@@ -2448,7 +2505,22 @@ static void cv_emit_operands(sb *s, int op, const cv_geom *g, int b1, int b2) {
 }
 
 /* fin(m, j, grp, v): the final store of op (output binding bo, bias binding bb or -1) */
-static void cv_emit_fin(sb *s, int op, const cv_geom *g, int bo, int bb, const ct_tensor *bias) {
+/* An eval batch norm (then a residual add, then a ReLU) folded into the forward convolution's
+ * output pass (ct_webgpu_conv_bn below arms it for one convolution): v = conv + bias, then
+ * (v - mean) (rstd w) + b with rstd = 1 / sqrt(var + eps), + res, relu: the operations and their
+ * order of k_native_bn's eval pass, the add and the ReLU kernel, so the values are those of the
+ * unfused ops. The per-channel tensors are contiguous float32 [O]; res has y's shape. */
+typedef struct {
+  const ct_tensor *mean, *var, *w, *b, *res;
+  double eps;
+  bool relu, used;
+} wg_conv_epi;
+static _Thread_local wg_conv_epi *conv_epi;
+typedef struct {
+  int mean, var, w, b, res;
+} cv_epi_bind;
+static void cv_emit_fin(sb *s, int op, const cv_geom *g, int bo, int bb, const ct_tensor *bias, const wg_conv_epi *ep,
+                        const cv_epi_bind *eb) {
   char o[400], ch[80];
   sbf(s, "fn fin(m: u32, j: u32, grp: u32, v: f32) {\n");
   if (op == CT_OP_convolution_backward_weight) {
@@ -2464,10 +2536,53 @@ static void cv_emit_fin(sb *s, int op, const cv_geom *g, int bo, int bb, const c
   sbf(s, "  let n = m / %lldu; let q = m %% %lldu; let ch = grp * %lldu + j;\n", (long long)sp, (long long)sp, (long long)per);
   cv_split3(s, "o", "q", fwd ? g->out : g->in);
   cv_off(o, sizeof o, fwd ? g->yo : g->xo, fwd ? g->ys : g->xs, "n", "ch", "o");
+  if (ep) {
+    char eps[40], ro[400];
+    if (bias)
+      sbf(s, "  var y = v + bitcast<f32>(b%d[%lldu + ch * %lldu]);\n", bb, (long long)bias->offset,
+          (long long)(bias->ndim ? bias->stride[0] : 0));
+    else sbf(s, "  var y = v;\n");
+    sbf(s, "  let sc = (1.0 / sqrt(bitcast<f32>(b%d[%lldu + ch]) + %s)) * bitcast<f32>(b%d[%lldu + ch]);\n"
+           "  y = (y - bitcast<f32>(b%d[%lldu + ch])) * sc + bitcast<f32>(b%d[%lldu + ch]);\n",
+        eb->var, (long long)ep->var->offset, flit(ep->eps, eps), eb->w, (long long)ep->w->offset, eb->mean,
+        (long long)ep->mean->offset, eb->b, (long long)ep->b->offset);
+    if (ep->res) {
+      int64_t rs[5];
+      ct_conv_strides5(ep->res, (int)ep->res->ndim - 2, 1, rs);
+      cv_off(ro, sizeof ro, ep->res->offset, rs, "n", "ch", "o");
+      sbf(s, "  y = y + bitcast<f32>(b%d[%s]);\n", eb->res, ro);
+    }
+    if (ep->relu) sbf(s, "  y = select(y, 0.0, y <= 0.0);\n"); /* NaN stays NaN, as the ReLU kernels */
+    sbf(s, "  b%d[%s] = bitcast<u32>(y);\n}\n", bo, o);
+    return;
+  }
   if (bias)
     sbf(s, "  b%d[%s] = bitcast<u32>(v + bitcast<f32>(b%d[%lldu + ch * %lldu]));\n}\n", bo, o, bb, (long long)bias->offset,
         (long long)(bias->ndim ? bias->stride[0] : 0));
   else sbf(s, "  b%d[%s] = bitcast<u32>(v);\n}\n", bo, o);
+}
+
+static bool cv_epi_t_ok(const ct_tensor *t, int64_t n) {
+  return t && t->dtype == CT_FLOAT32 && ct_is_contiguous(t) && ct_numel(t) == n && ct_tensor_device(t).type == CT_DEVICE_WEBGPU;
+}
+/* the fold applies when its tensors are float32 on this device ([O] contiguous; res y's shape) and
+ * the output pass's bindings fit the adapter's storage-buffer limit (else the convolution runs
+ * plain and ct_webgpu_conv_bn finishes with the separate ops) */
+static bool cv_epi_ok(const wg_conv_epi *ep, const ct_tensor *y, const ct_tensor *bias, int64_t S) {
+  int64_t O = y->shape[1];
+  if (!cv_epi_t_ok(ep->mean, O) || !cv_epi_t_ok(ep->var, O) || !cv_epi_t_ok(ep->w, O) || !cv_epi_t_ok(ep->b, O)) return false;
+  if (ep->res) {
+    if (ep->res->dtype != CT_FLOAT32 || ct_tensor_device(ep->res).type != CT_DEVICE_WEBGPU || ep->res->ndim != y->ndim) return false;
+    for (int d = 0; d < y->ndim; d++)
+      if (ep->res->shape[d] != y->shape[d]) return false;
+  }
+  /* x, w (plain) or the partials (split), y, bias, 4 per-channel tensors, res */
+  uint32_t need = (S > 1 ? 1 : 2) + 1 + (bias ? 1 : 0) + 4 + (ep->res ? 1 : 0);
+  return need <= wg_max_storage_buffers();
+}
+static void cv_epi_bind_all(bindset *bs, const wg_conv_epi *ep, cv_epi_bind *eb) {
+  eb->mean = bind_of(bs, ep->mean), eb->var = bind_of(bs, ep->var), eb->w = bind_of(bs, ep->w), eb->b = bind_of(bs, ep->b);
+  eb->res = ep->res ? bind_of(bs, ep->res) : -1;
 }
 
 static ct_status k_conv(const ct_call *c) {
@@ -2497,9 +2612,14 @@ static ct_status k_conv(const ct_call *c) {
    * one workgroup's serial walk over K (a weight gradient, K = 16384 on 144 workgroups: 0.69 ms),
    * not by the number of workgroups. CT_WEBGPU_CONV_POLICY=7 restores session 7's choice (the
    * largest T that still gives 264 workgroups; split only below 128 for K >= 2048);
-   * CT_WEBGPU_CONV_T=1|2|4 forces T (tests, A/B). */
+   * CT_WEBGPU_CONV_T=1|2|4 forces T (tests, A/B); CT_WEBGPU_CONV_FWD_T=1|2|4 forces it for the
+   * forward convolution only. A forward with grad disabled (inference) takes T = 2 unless forced:
+   * on the H200 T = 2 made ResNet-224 b1 inference faster (session 8: 0.935 vs 0.992 ms; session
+   * 9: 0.766 vs 0.828) but the b16 training step slower (9.11 vs 6.82 ms, session 8). */
   int T = 4;
   const char *te = getenv("CT_WEBGPU_CONV_T"), *pol = getenv("CT_WEBGPU_CONV_POLICY");
+  if (!(te && *te) && op == CT_OP_convolution) te = getenv("CT_WEBGPU_CONV_FWD_T");
+  if (!(te && *te) && op == CT_OP_convolution && !ct_is_grad_enabled() && !(pol && !strcmp(pol, "7"))) te = "2";
   bool old_policy = pol && !strcmp(pol, "7");
   if (te && (*te == '1' || *te == '2' || *te == '4')) T = *te - '0';
   else if (old_policy)
@@ -2517,6 +2637,10 @@ static ct_status k_conv(const ct_call *c) {
   if (KC == 0) KC = 16;
   if (gx > wg_max_groups() || gy > wg_max_groups() || g.G * S > wg_max_groups())
     return unsupported(c, "The convolution is too large for one dispatch.");
+  wg_conv_epi *ep = op == CT_OP_convolution && conv_epi && !conv_epi->used && cv_epi_ok(conv_epi, c->out[0], bias, S)
+                        ? conv_epi
+                        : NULL;
+  cv_epi_bind eb = {-1, -1, -1, -1, -1};
   ct_tensor *tmp = NULL;
   if (S > 1) {
     ct_options o = ct_opts_dtype(CT_FLOAT32);
@@ -2525,9 +2649,9 @@ static ct_status k_conv(const ct_call *c) {
     if (!(tmp = ct_empty(1, &n, o))) return ct_last_status();
   }
   wg_lock();
-  const ct_tensor *all[5] = {X, Wt, Y, bias, tmp};
+  const ct_tensor *all[6] = {X, Wt, Y, bias, tmp, ep ? ep->res : NULL};
   ct_status st = CT_OK;
-  for (int i = 0; i < 5 && st == CT_OK; i++)
+  for (int i = 0; i < 6 && st == CT_OK; i++)
     if (all[i] && ct_numel(all[i]) > 0) st = check_extent(all[i]);
   /* operands: la reads b1, lb reads b2 */
   const ct_tensor *A = op == CT_OP_convolution ? X : Y, *B = op == CT_OP_convolution_backward_weight ? X : Wt;
@@ -2538,11 +2662,12 @@ static ct_status k_conv(const ct_call *c) {
     if (S == 1) {
       bo = bind_of(&bs, Out);
       if (bias) bb = bind_of(&bs, bias);
+      if (ep) cv_epi_bind_all(&bs, ep, &eb);
     } else bt = bind_of(&bs, tmp);
     sb s = {0};
     emit_bindings(&s, &bs);
     cv_emit_operands(&s, op, &g, b1, b2);
-    if (S == 1) cv_emit_fin(&s, op, &g, bo, bb, bias);
+    if (S == 1) cv_emit_fin(&s, op, &g, bo, bb, bias, ep, &eb);
     /* tiles in workgroup memory, k-major: As[kk][mm], Bs[kk][jj] (16 x 16T each); each thread
      * loads T elements of each (the index order that walks each operand's contiguous dim
      * across neighbouring threads) and owns outputs (lid.y + 16 i, lid.x + 16 j) */
@@ -2601,12 +2726,13 @@ static ct_status k_conv(const ct_call *c) {
   if (st == CT_OK && S > 1) { /* the partial sums, added in slice order */
     bindset bs = {{0}, 0, -1};
     int bt = bind_of(&bs, tmp), bo = bind_of(&bs, Out), bb = bias ? bind_of(&bs, bias) : -1;
+    if (ep) cv_epi_bind_all(&bs, ep, &eb);
     int64_t total = g.G * M * Nc;
     uint32_t rx, ry;
     grid((total + 255) / 256, &rx, &ry);
     sb s = {0};
     emit_bindings(&s, &bs);
-    cv_emit_fin(&s, op, &g, bo, bb, bias);
+    cv_emit_fin(&s, op, &g, bo, bb, bias, ep, &eb);
     sbf(&s, "@compute @workgroup_size(256)\n"
             "fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32) {\n"
             "  let e = (wid.y * %uu + wid.x) * 256u + li;\n  if (e >= %lldu) { return; }\n"
@@ -2617,9 +2743,36 @@ static ct_status k_conv(const ct_call *c) {
         (long long)M, (long long)Nc);
     st = launch(&s, &bs, rx, ry, 1);
   }
+  if (st == CT_OK && ep) ep->used = true;
   wg_unlock();
   ct_release(tmp);
   return st;
+}
+
+/* conv -> eval BatchNorm (eps) (-> + res) (-> ReLU), ResNet inference's pattern (src/models/resnet.c):
+ * on WebGPU, float32, without grad and with bn in eval (affine, running statistics), one
+ * convolution whose output pass (the split-K sum where K is split) applies the rest, where the
+ * separate ops took the BN's two dispatches, the add and the ReLU. Returns the convolution's
+ * output; *fused says whether bn, res and relu were applied (if not, the caller applies them: the
+ * values are the same either way). CT_WEBGPU_CONV_BN=0 turns the fold off (A/B). */
+ct_tensor *ct_webgpu_conv_bn(ct_module *conv, ct_module *bn, double eps, const ct_tensor *x, const ct_tensor *res, bool relu,
+                             bool *fused) {
+  *fused = false;
+  const char *e = getenv("CT_WEBGPU_CONV_BN");
+  ct_tensor *mean = bn ? ct_module_buffer(bn, "running_mean") : NULL, *var = bn ? ct_module_buffer(bn, "running_var") : NULL;
+  ct_tensor *w = bn ? ct_module_param(bn, "weight") : NULL, *b = bn ? ct_module_param(bn, "bias") : NULL;
+  /* a plain Conv2d (a LoRA-wrapped one adds its delta after the base convolution) and BatchNorm2d */
+  const char *ct = conv ? ct_module_type_name(conv) : NULL, *bt = bn ? ct_module_type_name(bn) : NULL;
+  bool ok = !(e && *e == '0') && ct && !strcmp(ct, "Conv2d") && bt && !strcmp(bt, "BatchNorm2d") && x &&
+            ct_tensor_device(x).type == CT_DEVICE_WEBGPU && ct_tensor_dtype(x) == CT_FLOAT32 && !ct_is_grad_enabled() &&
+            !ct_module_is_training(bn) && mean && var && w && b;
+  if (!ok) return ct_module_forward(conv, x);
+  wg_conv_epi ep = {mean, var, w, b, res, eps, relu, false};
+  conv_epi = &ep;
+  ct_tensor *y = ct_module_forward(conv, x);
+  conv_epi = NULL;
+  *fused = y && ep.used;
+  return y;
 }
 
 /* ---- fused batch_norm (the CPU's native_batch_norm / native_batch_norm_backward contracts,

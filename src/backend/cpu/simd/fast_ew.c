@@ -512,8 +512,11 @@ typedef struct {
 /* ~8 KiB ahead, in whole rows (one row of 1024 floats: 8192 / 4097): on machine A, 4-32 KiB ahead
  * measured the same for 16M-float softmax; on the session-7 VM 1, 2, 4 and 8 rows ahead, with
  * prefetcht0/t1/t2/nta, measured the same within its noise (none at all was slower) */
+#ifndef CT_PF_ROW_BYTES
+#define CT_PF_ROW_BYTES 8192
+#endif
 int64_t ct_fast_pf_rows(int64_t n) {
-  int64_t r = 8192 / (n * 4 + 1);
+  int64_t r = CT_PF_ROW_BYTES / (n * 4 + 1);
   return r < 1 ? 1 : r > 16 ? 16 : r;
 }
 static void fs_rows(void *vctx, int64_t begin, int64_t end) {

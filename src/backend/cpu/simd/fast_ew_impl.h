@@ -303,12 +303,10 @@ INL vf F(gelu_tanh_vec)(vf x) {
  * q(|x|) the lower tail read from 32 degree-5 pieces (gelu_tab_erf / gelu_tab_tanh in fast_ew.c,
  * relative error 1.1e-7 evaluated in float) picked by vpermt2ps from round(8|x|): no exponential,
  * no division, 17 vector operations instead of 33 (erf) / 22 (tanh), so the loop keeps up with
- * memory. Any other lane (large, inf, NaN) sends the whole vector to the full forms above. Error:
+ * memory. Any other lane (large, inf, NaN) takes the full forms above (lane by lane). Error:
  * q's 1.1e-7 plus three roundings, ~3 ulp at most (bounds 6 and 4 in test_fast_ulp.c). */
-INL vf F(gelu_tab_vec)(vf x, const float (*tab)[32], int tanh_form) {
-  __m512 y = _mm512_abs_ps((__m512)x);
-  if (__builtin_expect(_mm512_cmp_ps_mask(y, _mm512_set1_ps(3.9375f), _CMP_NLT_UQ) != 0, 0)) /* not below, NaN */
-    return tanh_form ? F(gelu_tanh_vec)(x) : F(gelu_erf_vec)(x);
+/* the table form for lanes with |x| < 31.5/8 (y = |x|; any other lane gets garbage) */
+INL vf F(gelu_tab_near)(vf x, __m512 y, const float (*tab)[32]) {
   const float magic = 12582912.0f;
   vf t = VFMA_F((vf)y, F(spf)(8.0f), F(spf)(magic));     /* low 5 bits: k = round(8|x|) <= 31 */
   vf s = (vf)_mm512_reduce_ps(y, 0x38);                 /* |x| - k/8 (vreduceps: 3 fraction bits, to nearest), exact */
@@ -317,6 +315,19 @@ INL vf F(gelu_tab_vec)(vf x, const float (*tab)[32], int tanh_form) {
    * rounding instead of a select, 1 - q and a product (-0: max(+0, -0) is its second operand, -0,
    * and -0 - 0 q = -0 as the reference) */
   return VFMA_F(-(vf)y, q, VMAX_F(F(spf)(0.0f), x));
+}
+INL vf F(gelu_tab_vec)(vf x, const float (*tab)[32], int tanh_form) {
+  __m512 y = _mm512_abs_ps((__m512)x);
+  __mmask16 far = _mm512_cmp_ps_mask(y, _mm512_set1_ps(3.9375f), _CMP_NLT_UQ); /* not below, NaN */
+  if (__builtin_expect(far != 0, 0)) {
+    /* per lane: the table where it holds, the full form elsewhere, so that an element's value does
+     * not depend on its neighbours in the vector, which move with the thread split and the output's
+     * alignment (session 9: whole-vector selection gave 1-ulp differences between 1 and 2 threads) */
+    vf full = tanh_form ? F(gelu_tanh_vec)(x) : F(gelu_erf_vec)(x);
+    if (far == 0xffff) return full;
+    return (vf)_mm512_mask_blend_ps(far, (__m512)F(gelu_tab_near)(x, y, tab), (__m512)full);
+  }
+  return F(gelu_tab_near)(x, y, tab);
 }
 #define GELU_ERF_V(v) F(gelu_tab_vec)((v), gelu_tab_erf, 0)
 #define GELU_TANH_V(v) F(gelu_tab_vec)((v), gelu_tab_tanh, 1)
@@ -337,8 +348,21 @@ INL int64_t F(nt_head)(const float *y, int64_t n) {
 }
 /* Streamed (NT) loops also prefetch their input this many floats ahead: a core keeps only a
  * few cache misses in flight on its own, and the arithmetic between loads would otherwise
- * leave memory idle (prefetching past the end of x is harmless: prefetches do not fault) */
-#define PF_AHEAD 1024
+ * leave memory idle (prefetching past the end of x is harmless: prefetches do not fault).
+ * PF_R(p): the read prefetch of every streamed kernel here, prefetcht1 (locality 2: into L2, not
+ * L1). Session 9 on the Intel Xeon VM (AVX-512 + AMX, 2 vCPUs; bench/rows_pf.c, bench/results/
+ * s9_rows.md): a 16M-float NT map with prefetchnta 4 KiB ahead ran at 0.6-0.7x glibc memcpy,
+ * prefetcht0 4-8 KiB at 1.1-2.0x, prefetcht1 / t2 8-16 KiB at 1.6-2.06x (best or equal-best with 0,
+ * 8 and 17 FMAs per vector); on the session-8 AMD VM the hint did not matter for softmax.
+ * CT_PF_LOC / CT_PF_AHEAD override them at build time (experiments). */
+#ifndef CT_PF_LOC
+#define CT_PF_LOC 2
+#endif
+#ifndef CT_PF_AHEAD
+#define CT_PF_AHEAD 2048
+#endif
+#define PF_AHEAD CT_PF_AHEAD
+#define PF_R(p) __builtin_prefetch((p), 0, CT_PF_LOC)
 /* y[i0, i1) = EXPR(v) with v the input vector at x + i (tails padded with PAD) */
 #define MAP1(x, y, i0, i1, PAD, EXPR)                                        \
   do {                                                                      \
@@ -363,8 +387,8 @@ INL int64_t F(nt_head)(const float *y, int64_t n) {
       i_ = h_;                                                              \
       /* two vectors per step: long dependency chains (gelu) overlap better */ \
       for (; i_ + 2 * NF <= (n); i_ += 2 * NF) {                            \
-        __builtin_prefetch((x) + i_ + PF_AHEAD, 0, 0);                      \
-        __builtin_prefetch((x) + i_ + NF + PF_AHEAD, 0, 0);                 \
+        PF_R((x) + i_ + PF_AHEAD);                                          \
+        PF_R((x) + i_ + NF + PF_AHEAD);                                     \
         vf r0_, r1_;                                                        \
         { vf v = F(ldf)((x) + i_); r0_ = (EXPR); }                          \
         { vf v = F(ldf)((x) + i_ + NF); r1_ = (EXPR); }                     \
@@ -415,6 +439,8 @@ TGT static void F(unary)(int op, int gelu_tanh, const float *x, float *y, int64_
       for (; i_ < h_; i_++) { float p_ = a[i_], q_ = b[i_]; y[i_] = OPX(p_, q_); }      \
       if (nt)                                                                           \
         for (; i_ + NF <= n; i_ += NF) {                                                \
+          PF_R(a + i_ + PF_AHEAD);                                                      \
+          PF_R(b + i_ + PF_AHEAD);                                                      \
           vf r_ = OPX(F(ldf)(a + i_), F(ldf)(b + i_));                                  \
           VSTNT(y + i_, r_);                                                            \
         }                                                                               \
@@ -583,11 +609,14 @@ INL double F(hsum)(vf v) {
 
 /* The row kernels read a row from memory once, then work on it in L1 for a pass or two:
  * while they do, the next row (pf, NULL for the last) is prefetched, so its memory traffic
- * overlaps this row's arithmetic instead of following it. One call covers 4 vectors. */
-INL void F(pf4)(const float *pf, int64_t i, int wr) {
+ * overlaps this row's arithmetic instead of following it. One call covers 4 vectors. mode: 0 read
+ * (prefetcht0: rows in L2 come on to L1), 1 write, 2 streamed read (PF_R: the rows come from memory;
+ * session 9 measured prefetcht0 5-8% slower than t1 there, and t1 5-8% slower than t0 in cache) */
+INL void F(pf4)(const float *pf, int64_t i, int mode) {
   if (!pf) return;
   for (int k = 0; k < NF / 4; k++) {
-    if (wr) __builtin_prefetch(pf + i + 16 * k, 1);
+    if (mode == 1) __builtin_prefetch(pf + i + 16 * k, 1);
+    else if (mode == 2) PF_R(pf + i + 16 * k);
     else __builtin_prefetch(pf + i + 16 * k, 0);
   }
 }
@@ -699,12 +728,12 @@ INL double F(bsum)(const float *x, const float *w, int64_t n) {
   for (; i < n; i++) s += (double)x[i] * (w ? w[i] : 1.0f);
   return s;
 }
-/* sum of e^(x - m) over n <= RB elements (m finite); y != NULL also stores them */
-INL double F(bsumexp)(const float *x, float *y, int64_t n, float m, const float *pf) {
+/* sum of e^(x - m) over n <= RB elements (m finite); y != NULL also stores them; pfm: pf4's mode */
+INL double F(bsumexp)(const float *x, float *y, int64_t n, float m, const float *pf, int pfm) {
   vf vm = F(spf)(m), a0 = F(spf)(0), a1 = a0, a2 = a0, a3 = a0;
   int64_t i = 0;
   for (; i + 4 * NF <= n; i += 4 * NF) {
-    F(pf4)(pf, i, 0);
+    F(pf4)(pf, i, pfm);
     vf e0 = F(expsm)(F(ldf)(x + i) - vm), e1 = F(expsm)(F(ldf)(x + i + NF) - vm);
     vf e2 = F(expsm)(F(ldf)(x + i + 2 * NF) - vm), e3 = F(expsm)(F(ldf)(x + i + 3 * NF) - vm);
     if (y) {
@@ -838,7 +867,7 @@ TGT static void F(softmax_row2)(const float *x, float *y, int64_t n, int log, in
     mx = F(rowmax)(x, n, &nan);
     if (!nan && mx != INFINITY) {
       float m0 = mx == -INFINITY ? 0.0f : mx; /* all -inf: sum 0 */
-      BLOCKS(i0, len, n) s += F(bsumexp)(x + i0, use_scr ? scr + i0 : NULL, len, m0, pf ? pf + i0 : NULL);
+      BLOCKS(i0, len, n) s += F(bsumexp)(x + i0, use_scr ? scr + i0 : NULL, len, m0, pf ? pf + i0 : NULL, nt ? 2 : 0);
     }
   } else {
     mx = F(online_maxsum)(x, n, &s, &nan);
@@ -891,7 +920,7 @@ TGT static void F(softmax_rows_nt)(const float *x, float *y, int64_t rows, int64
   } while (0)
     int64_t i = 0;
     for (; i + 4 * NF <= n; i += 4 * NF) {
-      F(pf4)(pf, i, 0);
+      F(pf4)(pf, i, 2);
       if (xm) {
         q0 = VMAX_F(F(ldf)(xm + i), q0), q1 = VMAX_F(F(ldf)(xm + i + NF), q1);
         q2 = VMAX_F(F(ldf)(xm + i + 2 * NF), q2), q3 = VMAX_F(F(ldf)(xm + i + 3 * NF), q3);
@@ -1021,7 +1050,7 @@ TGT static void F(norm_fwd_row)(const float *x, const float *w, const float *b, 
   /* this pass reads x from the cache: prefetch the next row (pf) meanwhile */
   if (nt)
     for (; i + NF <= n; i += NF) {
-      if (pf) __builtin_prefetch(pf + i, 0);
+      if (pf) PF_R(pf + i);
       vf r = NORM_V(i);
       VSTNT(y + i, r);
     }
@@ -1063,7 +1092,7 @@ TGT static void F(norm_fwd_rows_nt)(const float *x, const float *w, const float 
     double c = rms ? 0.0 : (double)xr[0];
     vd vc = F(spd)(c), s0 = F(spd)(0), s1 = s0, q0 = s0, q1 = s0;
     for (int64_t i = 0; i < n; i += NF) {
-      if (pf) __builtin_prefetch(pf + i, 0);
+      if (pf) PF_R(pf + i);
       vfh h0, h1;
       memcpy(&h0, xr + i, sizeof h0);
       memcpy(&h1, xr + i + ND, sizeof h1);
@@ -1148,7 +1177,7 @@ TGT static double F(lse_row)(const float *x, const float *w, int64_t n, double *
   if (nan) return NAN;
   if (mx == -INFINITY || mx == INFINITY) return mx;
   double s = 0;
-  BLOCKS(i0, len, n) s += F(bsumexp)(x + i0, NULL, len, mx, NULL);
+  BLOCKS(i0, len, n) s += F(bsumexp)(x + i0, NULL, len, mx, NULL, 0);
   return (double)mx + log_d(s);
 }
 
