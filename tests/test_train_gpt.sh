@@ -35,7 +35,7 @@ expect_run 2 "--proj-init must be scaled or plain, got '0.02'" "$C" train-gpt --
 # --device / --precision / --cuda-graph (issue 7): bad values, and CUDA where there is none (the GPU
 # comparison itself is tests/cross_backend/gpt_cuda.sh, run on a GPU machine)
 expect_run 1 "--device: invalid device string 'gpu'" "$C" train-gpt --device gpu
-expect_run 2 "--precision must be fp32, tf32 or bf16, got 'fp8'" "$C" train-gpt --precision fp8
+expect_run 2 "--precision must be fp32, tf32, bf16 or bf16-fp32act, got 'fp8'" "$C" train-gpt --precision fp8
 expect_run 1 "--precision bf16 needs --device cuda" "$C" train-gpt --precision bf16
 expect_run 1 "--cuda-graph needs --device cuda" "$C" train-gpt --cuda-graph
 expect_run 1 "ctorch sample: --device: invalid device string 'cuda:x'" "$C" sample --model "$tmp" --device cuda:x

@@ -2693,3 +2693,134 @@ CUDA_TEST(autocast_bf16_outputs_gpt_dtype_flow) {
   for (int k = 0; k < 3; k++) ct_gpt_free(m[k]);
   ct_scope_end(s);
 }
+
+/* ---- bf16 error census of the GPT's ops under PyTorch-style autocast (issue 7: bf16o's gradient
+ * error at the same weights was 6.5x PyTorch autocast's in session 9's probe) ----
+ * Each op at GPT-2 124M's shapes on float32 inputs under the mode, against the CPU in float64 on the
+ * same bfloat16-valued inputs: relative L2 error of the result and of every input gradient, beside
+ * "ideal", the error of the float64 answer rounded once to bfloat16 (what a kernel that accumulates
+ * exactly and rounds once would show; float32 gradients come through bfloat16 products, so the same
+ * yardstick). tests/cross_backend/bf16_op_error_torch.py prints PyTorch 2.11's numbers for the same
+ * ops (H200, 2026-12-01, session 10); each bound below is PyTorch's ratio there plus 15%, so this
+ * test fails where ctorch's arithmetic is less accurate than PyTorch autocast's. Measured then
+ * (ratio to one rounding, PyTorch / ctorch before the fix): addmm out 1.00 / 1.42 (cuBLAS with a
+ * bfloat16 C: two roundings), gelu 1.00 / 1.00, sdpa out 1.25 / 1.24, dq dk dv 1.51 1.48 1.40 (both:
+ * P and dS rounded to bfloat16 for the tensor cores), lm_head logits 1.00, its dx dW 7.5 9.7 (both:
+ * the bfloat16 logits' rounding moves the softmax by up to |z| 2^-9). */
+static double c64_rel(const ct_tensor *got, const ct_tensor *ref) {
+  ct_tensor *g = ct_to_dtype(H(got), CT_FLOAT64), *r = ct_to_dtype(H(ref), CT_FLOAT64);
+  ct_tensor *d = ct_sub(g, r);
+  double nd = 0, nr = 0;
+  ct_item_double(ct_sum(ct_mul(d, d)), &nd);
+  ct_item_double(ct_sum(ct_mul(r, r)), &nr);
+  return nr > 0 ? sqrt(nd / nr) : sqrt(nd);
+}
+static void c64_report(const char *op, const char *what, const ct_tensor *got, const ct_tensor *ref64, double max_ratio) {
+  CHECK(got != NULL && ref64 != NULL);
+  if (!got || !ref64) return;
+  double e = c64_rel(got, ref64), ideal = c64_rel(ct_to_dtype(ref64, CT_BFLOAT16), ref64), r = ideal > 0 ? e / ideal : 0;
+  printf("bf16 census %-10s %-6s %-8s err %.3e ideal %.3e ratio %.2f (bound %.2f)\n", op, what,
+         ct_dtype_name(ct_tensor_dtype(got)), e, ideal, r, max_ratio);
+  if (!(r <= max_ratio)) {
+    printf("  FAIL: %s %s error %.2fx one bfloat16 rounding, over %.2fx\n", op, what, r, max_ratio);
+    CHECK(r <= max_ratio);
+  }
+}
+/* float32 [shape] ~ N(0, sd) with values already bfloat16 (so the mode's casts are exact) */
+static ct_tensor *c64_in(int nd, const int64_t *shape, double sd) {
+  static ct_generator *g;
+  if (!g) g = ct_generator_new(77);
+  ct_tensor *f = ct_mul_scalar(ct_randn(nd, shape, ct_opts_dtype(CT_FLOAT32), g), ct_sf(sd));
+  return ct_to_dtype(ct_to_dtype(f, CT_BFLOAT16), CT_FLOAT32);
+}
+/* x (CPU float32) as a float64 CPU leaf / a float32 CUDA leaf, both requiring grad */
+static ct_tensor *c64_leaf(const ct_tensor *x, bool cuda) {
+  ct_tensor *t = cuda ? G(x) : ct_to_dtype(x, CT_FLOAT64);
+  t = ct_detach(t);
+  ct_requires_grad_(t, true);
+  return t;
+}
+static void c64_mode(bool on) {
+  CHECK_OK(ct_cuda_set_autocast_bf16(on));
+  CHECK_OK(ct_cuda_set_autocast_bf16_outputs(on));
+}
+/* addmm with the bias (nn.Linear / Conv1D): bf16 result; its gradient arrives rounded to bf16 */
+static void c64_addmm(const char *op, int64_t M, int64_t K, int64_t N) {
+  ct_tensor *x = c64_in(2, (int64_t[]){M, K}, 1), *w = c64_in(2, (int64_t[]){K, N}, 0.02), *b = c64_in(1, &N, 0.02);
+  ct_tensor *gy = c64_in(2, (int64_t[]){M, N}, 1);
+  ct_tensor *xr = c64_leaf(x, false), *wr = c64_leaf(w, false), *br = c64_leaf(b, false);
+  ct_tensor *yr = ct_addmm(br, xr, wr, ct_si(1), ct_si(1));
+  CHECK_OK(ct_backward(ct_sum(ct_mul(yr, ct_to_dtype(gy, CT_FLOAT64))), NULL, false, false));
+  ct_tensor *xd = c64_leaf(x, true), *wd = c64_leaf(w, true), *bd = c64_leaf(b, true);
+  c64_mode(true);
+  ct_tensor *yd = ct_addmm(bd, xd, wd, ct_si(1), ct_si(1));
+  if (yd) CHECK_OK(ct_backward(ct_sum(ct_mul(ct_to_dtype(yd, CT_FLOAT32), G(gy))), NULL, false, false));
+  c64_mode(false);
+  CHECK(yd && ct_tensor_dtype(yd) == CT_BFLOAT16);
+  c64_report(op, "out", yd, yr, 1.15);
+  c64_report(op, "dx", ct_grad(xd), ct_grad(xr), 1.15);
+  c64_report(op, "dW", ct_grad(wd), ct_grad(wr), 1.15);
+  c64_report(op, "dbias", ct_grad(bd), ct_grad(br), 1.15);
+}
+CUDA_TEST(autocast_bf16_op_error_census) {
+  ct_scope *s = ct_scope_begin();
+  int64_t M = 1024, C = 768, C3 = 2304, C4 = 3072, V = 50257, Hh = 12, T = 1024, D = 64;
+  c64_addmm("addmm", M, C, C3);  /* c_attn */
+  c64_addmm("addmm4", M, C4, C); /* the MLP's c_proj: K = 3072 */
+  /* GELU (tanh) on a bfloat16 activation */
+  {
+    ct_tensor *x = c64_in(2, (int64_t[]){M, C4}, 1), *gy = c64_in(2, (int64_t[]){M, C4}, 1);
+    ct_tensor *xr = c64_leaf(x, false);
+    ct_tensor *yr = ct_gelu(xr, "tanh");
+    CHECK_OK(ct_backward(ct_sum(ct_mul(yr, ct_to_dtype(gy, CT_FLOAT64))), NULL, false, false));
+    ct_tensor *xd = ct_detach(ct_to_dtype(G(x), CT_BFLOAT16));
+    ct_requires_grad_(xd, true);
+    ct_tensor *yd = ct_gelu(xd, "tanh");
+    if (yd) CHECK_OK(ct_backward(yd, ct_to_dtype(G(gy), CT_BFLOAT16), false, false));
+    c64_report("gelu_tanh", "out", yd, yr, 1.15);
+    c64_report("gelu_tanh", "dx", ct_grad(xd), ct_grad(xr), 1.15);
+  }
+  /* causal flash attention on bfloat16 q, k, v taken as the GPT takes them: views of one [1, T, 3C]
+   * qkv buffer (rows 3C apart), heads transposed */
+  {
+    int64_t sq[3] = {1, T, C3}, s4[4] = {1, T, Hh, D};
+    ct_tensor *qkv = c64_in(3, sq, 1), *gy = c64_in(4, (int64_t[]){1, Hh, T, D}, 1);
+    ct_tensor *lr = c64_leaf(qkv, false), *ld = ct_detach(ct_to_dtype(G(qkv), CT_BFLOAT16));
+    ct_requires_grad_(ld, true);
+    ct_tensor *yy[2];
+    for (int dv = 0; dv < 2; dv++) {
+      ct_tensor *src = dv ? ld : lr, *hv[3];
+      for (int j = 0; j < 3; j++) hv[j] = ct_transpose(ct_view(ct_narrow(src, 2, j * C, C), 4, s4), 1, 2);
+      if (dv) c64_mode(true);
+      yy[dv] = ct_scaled_dot_product_attention(hv[0], hv[1], hv[2], NULL, 0, true, NULL, NULL);
+      if (yy[dv]) CHECK_OK(ct_backward(yy[dv], dv ? ct_to_dtype(G(gy), CT_BFLOAT16) : ct_to_dtype(gy, CT_FLOAT64), false, false));
+      if (dv) c64_mode(false);
+    }
+    c64_report("sdpa", "out", yy[1], yy[0], 1.45);
+    ct_tensor *gd = ct_grad(ld), *gr = ct_grad(lr);
+    const char *nm[3] = {"dq", "dk", "dv"};
+    double bound[3] = {1.75, 1.7, 1.6};
+    for (int j = 0; j < 3 && gd && gr; j++) c64_report("sdpa", nm[j], ct_narrow(gd, 2, j * C, C), ct_narrow(gr, 2, j * C, C), bound[j]);
+  }
+  /* lm_head (x @ wte^T, bf16 logits) and the loss's logsumexp over them (float32) */
+  {
+    int64_t R = 256, dl = 1;
+    ct_tensor *x = c64_in(2, (int64_t[]){R, C}, 1), *w = c64_in(2, (int64_t[]){V, C}, 0.1);
+    ct_tensor *xr = c64_leaf(x, false), *wr = c64_leaf(w, false);
+    ct_tensor *zr = ct_mm(xr, ct_t(wr)), *lr = ct_logsumexp(zr, 1, &dl, false);
+    CHECK_OK(ct_backward(ct_sum(lr), NULL, true, false));
+    ct_tensor *xd = c64_leaf(x, true), *wd = c64_leaf(w, true);
+    c64_mode(true);
+    ct_tensor *zd = ct_mm(xd, ct_t(wd)), *ld = zd ? ct_logsumexp(zd, 1, &dl, false) : NULL;
+    if (ld) CHECK_OK(ct_backward(ct_sum(ld), NULL, false, false));
+    c64_mode(false);
+    c64_report("lm_head", "logits", zd, zr, 1.15);
+    /* float32 from bf16 logits: the logits' rounding averaged by the softmax (PyTorch: 1.55e-4) */
+    double el = ld && lr ? c64_rel(ld, lr) : 1;
+    printf("bf16 census %-10s %-6s %-8s err %.3e (float32 result of bf16 logits; bound 1.8e-4)\n", "lse", "out", "float32", el);
+    CHECK(el <= 1.8e-4);
+    c64_report("lm_head", "dx", ct_grad(xd), ct_grad(xr), 8.6);
+    c64_report("lm_head", "dW", ct_grad(wd), ct_grad(wr), 11.2);
+  }
+  ct_scope_end(s);
+}

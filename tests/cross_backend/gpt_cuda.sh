@@ -34,7 +34,7 @@ timeout 120 "$B/ctorch" train-gpt "${G[@]}" --device cuda >"$O/train_cuda64.log"
 timeout 120 "$B/ctorch" train-gpt "${G[@]}" --device cuda --cuda-graph --out "$tmp/graph" >"$O/train_graph.log" 2>&1 ||
   bad "train-gpt --cuda-graph exit $?"
 grep -q "nodes captured" "$O/train_graph.log" && ok || bad "train-gpt --cuda-graph did not capture the step"
-for p in tf32 bf16; do
+for p in tf32 bf16 bf16-fp32act; do
   timeout 120 "$B/ctorch" train-gpt "${A[@]}" --device cuda --precision $p >"$O/train_$p.log" 2>&1 || bad "train-gpt --precision $p exit $?"
 done
 # evaluation lines "step N train loss X val loss Y": CPU vs CUDA fp32 2e-4, tf32/bf16 3e-2 relative
@@ -51,7 +51,8 @@ cmp_losses "$O/train_cuda64.log" "$O/train_graph.log" 1e-6 && ok || bad "train-g
 tail -5 "$O/train_graph.log"
 cmp_losses "$O/train_cpu.log" "$O/train_tf32.log" 3e-2 && ok || bad "train-gpt cpu vs cuda tf32 losses"
 cmp_losses "$O/train_cpu.log" "$O/train_bf16.log" 3e-2 && ok || bad "train-gpt cpu vs cuda bf16 losses"
-grep -h '^step \|^device\|^done\|CUDA graph\|train-gpt:' "$O"/train_{cpu,cuda,graph,tf32,bf16}.log
+cmp_losses "$O/train_cpu.log" "$O/train_bf16-fp32act.log" 3e-2 && ok || bad "train-gpt cpu vs cuda bf16-fp32act losses"
+grep -h '^step \|^device\|^done\|CUDA graph\|train-gpt:' "$O"/train_{cpu,cuda,graph,tf32,bf16,bf16-fp32act}.log
 for dv in cpu cuda; do
   timeout 60 "$B/ctorch" sample --model "$tmp/cpu" --prompt "the quick" --temperature 0 --max-tokens 40 --device $dv \
     >"$O/sample_$dv.txt" 2>&1 || bad "sample --device $dv exit $?"
