@@ -20,6 +20,14 @@ expect_run() {
   case "$out" in *"$want"*) ok ;; *) bad "$*: output lacks '$want': $out" ;; esac
 }
 
+# 0. the default thread count: the CPUs the process may run on (affinity mask, cgroup quota), OMP_NUM_THREADS
+#    as PyTorch honours it, CT_NUM_THREADS over both
+if command -v taskset >/dev/null; then
+  expect_run 0 "threads: 1" env -u CT_NUM_THREADS -u OMP_NUM_THREADS taskset -c 0 "$C" info
+fi
+expect_run 0 "threads: 3" env -u CT_NUM_THREADS OMP_NUM_THREADS=3 "$C" info
+expect_run 0 "threads: 2" env CT_NUM_THREADS=2 OMP_NUM_THREADS=3 "$C" info
+
 # 1. help and option errors
 expect_run 0 "--beta1 X, --beta2 X AdamW betas (default 0.85, 0.999)" "$C" train-gpt --help
 case "$out" in *"--warmup N           linear warmup steps (default 100)"*) ok ;; *) bad "--help: warmup default: $out" ;; esac

@@ -16,7 +16,9 @@
 #include "internal.h"
 #include <pthread.h>
 #include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 #if defined(__x86_64__) || defined(__i386__)
@@ -144,11 +146,35 @@ static void stop_pool(void) {
   P.n_workers = 0;
 }
 
+/* The CPUs this process may use: the affinity mask (taskset, a container's cpuset), bounded by a
+ * cgroup v2 CPU quota (cpu.max "quota period": a container limited to 4 CPUs of a 64-CPU host).
+ * sysconf(_SC_NPROCESSORS_ONLN) counts the host's CPUs, so a container got several spinning workers
+ * per core it may use (seen on the 16-core GPU machine's sandbox). */
+static int usable_cpus(void) {
+  int n = (int)sysconf(_SC_NPROCESSORS_ONLN);
+#if defined(__linux__) && !defined(__EMSCRIPTEN__)
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) n = CPU_COUNT(&set);
+  FILE *f = fopen("/sys/fs/cgroup/cpu.max", "r");
+  if (f) {
+    char q[32] = "";
+    long long period = 0;
+    if (fscanf(f, "%31s %lld", q, &period) == 2 && strcmp(q, "max") && period > 0) {
+      long long quota = atoll(q), c = (quota + period - 1) / period;
+      if (c >= 1 && c < n) n = (int)c;
+    }
+    fclose(f);
+  }
+#endif
+  return n;
+}
+
 static void init_pool(void) {
   int n = 0;
   const char *env = getenv("CT_NUM_THREADS");
+  if (!env || !*env) env = getenv("OMP_NUM_THREADS"); /* as PyTorch's default thread count honours it */
   if (env) n = atoi(env);
-  if (n <= 0) n = (int)sysconf(_SC_NPROCESSORS_ONLN);
+  if (n <= 0) n = usable_cpus();
   if (n <= 0) n = 1;
   if (n > MAX_THREADS) n = MAX_THREADS;
   P.n_threads = n;
