@@ -30,6 +30,7 @@
 #include "ctorch/train.h" /* ct_classifier_train_step: device ops only, so a capture can record it */
 #include "backend/webgpu/webgpu_backend.h" /* ct_webgpu_get_counters */
 #include <math.h>
+#include <sched.h> /* sched_getaffinity: the CPUs this process may use */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -658,13 +659,18 @@ static ct_optim *sgd_of(ct_module *m, ct_dict *pd) {
  * the GEMM without session 9's short-product 32x32 tile, ResNet inference without session 9's
  * BN/residual/ReLU fold into the convolutions, ViT without its GELU fold into fc1's addmm, split-K
  * only from K >= 1024 (session 8's rule) and T = 4 for the forward convolutions (the grad-enabled
- * rule; inference takes T = 2 since session 9), each re-captured and timed in this process */
+ * rule; inference takes T = 2 since session 9); session 10: split-K convolutions with the separate
+ * sum pass again (CONV_FUSED_SUM=0), ResNet's head as pool + flatten + addmm (POOL_FC=0), and the
+ * split's minimum slice 128 or 64 instead of 256 (CONV_SLICE), 32-deep slices per step (CONV_BK);
+ * each re-captured and timed in this process */
 static bool conv_ab;
 static const char *const conv_ab_env[][2] = {{"CT_WEBGPU_CONV_POLICY", "7"}, {"CT_WEBGPU_CONV_PREFETCH", "0"},
                                              {"CT_WEBGPU_CONV_T", "2"},      {"CT_WEBGPU_CONV_FWD_T", "2"},
                                              {"CT_WEBGPU_GEMM_SMALL", "0"},  {"CT_WEBGPU_CONV_BN", "0"},
                                              {"CT_WEBGPU_GEMM_GELU", "0"},   {"CT_WEBGPU_SPLITK_SHORT", "0"},
-                                             {"CT_WEBGPU_CONV_FWD_T", "4"}};
+                                             {"CT_WEBGPU_CONV_FWD_T", "4"},  {"CT_WEBGPU_CONV_FUSED_SUM", "0"},
+                                             {"CT_WEBGPU_POOL_FC", "0"},     {"CT_WEBGPU_CONV_SLICE", "128"},
+                                             {"CT_WEBGPU_CONV_SLICE", "64"},  {"CT_WEBGPU_CONV_BK", "32"}};
 static ct_webgpu_graph *ab_graph;
 static ct_status ab_replay(void *u) {
   (void)u;
@@ -701,16 +707,23 @@ static void conv_ab_step(void *ms, ct_status (*step)(void *), int steps) {
   }
 }
 
+/* "[+12.3 s] what": where a run that times out stopped (seconds since the section began) */
+static double stamp0;
+static void stamp(const char *what) { printf("  [+%.1f s] %s\n", now() - stamp0, what); }
+static int64_t step_hw = 32; /* --step-hw N: the CIFAR step's input size (smaller for SwiftShader) */
 static void bench_resnet_step(int64_t B, int steps) {
   printf("\n== ResNet-18 CIFAR training step, batch %lld, SGD momentum 0.9 lr 0.01, float32 ==\n", (long long)B);
+  stamp0 = now();
   ct_module *mc = model_on(0, ct_cpu()), *mg = model_on(0, ct_webgpu());
   ct_module_train(mc, true), ct_module_train(mg, true);
   ct_dict *pc = ct_dict_new(), *pg = ct_dict_new();
   ct_optim *oc = sgd_of(mc, pc), *og = sgd_of(mg, pg);
-  int64_t xs[4] = {B, 3, 32, 32};
+  int64_t hw = step_hw, xs[4] = {B, 3, hw, hw};
+  if (hw != 32) printf("(input %lldx%lld)\n", (long long)hw, (long long)hw);
   ct_options io = ct_opts_dtype(CT_INT64);
   ct_tensor *x = nn(ct_randn(4, xs, ct_opts(), G), "x"), *y = nn(ct_randint(0, 10, 1, &B, &io, G), "y");
   mstate c = {mc, oc, f64(x), y, NULL, NULL}, g = {mg, og, to_gpu(x), to_gpu(y), NULL, NULL};
+  stamp("models built (the cpu reference in float64)");
   /* steps 0-1 eager on both, step 2 eager while captured, step 3 a replay: the losses agree */
   double worst = 0;
   for (int k = 0; k < 4; k++) {
@@ -726,15 +739,18 @@ static void bench_resnet_step(int64_t B, int steps) {
     OK(ct_item_double(g.loss, &lg));
     double d = fabs(lg - lc) / fabs(lc);
     worst = d > worst ? d : worst;
-    printf("step %d (%s): loss cpu %.6f webgpu %.6f rel diff %.1e (cpu %.0f ms, webgpu %.1f ms)\n", k,
+    printf("  [+%.1f s] step %d (%s): loss cpu %.6f webgpu %.6f rel diff %.1e (cpu %.0f ms, webgpu %.1f ms)\n", now() - stamp0, k,
            k < 2 ? "eager" : k == 2 ? "eager, captured" : "replay", lc, lg, d, (t1 - t0) * 1e3, (now() - t1) * 1e3);
   }
   printf("check vs cpu over 4 steps: worst rel loss diff %.1e %s; graph of %lld dispatches\n", worst,
          worst <= 1e-3 ? "ok" : "FAIL", (long long)ct_webgpu_graph_dispatches(g.g));
+  stamp("checks done; timing the eager steps");
+  int ne = steps < 5 ? 1 : 5; /* --small: 5 eager steps, else 25 */
   ct_webgpu_counters a = ct_webgpu_get_counters();
-  double te = time_calls(train_eager, &g, 5);
+  double te = time_calls(train_eager, &g, ne);
   ct_webgpu_counters b = ct_webgpu_get_counters();
-  counters_line("eager", a, b, 25);
+  counters_line("eager", a, b, 5 * ne);
+  stamp("eager timed; timing the replays");
   double tr = time_calls(replay, &g, steps);
   ct_webgpu_counters d = ct_webgpu_get_counters();
   counters_line("replay", b, d, 5 * steps);
@@ -744,10 +760,12 @@ static void bench_resnet_step(int64_t B, int steps) {
   printf("webgpu resnet18-cifar b%lld train step: eager %.2f ms, captured (replay) %.2f ms (mean of %d back-to-back, "
          "median of 5); loss now %.4f\n",
          (long long)B, te * 1e3, tr * 1e3, steps, lg);
+  stamp("replays timed");
   if (do_profile) profile_graph(g.g, tr);
   ct_webgpu_graph_free(g.g);
   g.g = NULL;
   if (conv_ab) conv_ab_step(&g, train_eager, steps);
+  stamp("done");
   ct_release(c.loss), ct_release(c.x), ct_release(g.loss), ct_release(g.x), ct_release(g.y), ct_release(x), ct_release(y);
   ct_optim_free(oc), ct_optim_free(og);
   ct_dict_free(pc), ct_dict_free(pg);
@@ -777,13 +795,16 @@ static ct_status forward_kept(void *u) { /* one forward whose output stays alive
   ct_scope_end(sc);
   return a->out ? CT_OK : ct_last_status();
 }
+static int infer_vit = 1;
+static int infer_hw = 224; /* --hw N: the ResNet's input size (smaller for SwiftShader's functional runs) */
 static void bench_infer(int kind, int iters) {
   const char *name = kind == 1 ? "resnet18-224" : "vit-tiny16";
   printf("\n== %s inference, batch 1, eval, no grad, float32 ==\n", name);
   bool prev = ct_set_grad_enabled(false);
   ct_module *mc = model_on(kind, ct_cpu()), *mg = model_on(kind, ct_webgpu());
   ct_module_eval(mc), ct_module_eval(mg);
-  int64_t xs[4] = {1, 3, 224, 224};
+  int64_t hw = kind == 1 ? infer_hw : 224, xs[4] = {1, 3, hw, hw};
+  if (hw != 224) printf("(input %lldx%lld)\n", (long long)hw, (long long)hw);
   ct_tensor *x = nn(ct_randn(4, xs, ct_opts(), G), "x");
   istate s = {mg, to_gpu(x)};
   ct_tensor *x64 = f64(x), *rc = nn(ct_module_forward(mc, x64), "cpu forward");
@@ -833,6 +854,31 @@ static void bench_infer(int kind, int iters) {
   ct_set_grad_enabled(prev);
 }
 
+/* The CPU reference's threads: ctorch's pool takes sysconf's online CPUs, the whole host's where a
+ * container gives this process fewer (a cpuset, a CFS quota): then 10x more workers than cores spin
+ * and wait for each other at every op's fork/join, and the ResNet step's four float64 reference
+ * steps can take minutes (session 9's H200 call: the step's row timed out). Bounded here to the
+ * affinity mask and the cgroup quota (WG_CPU_THREADS=N forces N). */
+static void bound_cpu_threads(void) {
+  int online = ct_get_num_threads(), n = 0;
+  cpu_set_t cs;
+  if (sched_getaffinity(0, sizeof cs, &cs) == 0) n = CPU_COUNT(&cs);
+  FILE *f = fopen("/sys/fs/cgroup/cpu.max", "r");
+  if (f) {
+    char q[64];
+    long per = 0;
+    if (fscanf(f, "%63s %ld", q, &per) == 2 && strcmp(q, "max") != 0 && per > 0) {
+      int c = (int)((atol(q) + per - 1) / per);
+      if (c > 0 && (n <= 0 || c < n)) n = c;
+    }
+    fclose(f);
+  }
+  const char *e = getenv("WG_CPU_THREADS");
+  if (e && atoi(e) > 0) n = atoi(e);
+  if (n > 0 && n != online) OK(ct_set_num_threads(n));
+  printf("bench_webgpu: cpu reference on %d threads (the pool's default here: %d)\n", ct_get_num_threads(), online);
+}
+
 int main(int argc, char **argv) {
   bool small = false, do_mm = true, do_gpt = true, parts = false, resnet = false, infer = false, diag = false;
   const char *tiles = "8x8x8,4x4x16,8x4x16,4x8x8,8x8x16";
@@ -854,8 +900,11 @@ int main(int argc, char **argv) {
     else if (!strcmp(argv[i], "--mm") && i + 1 < argc && ns < 8) sizes[ns++] = atoi(argv[++i]);
     else if (!strcmp(argv[i], "--tiles") && i + 1 < argc) tiles = argv[++i];
     else if (!strcmp(argv[i], "--steps") && i + 1 < argc) steps = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--hw") && i + 1 < argc) infer_hw = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--step-hw") && i + 1 < argc) step_hw = atoi(argv[++i]);
+    else if (!strcmp(argv[i], "--vit") && i + 1 < argc) infer_vit = atoi(argv[++i]);
     else {
-      fprintf(stderr, "usage: bench_webgpu [--small] [--mm N]... [--tiles T,...] [--steps N] [--no-mm] [--no-gpt] [--parts] [--models | --resnet-step | --infer] [--diag] [--split-wait] [--dispatch] [--profile] [--conv-ab]\n");
+      fprintf(stderr, "usage: bench_webgpu [--small] [--mm N]... [--tiles T,...] [--steps N] [--no-mm] [--no-gpt] [--parts] [--models | --resnet-step | --infer] [--diag] [--split-wait] [--dispatch] [--profile] [--conv-ab] [--hw N] [--vit 0] [--step-hw N]\n");
       return 2;
     }
   }
@@ -865,6 +914,10 @@ int main(int argc, char **argv) {
     return 1;
   }
   printf("bench_webgpu: adapter %s\n", ct_webgpu_adapter_name());
+  wg_lock(); /* the storage-buffer limit decides which folds fit (the split-K sum in the conv: 9-10 bindings) */
+  if (wg_ready() == CT_OK) printf("bench_webgpu: %u storage buffers per shader stage\n", wg_max_storage_buffers());
+  wg_unlock();
+  bound_cpu_threads();
   G = ct_generator_new(1234);
   if (!ns) {
     if (small) sizes[ns++] = 256;
@@ -880,7 +933,10 @@ int main(int argc, char **argv) {
     bench_gpt(&c, small ? 3 : steps);
   }
   if (resnet) bench_resnet_step(small ? 2 : 16, small ? 2 : 20);
-  if (infer) bench_infer(1, small ? 1 : 20), bench_infer(2, small ? 1 : 20); /* --small: a functional run (SwiftShader) */
+  if (infer) { /* --small: a functional run (SwiftShader); --vit 0: the ResNet only */
+    bench_infer(1, small ? 1 : 20);
+    if (infer_vit) bench_infer(2, small ? 1 : 20);
+  }
   ct_generator_free(G);
   return 0;
 }

@@ -27,6 +27,7 @@ ct_tensor *ct_webgpu_conv_bn(ct_module *conv, ct_module *bn, double eps, const c
 /* the CPU's: in eval without grad the conv kernel's output pass applies bn, res and relu (src/nn/layers.c) */
 ct_tensor *ct_module_forward_conv_bn(ct_module *conv, ct_module *bn, const ct_tensor *x, const ct_tensor *residual,
                                      bool relu);
+ct_tensor *ct_webgpu_avgpool_linear(ct_module *fc, const ct_tensor *x, bool *applied);
 static ct_tensor *conv_bn(ct_module *conv, ct_module *bn, const ct_tensor *x, const ct_tensor *res, bool relu) {
   if (x && !ct_is_grad_enabled() && x->storage->device.type == CT_DEVICE_CPU)
     return ct_module_forward_conv_bn(conv, bn, x, res, relu);
@@ -110,10 +111,16 @@ static ct_tensor *resnet_forward(ct_module *m, const ct_tensor *x) {
   ct_scope *s = ct_scope_begin();
   /* conv1 -> bn1 -> relu: one fused op */
   ct_tensor *h = conv_bn(ct_module_child(m, order[0]), ct_module_child(m, order[1]), x, NULL, true);
-  for (size_t i = 3; h && i < sizeof order / sizeof order[0]; i++) h = vm_forward_then(ct_module_child(m, order[i]), h);
-  ct_tensor *out = h ? ct_flatten(h, 1, -1) : NULL;
+  for (size_t i = 3; h && i + 1 < sizeof order / sizeof order[0]; i++) h = vm_forward_then(ct_module_child(m, order[i]), h);
+  /* avgpool (always 1x1 here) -> flatten -> fc: on WebGPU without grad one kernel (webgpu_kernels.c) */
+  bool applied = false;
+  ct_tensor *out = h ? ct_webgpu_avgpool_linear(ct_module_child(m, "fc"), h, &applied) : NULL;
+  if (!applied) {
+    h = vm_forward_then(ct_module_child(m, "avgpool"), h);
+    out = h ? ct_flatten(h, 1, -1) : NULL;
+    out = vm_forward_then(ct_module_child(m, "fc"), out);
+  }
   ct_release(h);
-  out = vm_forward_then(ct_module_child(m, "fc"), out);
   if (out) ct_keep(out);
   ct_scope_end(s);
   return out;

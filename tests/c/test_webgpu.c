@@ -9,7 +9,7 @@
  * Tolerances: the GPU computes in float32 (the CPU in double, rounded once), so float32
  * checks use rel 1e-5 with abs 1e-6 for one-op elementwise results, and looser ones
  * (stated) where float32 accumulation order or transcendental approximations differ. */
-#include "test.h"
+#include "webgpu_test.h"
 #include "backend/webgpu/webgpu_backend.h"
 #include "ctorch/models.h"
 #include "ctorch/webgpu.h"
@@ -21,28 +21,8 @@
 
 extern char **environ;
 
-static int n_wg_tests;
-static bool wgpu(void) {
-  static bool said;
-  if (getenv("CT_WEBGPU_EXPECT_ABSENT")) return false; /* the fallback child run */
-  if (ct_webgpu_is_available()) return true;
-  if (!said) {
-    printf("test_webgpu: skipping %d WebGPU test(s): %s\n", n_wg_tests, ct_webgpu_unavailable_reason());
-    said = true;
-  }
-  return false;
-}
-#define WG_TEST(name)                                                               \
-  static void wg_body_##name(void);                                                 \
-  __attribute__((constructor)) static void wg_count_##name(void) { n_wg_tests++; } \
-  TEST(webgpu_##name) {                                                             \
-    if (wgpu()) wg_body_##name();                                                   \
-  }                                                                                 \
-  static void wg_body_##name(void)
-
-static ct_tensor *W(const ct_tensor *t) { return ct_to_device(t, ct_webgpu()); }
-
-#define SAME(what, ref, got, rtol, atol) tt_same_as_cpu(__FILE__, __LINE__, "webgpu", what, ref, got, rtol, atol)
+WEBGPU_TESTS("test_webgpu", "WebGPU test(s)")
+#define WG_TEST(name) WEBGPU_TEST(webgpu, name)
 
 static ct_generator *gen(void) {
   static ct_generator *g;

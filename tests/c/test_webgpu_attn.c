@@ -6,7 +6,7 @@
  * Tolerances: float32 on both sides, but the GPU sums its dot products and the online
  * softmax in another order (tiles of keys, rescaling) than the CPU: values rel 1e-5 with
  * abs 2e-6, gradients (sums of L or S products of such terms) rel 1e-4 with abs 2e-5. */
-#include "test.h"
+#include "webgpu_test.h"
 #include "backend/webgpu/webgpu_attention.h"
 #include "backend/webgpu/webgpu_backend.h"
 #include "backend/webgpu/webgpu_tune.h"
@@ -17,27 +17,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-static int n_tests;
-static bool wgpu(void) {
-  static bool said;
-  if (getenv("CT_WEBGPU_EXPECT_ABSENT")) return false;
-  if (ct_webgpu_is_available()) return true;
-  if (!said) {
-    printf("test_webgpu_attn: skipping %d WebGPU attention/tuning test(s): %s\n", n_tests,
-           ct_webgpu_unavailable_reason());
-    said = true;
-  }
-  return false;
-}
-#define WA_TEST(name)                                                              \
-  static void wa_body_##name(void);                                                \
-  __attribute__((constructor)) static void wa_count_##name(void) { n_tests++; }   \
-  TEST(webgpu_attn_##name) {                                                       \
-    if (wgpu()) wa_body_##name();                                                  \
-  }                                                                                \
-  static void wa_body_##name(void)
-
-#define SAME(what, ref, got, rtol, atol) tt_same_as_cpu(__FILE__, __LINE__, "webgpu", what, ref, got, rtol, atol)
+WEBGPU_TESTS("test_webgpu_attn", "WebGPU attention/tuning test(s)")
+#define WA_TEST(name) WEBGPU_TEST(webgpu_attn, name)
 
 static ct_generator *gen(void) {
   static ct_generator *g;
@@ -45,7 +26,6 @@ static ct_generator *gen(void) {
   return g;
 }
 static ct_tensor *rnd(int nd, const int64_t *shape) { return ct_randn(nd, shape, ct_opts_dtype(CT_FLOAT32), gen()); }
-static ct_tensor *W(const ct_tensor *t) { return ct_to_device(t, ct_webgpu()); }
 
 /* One case: q [B, H, L, E], k [B, H, S, E], v [B, H, S, Ev] built from [B, L, H, E] tensors
  * transposed (the models' layout: last dim contiguous, the others strided) when `tr`, or

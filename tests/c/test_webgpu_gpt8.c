@@ -8,7 +8,7 @@
  * loops, the CPU's cross-entropy in float64): losses rel 1e-5, gradients rel 1e-5 with abs
  * 1e-7 (softmax - onehot of O(1/N) terms), embedding gradients rel 1e-5 abs 1e-6 (the same
  * position order on both sides; the CPU may vectorise the adds). */
-#include "test.h"
+#include "webgpu_test.h"
 #include "backend/webgpu/webgpu_attention.h"
 #include "backend/webgpu/webgpu_backend.h"
 #include "ctorch/train.h"
@@ -23,26 +23,8 @@
 
 extern char **environ;
 
-static int n_tests;
-static bool wgpu(void) {
-  static bool said;
-  if (getenv("CT_WEBGPU_EXPECT_ABSENT")) return false;
-  if (ct_webgpu_is_available()) return true;
-  if (!said) {
-    printf("test_webgpu_gpt8: skipping %d WebGPU GPT-kernel test(s): %s\n", n_tests, ct_webgpu_unavailable_reason());
-    said = true;
-  }
-  return false;
-}
-#define WE_TEST(name)                                                             \
-  static void we_body_##name(void);                                               \
-  __attribute__((constructor)) static void we_count_##name(void) { n_tests++; }  \
-  TEST(webgpu_gpt8_##name) {                                                      \
-    if (wgpu()) we_body_##name();                                                 \
-  }                                                                               \
-  static void we_body_##name(void)
-
-#define SAME(what, ref, got, rtol, atol) tt_same_as_cpu(__FILE__, __LINE__, "webgpu", what, ref, got, rtol, atol)
+WEBGPU_TESTS("test_webgpu_gpt8", "WebGPU GPT-kernel test(s)")
+#define WE_TEST(name) WEBGPU_TEST(webgpu_gpt8, name)
 
 static ct_generator *gen(void) {
   static ct_generator *g;
@@ -50,7 +32,6 @@ static ct_generator *gen(void) {
   return g;
 }
 static ct_tensor *rnd(int nd, const int64_t *shape) { return ct_randn(nd, shape, ct_opts_dtype(CT_FLOAT32), gen()); }
-static ct_tensor *W(const ct_tensor *t) { return ct_to_device(t, ct_webgpu()); }
 static ct_tensor *leaf(ct_tensor *t) {
   ct_tensor *d = ct_detach(t);
   CHECK_OK(ct_requires_grad_(d, true));

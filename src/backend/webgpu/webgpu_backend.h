@@ -32,7 +32,9 @@ void wg_unlock(void);
 ct_status wg_ready(void);
 /* The pipeline of this WGSL source (entry point "main"), compiled once. */
 wg_pipe *wg_pipeline(const char *wgsl);
-/* Records one dispatch into the open batch; bindings 0..nb-1 are the buffers. */
+/* Records one dispatch into the open batch; bindings 0..nb-1 are the buffers (at most
+ * WG_MAX_BINDINGS, and the device's storage-buffer limit). */
+#define WG_MAX_BINDINGS 10
 ct_status wg_dispatch(wg_pipe *p, int nb, wg_buf *const *bufs, uint32_t gx, uint32_t gy, uint32_t gz);
 /* The same with np u32 parameter words bound last (binding nb) as array<u32>: kernels
  * whose compilation is costly take their sizes from there, one pipeline for all shapes. */
@@ -44,6 +46,10 @@ void wg_flush(void);
  * next synchronisation reads it. */
 void wg_arm_flag(void);
 wg_buf *wg_flag_buffer(void);
+/* A persistent buffer of WG_COUNTERS u32 arrival counters, all zero between dispatches: a
+ * kernel that counts workgroups up in it resets what it used before it ends. */
+#define WG_COUNTERS 65536
+wg_buf *wg_counter_buffer(void);
 /* Waits for the recorded work and reads the flag now: "index out of range in self" if set. */
 ct_status wg_take_flag(void);
 /* The device's limits after the request. */

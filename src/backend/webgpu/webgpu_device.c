@@ -66,6 +66,7 @@ static struct {
   /* device error flag (bad indices) */
   wg_buf *flag;
   bool flag_armed;
+  wg_buf *counters; /* wg_counter_buffer */
   ct_webgpu_counters cnt;
 } G = {
 #ifdef PTHREAD_RECURSIVE_MUTEX_INITIALIZER_NP /* kernels may allocate a temporary under the lock */
@@ -494,8 +495,8 @@ ct_status wg_dispatch_p(wg_pipe *p, int nb, wg_buf *const *bufs, const uint32_t 
   uint32_t mg = G.limits.maxComputeWorkgroupsPerDimension;
   if (gx > mg || gy > mg || gz > mg)
     return CT_ERR(CT_ERR_RUNTIME, "WebGPU: %u x %u x %u workgroups exceed the device's %u per dimension", gx, gy, gz, mg);
-  WGPUBindGroupEntry e[9];
-  if (nb > 8) return CT_ERR(CT_ERR_RUNTIME, "WebGPU: too many bindings (%d)", nb);
+  WGPUBindGroupEntry e[WG_MAX_BINDINGS + 1];
+  if (nb > WG_MAX_BINDINGS) return CT_ERR(CT_ERR_RUNTIME, "WebGPU: too many bindings (%d)", nb);
   uint64_t maxb = G.limits.maxStorageBufferBindingSize & ~(uint64_t)3;
   for (int i = 0; i < nb; i++) {
     memset(&e[i], 0, sizeof e[i]);
@@ -542,7 +543,7 @@ typedef struct {
   wg_refresh_fn refresh; /* rewrites params before each replay (host state that moves per step) */
   void *ctx;             /* refresh's argument, owned by the graph */
   int nb;                /* the bind group's buffer entries (to rebind the words to the graph's buffer) */
-  WGPUBindGroupEntry e[8];
+  WGPUBindGroupEntry e[WG_MAX_BINDINGS];
 } wg_rec;
 struct ct_webgpu_graph {
   wg_rec *r;
@@ -617,7 +618,7 @@ ct_webgpu_graph *ct_webgpu_capture_end(void) {
   for (int i = 0, k = 0; g->words && i < g->n; i++) {
     wg_rec *e = &g->r[i];
     if (!e->np) continue;
-    WGPUBindGroupEntry en[9];
+    WGPUBindGroupEntry en[WG_MAX_BINDINGS + 1];
     memcpy(en, e->e, (size_t)e->nb * sizeof *en);
     memset(&en[e->nb], 0, sizeof en[e->nb]);
     en[e->nb].binding = (uint32_t)e->nb;
@@ -994,6 +995,20 @@ wg_buf *wg_flag_buffer(void) {
   return G.flag;
 }
 void wg_arm_flag(void) { G.flag_armed = true; }
+/* ---- per-tile arrival counters (webgpu_kernels.c's split-K convolutions sum their slices in the
+ * last-arriving workgroup of each tile): zero between dispatches, each kernel puts back the
+ * zeros it counted up ---- */
+wg_buf *wg_counter_buffer(void) {
+  if (!G.counters) {
+    G.counters = buf_create((uint64_t)WG_COUNTERS * 4, WGPUBufferUsage_Storage | WGPUBufferUsage_CopyDst, false);
+    if (G.counters) { /* zero at creation already (WebGPU); written anyway, as the flag */
+      uint32_t *z = calloc(WG_COUNTERS, 4);
+      if (z) upload_locked(G.counters, 0, z, (uint64_t)WG_COUNTERS * 4);
+      free(z);
+    }
+  }
+  return G.counters;
+}
 static ct_status check_flag_locked(void) {
   if (!G.flag_armed || !G.flag) return CT_OK;
   G.flag_armed = false;

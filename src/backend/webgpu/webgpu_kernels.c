@@ -87,14 +87,15 @@ static ct_status need_f32b(const ct_call *c, const ct_tensor *t) {
 
 /* ---- bindings: one per distinct buffer ---- */
 typedef struct {
-  wg_buf *b[8];
+  wg_buf *b[WG_MAX_BINDINGS];
   int n;
   int atomic_idx; /* the flag buffer, bound as array<atomic<u32>> (-1: none) */
+  int atomic_idx2; /* a second one, + 1 (0: none; the split-K convolution's counters) */
 } bindset;
 static int bind_buf(bindset *bs, wg_buf *w) {
   for (int i = 0; i < bs->n; i++)
     if (bs->b[i] == w) return i;
-  if (bs->n == 8) return -1;
+  if (bs->n == WG_MAX_BINDINGS) return -1;
   bs->b[bs->n] = w;
   return bs->n++;
 }
@@ -108,7 +109,7 @@ static void emit_bindings(sb *s, const bindset *bs) {
          "  if (hi == select(0u, 0xffffffffu, bitcast<i32>(lo) < 0)) { return f32(bitcast<i32>(lo)); }\n"
          "  return f32(bitcast<i32>(hi)) * 4294967296.0 + f32(lo);\n}\n");
   for (int i = 0; i < bs->n; i++) {
-    if (i == bs->atomic_idx) sbf(s, "@group(0) @binding(%d) var<storage, read_write> b%d: array<atomic<u32>>;\n", i, i);
+    if (i == bs->atomic_idx || i + 1 == bs->atomic_idx2) sbf(s, "@group(0) @binding(%d) var<storage, read_write> b%d: array<atomic<u32>>;\n", i, i);
     else sbf(s, "@group(0) @binding(%d) var<storage, read_write> b%d: array<u32>;\n", i, i);
   }
 }
@@ -2627,9 +2628,15 @@ static ct_status k_conv(const ct_call *c) {
   else T = M >= 64 && Nc >= 64 ? 4 : M >= 32 && Nc >= 32 ? 2 : 1;
   int64_t TS = 16 * T;
   int64_t gx = (Nc + TS - 1) / TS, gy = (M + TS - 1) / TS, tiles = gx * gy * g.G, S = 1, KC = (K + 15) / 16 * 16;
-  if (old_policy ? tiles < 128 && K >= 2048 : tiles < 528 && K >= 512) { /* too few workgroups for a long K: split it */
+  /* slices of at least 256, so K >= 512 splits (CT_WEBGPU_CONV_SLICE=16..4096: another floor, for
+   * A/B: with the split summed in the same dispatch, more slices cost no dispatch, only partial
+   * tiles; e.g. 128 also splits ResNet-224's layer4 1x1 downsample, K = 256 on 32 workgroups) */
+  const char *sle = getenv("CT_WEBGPU_CONV_SLICE");
+  int64_t minsl = sle && *sle ? atoll(sle) : 256;
+  if (minsl < 16 || minsl > 4096) minsl = 256;
+  if (old_policy ? tiles < 128 && K >= 2048 : tiles < 528 && K >= 2 * minsl) { /* too few workgroups for a long K: split it */
     S = old_policy ? (256 + tiles - 1) / tiles : (4224 + tiles - 1) / tiles;
-    if (!old_policy && S > (K + 255) / 256) S = (K + 255) / 256;
+    if (!old_policy && S > (K + minsl - 1) / minsl) S = (K + minsl - 1) / minsl;
     if (S > 64) S = 64;
     KC = ((K + S - 1) / S + 15) / 16 * 16;
     S = (K + KC - 1) / KC;
@@ -2640,6 +2647,26 @@ static ct_status k_conv(const ct_call *c) {
   wg_conv_epi *ep = op == CT_OP_convolution && conv_epi && !conv_epi->used && cv_epi_ok(conv_epi, c->out[0], bias, S)
                         ? conv_epi
                         : NULL;
+  /* Split K summed in the same dispatch (default; CT_WEBGPU_CONV_FUSED_SUM=0: the separate sum
+   * pass): each workgroup writes its slice's partial tile as before, then counts itself in its
+   * tile's counter (wg_counter_buffer); the last of the tile's S workgroups to arrive adds the S
+   * partials in slice order (the sum pass's order: the same bits) and runs fin (bias, the folded
+   * BN/residual/ReLU), then puts the counter back to 0. One dispatch instead of two per split
+   * convolution (ResNet-18 224 b1: 16 of 41). Partials and counters go through atomics, so
+   * another workgroup's partials are read where it wrote them (the device's coherent level),
+   * never from a stale cache line, and each partial is written by an exchange whose returned
+   * value the workgroup consumes before its counter moves (WGSL's atomics are relaxed and its
+   * barriers workgroup-scoped: no fence orders a plain store before another workgroup's read;
+   * a completed read-modify-write is how far this can go). Needs the tiles' counters and one
+   * binding more than the plain pass (x, w, partials, counters, y, bias, BN's 4, res) within the
+   * device's limit; else the separate pass runs. */
+  const char *fse = getenv("CT_WEBGPU_CONV_FUSED_SUM");
+  bool fsum = false;
+  if (S > 1 && !(fse && *fse == '0') && gx * gy * g.G < WG_COUNTERS) { /* the last counter: always 0 */
+    uint32_t need = 2 + 1 + 1 + 1 + (bias ? 1 : 0) + (ep ? 4 + (ep->res ? 1 : 0) : 0), lim = wg_max_storage_buffers();
+    fsum = need <= (lim < WG_MAX_BINDINGS ? lim : WG_MAX_BINDINGS);
+  }
+  wg_buf *cnt = NULL;
   cv_epi_bind eb = {-1, -1, -1, -1, -1};
   ct_tensor *tmp = NULL;
   if (S > 1) {
@@ -2658,16 +2685,21 @@ static ct_status k_conv(const ct_call *c) {
   const ct_tensor *Out = c->out[0];
   if (st == CT_OK) {
     bindset bs = {{0}, 0, -1};
-    int b1 = bind_of(&bs, A), b2 = bind_of(&bs, B), bo = -1, bb = -1, bt = -1;
-    if (S == 1) {
+    int b1 = bind_of(&bs, A), b2 = bind_of(&bs, B), bo = -1, bb = -1, bt = -1, bc = -1;
+    if (S > 1) bt = bind_of(&bs, tmp);
+    if (fsum && (cnt = wg_counter_buffer())) {
+      bc = bind_buf(&bs, cnt); /* a buffer no tensor holds */
+      bs.atomic_idx = bt, bs.atomic_idx2 = bc + 1;
+    } else fsum = false;
+    if (S == 1 || fsum) {
       bo = bind_of(&bs, Out);
       if (bias) bb = bind_of(&bs, bias);
       if (ep) cv_epi_bind_all(&bs, ep, &eb);
-    } else bt = bind_of(&bs, tmp);
+    }
     sb s = {0};
     emit_bindings(&s, &bs);
     cv_emit_operands(&s, op, &g, b1, b2);
-    if (S == 1) cv_emit_fin(&s, op, &g, bo, bb, bias, ep, &eb);
+    if (S == 1 || fsum) cv_emit_fin(&s, op, &g, bo, bb, bias, ep, &eb);
     /* tiles in workgroup memory, k-major: As[kk][mm], Bs[kk][jj] (16 x 16T each); each thread
      * loads T elements of each (the index order that walks each operand's contiguous dim
      * across neighbouring threads) and owns outputs (lid.y + 16 i, lid.x + 16 j) */
@@ -2678,6 +2710,13 @@ static ct_status k_conv(const ct_call *c) {
      * H200 profile: split slices of 16 steps still took ~50 us, latency-bound). */
     const char *pf = getenv("CT_WEBGPU_CONV_PREFETCH");
     bool prefetch = !(pf && *pf == '0');
+    /* The slice's depth BK (CT_WEBGPU_CONV_BK=32 for A/B; default 16): 32 halves the serial steps
+     * and the barriers of each workgroup's walk over K, each thread loading R = T * BK / 16 elements
+     * of each operand per step (more loads in flight). Each output's sum still runs over k in order
+     * and the slices (KC) do not move, so the values are the same bits. */
+    const char *bke = getenv("CT_WEBGPU_CONV_BK");
+    int BK = bke && !strcmp(bke, "32") ? 32 : 16, R = T * BK / 16;
+    if (fsum) sbf(&s, "var<workgroup> lastf: u32;\nvar<workgroup> wjunk: atomic<u32>;\n");
     sbf(&s, "var<workgroup> As: array<f32, %lld>;\nvar<workgroup> Bs: array<f32, %lld>;\n"
             "@compute @workgroup_size(16, 16)\n"
             "fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {\n"
@@ -2685,29 +2724,31 @@ static ct_status k_conv(const ct_call *c) {
             "  let m0 = wid.y * %lldu; let j0 = wid.x * %lldu; let tid = lid.y * 16u + lid.x;\n"
             "  let klo = sp * %lldu; let khi = min(%lldu, klo + %lldu);\n  var acc: array<f32, %d>;\n"
             "  var pa: array<f32, %d>; var pb: array<f32, %d>;\n",
-        (long long)(16 * TS), (long long)(16 * TS), (long long)S, (long long)S, (long long)TS, (long long)TS, (long long)KC,
-        (long long)K, (long long)KC, T * T, T, T);
+        (long long)(BK * TS), (long long)(BK * TS), (long long)S, (long long)S, (long long)TS, (long long)TS, (long long)KC,
+        (long long)K, (long long)KC, T * T, R, R);
+    if (fsum) sbf(&s, "  var junk: u32 = 0u;\n  if (tid == 0u) { atomicStore(&wjunk, 0u); }\n");
     /* the operand indices of element r of this thread's share: mm, kk (A) and kb, jb (B) */
     char idx[200];
-    if (a_kfast) snprintf(idx, sizeof idx, "let kk = e %% 16u; let mm = e / 16u; let kb = e %% 16u; let jb = e / 16u;");
+    if (a_kfast) snprintf(idx, sizeof idx, "let kk = e %% %du; let mm = e / %du; let kb = e %% %du; let jb = e / %du;", BK, BK, BK, BK);
     else
-      snprintf(idx, sizeof idx, "let mm = e %% %lldu; let kk = e / %lldu; let kb = e %% 16u; let jb = e / 16u;",
-               (long long)TS, (long long)TS);
+      snprintf(idx, sizeof idx, "let mm = e %% %lldu; let kk = e / %lldu; let kb = e %% %du; let jb = e / %du;",
+               (long long)TS, (long long)TS, BK, BK);
     /* fetch(kf): pa/pb = the operands of the slice starting at kf (0 outside the product) */
     const char *fetch_fmt =
         "%s    for (var r: u32 = 0u; r < %du; r = r + 1u) {\n      let e = tid + 256u * r; %s\n"
         "      pa[r] = 0.0; pb[r] = 0.0;\n"
         "      if (m0 + mm < %lldu && %s + kk < khi) { pa[r] = la(m0 + mm, %s + kk, grp); }\n"
         "      if (j0 + jb < %lldu && %s + kb < khi) { pb[r] = lb(%s + kb, j0 + jb, grp); }\n    }\n%s";
-    if (prefetch) sbf(&s, fetch_fmt, "  {\n", T, idx, (long long)M, "klo", "klo", (long long)Nc, "klo", "klo", "  }\n");
-    sbf(&s, "  for (var k0: u32 = klo; k0 < khi; k0 = k0 + 16u) {\n");
-    if (!prefetch) sbf(&s, fetch_fmt, "", T, idx, (long long)M, "k0", "k0", (long long)Nc, "k0", "k0", "");
+    if (prefetch) sbf(&s, fetch_fmt, "  {\n", R, idx, (long long)M, "klo", "klo", (long long)Nc, "klo", "klo", "  }\n");
+    sbf(&s, "  for (var k0: u32 = klo; k0 < khi; k0 = k0 + %du) {\n", BK);
+    if (!prefetch) sbf(&s, fetch_fmt, "", R, idx, (long long)M, "k0", "k0", (long long)Nc, "k0", "k0", "");
     sbf(&s, "    for (var r: u32 = 0u; r < %du; r = r + 1u) {\n      let e = tid + 256u * r; %s\n"
             "      As[kk * %lldu + mm] = pa[r]; Bs[kb * %lldu + jb] = pb[r];\n    }\n    workgroupBarrier();\n",
-        T, idx, (long long)TS, (long long)TS);
-    if (prefetch) sbf(&s, fetch_fmt, "    if (k0 + 16u < khi) {\n    let kn = k0 + 16u;\n", T, idx, (long long)M, "kn", "kn",
-                      (long long)Nc, "kn", "kn", "    }\n");
-    sbf(&s, "    for (var kk: u32 = 0u; kk < 16u; kk = kk + 1u) {\n"
+        R, idx, (long long)TS, (long long)TS);
+    char nxt[96];
+    snprintf(nxt, sizeof nxt, "    if (k0 + %du < khi) {\n    let kn = k0 + %du;\n", BK, BK);
+    if (prefetch) sbf(&s, fetch_fmt, nxt, R, idx, (long long)M, "kn", "kn", (long long)Nc, "kn", "kn", "    }\n");
+    sbf(&s, "    for (var kk: u32 = 0u; kk < %du; kk = kk + 1u) {\n"
             "      var av: array<f32, %d>; var bv: array<f32, %d>;\n"
             "      for (var i: u32 = 0u; i < %du; i = i + 1u) { av[i] = As[kk * %lldu + lid.y + 16u * i]; bv[i] = Bs[kk * %lldu + lid.x + 16u * i]; }\n"
             "      for (var i: u32 = 0u; i < %du; i = i + 1u) { for (var j: u32 = 0u; j < %du; j = j + 1u) { acc[i * %du + j] = acc[i * %du + j] + av[i] * bv[j]; } }\n"
@@ -2715,15 +2756,43 @@ static ct_status k_conv(const ct_call *c) {
             "  for (var i: u32 = 0u; i < %du; i = i + 1u) {\n    for (var jx: u32 = 0u; jx < %du; jx = jx + 1u) {\n"
             "      let m = m0 + lid.y + 16u * i; let j = j0 + lid.x + 16u * jx;\n"
             "      if (m < %lldu && j < %lldu) {\n",
-        T, T, T, (long long)TS, (long long)TS, T, T, T, T, T, T, (long long)M, (long long)Nc);
+        BK, T, T, T, (long long)TS, (long long)TS, T, T, T, T, T, T, (long long)M, (long long)Nc);
     if (S == 1) sbf(&s, "        fin(m, j, grp, acc[i * %du + jx]);\n      }\n    }\n  }\n}\n", T);
-    else
+    else if (fsum) {
+      long long part = (long long)tmp->offset, GMN = (long long)(g.G * M * Nc), MN = (long long)(M * Nc);
+      /* the partials go out as atomic exchanges whose old values are folded into one word that
+       * thread 0 then writes (an OR of 0 into the always-zero last counter): each exchange has
+       * completed (its value came back) before the barrier, so before the tile's counter moves;
+       * a plain store could still be in flight when the last workgroup reads */
+      sbf(&s, "        junk = junk ^ atomicExchange(&b%d[%lldu + ((sp * %lldu + grp) * %lldu + m) * %lldu + j], bitcast<u32>(acc[i * %du + jx]));\n"
+              "      }\n    }\n  }\n"
+              "  atomicXor(&wjunk, junk);\n  storageBarrier();\n"
+              "  if (tid == 0u) {\n"
+              "    let z = atomicLoad(&b%d[%du]);\n    atomicOr(&b%d[%du], atomicLoad(&wjunk) & z);\n"
+              "    let tile = (grp * %lldu + wid.y) * %lldu + wid.x;\n"
+              "    let arrived = atomicAdd(&b%d[tile], 1u);\n    lastf = select(0u, 1u, arrived == %lldu);\n"
+              "    if (arrived == %lldu) { atomicStore(&b%d[tile], 0u); }\n  }\n"
+              "  if (workgroupUniformLoad(&lastf) == 0u) { return; }\n  storageBarrier();\n"
+              "  for (var i: u32 = 0u; i < %du; i = i + 1u) {\n    for (var jx: u32 = 0u; jx < %du; jx = jx + 1u) {\n"
+              "      let m = m0 + lid.y + 16u * i; let j = j0 + lid.x + 16u * jx;\n"
+              "      if (m < %lldu && j < %lldu) {\n        let pe = %lldu + grp * %lldu + m * %lldu + j;\n",
+          bt, part, (long long)g.G, (long long)M, (long long)Nc, T, bc, WG_COUNTERS - 1, bc, WG_COUNTERS - 1, (long long)gy,
+          (long long)gx, bc, (long long)(S - 1), (long long)(S - 1), bc, T, T, (long long)M, (long long)Nc, part, MN,
+          (long long)Nc);
+      /* every slice's partial, its own included (its exchange completed: the same bits as acc), loaded
+       * at once (independent loads in flight), then added in slice order: the sum pass's order */
+      for (int64_t q = 0; q < S; q++)
+        sbf(&s, "        let p%lld = bitcast<f32>(atomicLoad(&b%d[pe + %lldu]));\n", (long long)q, bt, (long long)(q * GMN));
+      sbf(&s, "        var v: f32 = 0.0;\n");
+      for (int64_t q = 0; q < S; q++) sbf(&s, "        v = v + p%lld;\n", (long long)q);
+      sbf(&s, "        fin(m, j, grp, v);\n      }\n    }\n  }\n}\n");
+    } else
       sbf(&s, "        b%d[%lldu + ((sp * %lldu + grp) * %lldu + m) * %lldu + j] = bitcast<u32>(acc[i * %du + jx]);\n"
               "      }\n    }\n  }\n}\n",
           bt, (long long)tmp->offset, (long long)g.G, (long long)M, (long long)Nc, T);
     st = launch(&s, &bs, (uint32_t)gx, (uint32_t)gy, (uint32_t)(g.G * S));
   }
-  if (st == CT_OK && S > 1) { /* the partial sums, added in slice order */
+  if (st == CT_OK && S > 1 && !fsum) { /* the partial sums, added in slice order */
     bindset bs = {{0}, 0, -1};
     int bt = bind_of(&bs, tmp), bo = bind_of(&bs, Out), bb = bias ? bind_of(&bs, bias) : -1;
     if (ep) cv_epi_bind_all(&bs, ep, &eb);
@@ -2772,6 +2841,78 @@ ct_tensor *ct_webgpu_conv_bn(ct_module *conv, ct_module *bn, double eps, const c
   ct_tensor *y = ct_module_forward(conv, x);
   conv_epi = NULL;
   *fused = y && ep.used;
+  return y;
+}
+
+/* fc(flatten(adaptive_avg_pool2d(x, 1))), ResNet's head (src/models/resnet.c), in one dispatch where
+ * the pool, the flatten copy, the addmm and its split-K sum took four: on WebGPU, float32, without
+ * grad, x [N, C, H, W] contiguous, fc a Linear [O, C] (bias optional), C <= 4096. A workgroup of 256
+ * threads per 32 outputs of one sample: each channel's mean (sum over H*W in order, then / (H*W), as
+ * the pool kernel) into workgroup memory, then 8 threads per output, each a strided share of the
+ * dot product (fma in c order), added in lane order with the bias. Not the GEMM path's summation
+ * order: equal to the unfused ops within float32 rounding, not bit for bit. Returns NULL with
+ * *applied false (no error) where it does not apply; the caller then runs the separate modules.
+ * CT_WEBGPU_POOL_FC=0 turns it off (A/B). */
+ct_tensor *ct_webgpu_avgpool_linear(ct_module *fc, const ct_tensor *x, bool *applied) {
+  *applied = false;
+  const char *e = getenv("CT_WEBGPU_POOL_FC");
+  if ((e && *e == '0') || !fc || !x || strcmp(ct_module_type_name(fc), "Linear") != 0 || ct_is_grad_enabled()) return NULL;
+  ct_tensor *w = ct_module_param(fc, "weight"), *b = ct_module_param(fc, "bias");
+  if (ct_tensor_device(x).type != CT_DEVICE_WEBGPU || x->dtype != CT_FLOAT32 || x->ndim != 4 || !ct_is_contiguous(x) || !w ||
+      w->ndim != 2 || w->dtype != CT_FLOAT32 || ct_tensor_device(w).type != CT_DEVICE_WEBGPU ||
+      (b && (b->ndim != 1 || b->dtype != CT_FLOAT32 || ct_tensor_device(b).type != CT_DEVICE_WEBGPU)))
+    return NULL;
+  int64_t N = x->shape[0], C = x->shape[1], HW = x->shape[2] * x->shape[3], O = w->shape[0];
+  if (w->shape[1] != C || (b && b->shape[0] != O) || C < 1 || C > 4096 || HW < 1 || N < 1 || O < 1 ||
+      (O + 31) / 32 > 65535 || N > 65535)
+    return NULL;
+  if (wg_ready() != CT_OK) {
+    ct_clear_error();
+    return NULL;
+  }
+  *applied = true;
+  ct_options o = ct_opts_dtype(CT_FLOAT32);
+  o.device = ct_webgpu();
+  int64_t osh[2] = {N, O};
+  ct_tensor *y = ct_empty(2, osh, o);
+  if (!y) return NULL;
+  wg_lock();
+  ct_status st = check_extent(x);
+  if (st == CT_OK) st = check_extent(w);
+  if (st == CT_OK && b) st = check_extent(b);
+  if (st == CT_OK) st = check_extent(y);
+  if (st == CT_OK) {
+    bindset bs = {{0}, 0, -1};
+    int bx = bind_of(&bs, x), bw = bind_of(&bs, w), by = bind_of(&bs, y), bb = b ? bind_of(&bs, b) : -1;
+    char hw[40];
+    sb s = {0};
+    emit_bindings(&s, &bs);
+    sbf(&s, "var<workgroup> pooled: array<f32, %lld>;\nvar<workgroup> part: array<f32, 256>;\n"
+            "@compute @workgroup_size(256)\n"
+            "fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32) {\n"
+            "  let n = wid.y;\n"
+            "  for (var c: u32 = li; c < %lldu; c = c + 256u) {\n"
+            "    let base = %lldu + (n * %lldu + c) * %lldu;\n    var sum: f32 = 0.0;\n"
+            "    for (var p: u32 = 0u; p < %lldu; p = p + 1u) { sum = sum + bitcast<f32>(b%d[base + p]); }\n"
+            "    pooled[c] = sum / %s;\n  }\n  workgroupBarrier();\n"
+            "  let o = wid.x * 32u + li / 8u; let lane = li %% 8u;\n  var acc: f32 = 0.0;\n"
+            "  if (o < %lldu) {\n"
+            "    for (var c: u32 = lane; c < %lldu; c = c + 8u) { acc = fma(pooled[c], bitcast<f32>(b%d[%lldu + o * %lldu + c * %lldu]), acc); }\n"
+            "  }\n  part[li] = acc;\n  workgroupBarrier();\n"
+            "  if (lane == 0u && o < %lldu) {\n    var v: f32 = part[li];\n"
+            "    for (var l: u32 = 1u; l < 8u; l = l + 1u) { v = v + part[li + l]; }\n",
+        (long long)C, (long long)C, (long long)x->offset, (long long)C, (long long)HW, (long long)HW, bx,
+        flit((double)HW, hw), (long long)O, (long long)C, bw, (long long)w->offset, (long long)w->stride[0],
+        (long long)w->stride[1], (long long)O);
+    if (b) sbf(&s, "    v = v + bitcast<f32>(b%d[%lldu + o * %lldu]);\n", bb, (long long)b->offset, (long long)b->stride[0]);
+    sbf(&s, "    b%d[%lldu + n * %lldu + o] = bitcast<u32>(v);\n  }\n}\n", by, (long long)y->offset, (long long)O);
+    st = launch(&s, &bs, (uint32_t)((O + 31) / 32), (uint32_t)N, 1);
+  }
+  wg_unlock();
+  if (st != CT_OK) {
+    ct_release(y);
+    return NULL;
+  }
   return y;
 }
 

@@ -1,0 +1,38 @@
+/* What every WebGPU test file shares: WEBGPU_TESTS(file, what) declares the file's test counter and
+ * wgpu(), which says whether a WebGPU device is usable and, the first time it is not, prints one line
+ * with the number of the file's tests skipped and the reason (CT_WEBGPU_EXPECT_ABSENT: treated as not
+ * usable, for the CPU-fallback child run); WEBGPU_TEST(prefix, name) defines a test prefix_name that
+ * counts itself and runs its body only where wgpu() holds; SAME compares a WebGPU result with a CPU
+ * reference; W moves a tensor to the WebGPU device. */
+#ifndef CT_TESTS_WEBGPU_TEST_H
+#define CT_TESTS_WEBGPU_TEST_H
+#include "test.h"
+#include "ctorch/webgpu.h"
+#include <stdio.h>
+#include <stdlib.h>
+
+#define WEBGPU_TESTS(file, what)                                                                      \
+  static int n_webgpu_tests;                                                                          \
+  static bool wgpu(void) {                                                                            \
+    static bool said;                                                                                 \
+    if (getenv("CT_WEBGPU_EXPECT_ABSENT")) return false;                                              \
+    if (ct_webgpu_is_available()) return true;                                                        \
+    if (!said) {                                                                                      \
+      printf("%s: skipping %d %s: %s\n", file, n_webgpu_tests, what, ct_webgpu_unavailable_reason()); \
+      said = true;                                                                                    \
+    }                                                                                                 \
+    return false;                                                                                     \
+  }                                                                                                   \
+  static ct_tensor *W(const ct_tensor *t) { return ct_to_device(t, ct_webgpu()); }
+
+#define WEBGPU_TEST(prefix, name)                                                            \
+  static void wt_body_##name(void);                                                          \
+  __attribute__((constructor)) static void wt_count_##name(void) { n_webgpu_tests++; }      \
+  TEST(prefix##_##name) {                                                                    \
+    if (wgpu()) wt_body_##name();                                                            \
+  }                                                                                          \
+  static void wt_body_##name(void)
+
+#define SAME(what, ref, got, rtol, atol) tt_same_as_cpu(__FILE__, __LINE__, "webgpu", what, ref, got, rtol, atol)
+
+#endif
