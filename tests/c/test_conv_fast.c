@@ -361,6 +361,25 @@ TEST(conv_fast_thread_invariant) {
   CHECK(ct_conv_path_count(CT_CONV_PATH_WINOGRAD) - wino == 6);
 }
 
+/* Chunks with fewer than 8 (sample, channel) planes split each plane's im2col into pieces of output rows
+ * (s10, kernels_conv.c im2col_split_range): ResNet's stem at 224 and batch 1 (3 planes; the general path,
+ * 112 outputs a row, chunks of 15 rows in the auto mode, all 112 in the 2-sample mode) and one-channel
+ * convs through the short-row path (14 outputs a row) and the stride-1 run path (whole blocks of rows copied
+ * at once): against the reference loops (forward, and the weight gradient, which also runs im2col), and 1 vs
+ * 2 threads bit for bit. */
+TEST(conv_fast_im2col_row_split) {
+  static const cf_case cases[] = {
+      {"resnet stem 224 batch 1", 2, false, 1, 3, 64, 1, {224, 224}, {7, 7}, {2, 2}, {3, 3}, {1, 1}, {0, 0}, true, F32, 0},
+      {"1 channel stride 2 short rows", 2, false, 1, 1, 8, 1, {28, 27}, {3, 3}, {2, 2}, {1, 1}, {1, 1}, {0, 0}, true, F32, 0},
+      {"1 channel 5x5 stride 1 (row runs)", 2, false, 2, 1, 5, 1, {40, 36}, {5, 5}, {1, 1}, {2, 2}, {1, 1}, {0, 0}, true, F32, 0},
+      {"f64 1 channel stride (1,2)", 2, false, 1, 1, 4, 1, {33, 41}, {3, 4}, {1, 2}, {1, 1}, {2, 1}, {0, 0}, true, F64, 0},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    cf_check(&cases[i]);
+    cf_thread_invariant(cases[i]);
+  }
+}
+
 /* The rule: 1x1/stride 1/unpadded takes the GEMM alone, others im2col, other dtypes the
  * reference loops. */
 TEST(conv_fast_path_rule) {
@@ -390,4 +409,24 @@ TEST(conv_fast_path_rule) {
   ct_release(w3);
   ct_release(xi);
   ct_release(wi);
+}
+
+/* 3x3 / stride 1 / pad 1 convs on small maps by tap GEMMs (s10, kernels_conv.c taps_run): the forward
+ * (where Winograd's own rule does not hold) and the input gradient (where the flipped forward does not
+ * pay), in the auto mode and the forced-Winograd mode with 1-sample chunks: square, non-square, 1-wide
+ * and 2x2 maps, channel counts not multiples of 8 (the tap-major weight's AVX2 gathers and scalar tail),
+ * against the reference loops, and 1 vs 2 threads bit for bit. */
+TEST(conv_fast_taps) {
+  static const cf_case cases[] = {
+      {"taps 4x4 24 -> 40", 2, false, 3, 24, 40, 1, {4, 4}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, true, F32, 0},
+      {"taps 3x5 33 -> 40", 2, false, 2, 33, 40, 1, {3, 5}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, false, F32, 0},
+      {"taps 4x1 16 -> 17", 2, false, 2, 16, 17, 1, {4, 1}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, false, F32, 0},
+      {"taps 2x2 batch 5 20 -> 16", 2, false, 5, 20, 16, 1, {2, 2}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, true, F32, 1},
+  };
+  int64_t before = ct_conv_taps_count();
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) cf_check(&cases[i]);
+  /* forward + input gradient in the two modes that allow it, per case */
+  CHECK(ct_conv_taps_count() - before == 4 * (int64_t)(sizeof cases / sizeof cases[0]));
+  cf_thread_invariant(cases[0]); /* (cases with a bias: the helper compares all four results) */
+  cf_thread_invariant(cases[3]);
 }

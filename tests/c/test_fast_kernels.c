@@ -155,17 +155,20 @@ TEST(fast_gemm_addmm_beta_prescaled_direct) {
     ct_tensor *c0s[4] = {fk_matrix(M, N, 0, dt), fk_matrix(M, N, 1, dt), tt_rand(&fk_state, 1, sr, dt, 1, 0, false), tt_rand(&fk_state, 2, scol, dt, 1, 0, false)};
     ct_tensor *a = fk_matrix(M, K, 0, dt), *b = fk_matrix(K, N, 1, dt);
     static const double betas[3] = {0.75, 1.0, -2.5};
-    for (int ci = 0; ci < 4; ci++)
-      for (int bi = 0; bi < 3; bi++) {
-        mm_ctx m = {a, b, c0s[ci], betas[bi], 1.0, 1};
-        char what[96];
-        snprintf(what, sizeof what, "%s addmm c0 form %d beta %g", ct_dtype_name(dt), ci, betas[bi]);
-        fk_compare(what, fk_mm, &m, 16 * eps, 4 * eps * (double)K * 3);
-      }
+    /* sw 0: alpha 1 and beta (mm_ctx is {a, b, c0, alpha, beta}: before s10 this test passed the betas as
+     * alpha with beta 1, so the edge tiles' beta C0 went unchecked); sw 1: those alphas with beta 1 */
+    for (int sw = 0; sw < 2; sw++)
+      for (int ci = 0; ci < 4; ci++)
+        for (int bi = 0; bi < 3; bi++) {
+          mm_ctx m = {a, b, c0s[ci], sw ? betas[bi] : 1.0, sw ? 1.0 : betas[bi], 1};
+          char what[96];
+          snprintf(what, sizeof what, "%s addmm c0 form %d %s %g", ct_dtype_name(dt), ci, sw ? "alpha" : "beta", betas[bi]);
+          fk_compare(what, fk_mm, &m, 16 * eps, 4 * eps * (double)K * 3);
+        }
     /* baddbmm, alpha 1: a batch of C0 */
     int64_t sa[3] = {3, 40, 70}, sb[3] = {3, 70, 66}, sc[3] = {3, 40, 66};
     ct_tensor *ba = tt_rand(&fk_state, 3, sa, dt, 1, 0, false), *bb = tt_rand(&fk_state, 3, sb, dt, 1, 0, false), *bc = tt_rand(&fk_state, 3, sc, dt, 1, 0, false);
-    mm_ctx bm = {ba, bb, bc, 0.5, 1.0, 2};
+    mm_ctx bm = {ba, bb, bc, 1.0, 0.5, 2}; /* alpha 1, beta 0.5 (was alpha 0.5, beta 1) */
     fk_compare("baddbmm alpha 1", fk_mm, &bm, 16 * eps, 4 * eps * 70 * 3);
     ct_release(ba);
     ct_release(bb);
@@ -546,4 +549,59 @@ TEST(fast_streamed_paths_threads_vs_reference) {
   ct_simd_force(was);
   ct_set_num_threads(was_threads);
   ct_fast_set_enabled(was_on);
+}
+
+/* A classifier's fc at batch 1 and 4 (ct_linear, M x 512 @ (1000 x 512)^T + bias): 1 MFLOP at M = 1, under
+ * the 4 MFLOP split rule, but 2^19 elements of B to pack, so it is split over 2 threads along N (s10,
+ * gemm_splits). 1 and 2 threads give the same bits (K is not split), and both are within (K + 2) u sum|terms|
+ * of the sum in double (any summation order of K + 1 float32 terms). */
+TEST(fast_gemm_fc_split_threads_vs_double) {
+  const int64_t N = 1000, K = 512;
+  ct_fgemm g;
+  memset(&g, 0, sizeof g);
+  g.dtype = CT_FLOAT32, g.batch = 1, g.M = 1, g.N = N, g.K = K, g.alpha = 1;
+  CHECK(ct_fast_gemm_plan(&g, 2) >= 2); /* split (one task before s10) */
+  CHECK(ct_fast_gemm_plan(&g, 1) == 1);
+  int64_t sw[2] = {N, K};
+  ct_tensor *w = tt_rand(&fk_state, 2, sw, CT_FLOAT32, 1, 0, false), *bias = tt_rand(&fk_state, 1, &N, CT_FLOAT32, 1, 0, false);
+  double *wv = malloc(sizeof(double) * (size_t)(N * K)), *bv = malloc(sizeof(double) * (size_t)N);
+  CHECK(w && bias && wv && bv && ct_copy_to_buffer(w, wv, CT_FLOAT64, N * K) == CT_OK &&
+        ct_copy_to_buffer(bias, bv, CT_FLOAT64, N) == CT_OK);
+  int was = ct_get_num_threads();
+  static const int64_t Ms[2] = {1, 4};
+  for (int mi = 0; mi < 2; mi++) {
+    int64_t M = Ms[mi], sx[2] = {M, K};
+    ct_tensor *x = tt_rand(&fk_state, 2, sx, CT_FLOAT32, 1, 0, false);
+    double *xv = malloc(sizeof(double) * (size_t)(M * K));
+    CHECK(x && xv && ct_copy_to_buffer(x, xv, CT_FLOAT64, M * K) == CT_OK);
+    ct_set_num_threads(1);
+    ct_tensor *r1 = ct_linear(x, w, bias);
+    ct_set_num_threads(2);
+    ct_tensor *r2 = ct_linear(x, w, bias);
+    ct_set_num_threads(was);
+    CHECK(r1 && r2 && fk_same_bits(r2, r1));
+    float *y = malloc(sizeof(float) * (size_t)(M * N));
+    CHECK(y && r2 && ct_copy_to_buffer(r2, y, CT_FLOAT32, M * N) == CT_OK);
+    for (int64_t i = 0; y && r2 && i < M; i++)
+      for (int64_t j = 0; j < N; j++) {
+        double s = bv[j], a = fabs(bv[j]);
+        for (int64_t k = 0; k < K; k++) s += xv[i * K + k] * wv[j * K + k], a += fabs(xv[i * K + k] * wv[j * K + k]);
+        double e = fabs((double)y[i * N + j] - s), tol = (double)(K + 2) * 0x1p-24 * a;
+        if (!(e <= tol)) {
+          ct_test_fail(__FILE__, __LINE__, "fc M %lld: element (%lld, %lld) %.9g vs double %.9g (tolerance %.3g)",
+                       (long long)M, (long long)i, (long long)j, (double)y[i * N + j], s, tol);
+          i = M;
+          break;
+        }
+      }
+    free(y);
+    free(xv);
+    ct_release(r1);
+    ct_release(r2);
+    ct_release(x);
+  }
+  free(wv);
+  free(bv);
+  ct_release(w);
+  ct_release(bias);
 }

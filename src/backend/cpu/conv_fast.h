@@ -33,6 +33,9 @@ void ct_conv_force_path(int path);
 void ct_conv_set_col_budget(int64_t elems);
 /* How many kernel calls took each path since the start (tests assert the path they meant). */
 int64_t ct_conv_path_count(ct_conv_path p);
+/* How many convs (forwards and input gradients) ran as tap GEMMs on a small map (kernels_conv.c, taps_run;
+ * counted within the path pick returned). */
+int64_t ct_conv_taps_count(void);
 
 /* Eval weight cache (kernels_conv.c): a Conv2d module in eval mode lends its forward conv a slot
  * (ct_conv_wcache_use(&slot) before, ct_conv_wcache_use(previous) after); the CPU float32/float64

@@ -21,6 +21,7 @@
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h> /* sysconf: cache sizes for the blocking */
 #if defined(__x86_64__)
 #include <immintrin.h>
 #define CT_TGT_AVX2 __attribute__((target("avx2,fma")))
@@ -169,15 +170,30 @@ static void ukr_f64_c(int64_t kc, const double *a, const double *b, double *c, i
 #define REP12(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
 #define REP6(X) X(0) X(1) X(2) X(3) X(4) X(5)
 
+/* s10 (Intel Xeon, 2 MiB L2): the C tile (12 rows ldc apart, in memory or L3 on large products, one
+ * 4 KiB page a row) was loaded cold at the end of each call (the k loop never touches it): 4096^3 ran at
+ * ~140 GFLOP/s, 58% of the FMA peak. Its 24 lines are now prefetched ukr_pfc k steps before the end
+ * (256 >= KC: at the start, which measured best; 64: +13%; <= 16: no gain) unless the tile is the
+ * scratch tile: ~160 GFLOP/s (bench/results/s10_gemm.md). Prefetches only: same bits.
+ * CT_GEMM_PFC=0: off; CT_GEMM_PFC=N: N k steps before the end. */
+static int ukr_pfc = 256; /* k steps before the end at which C is prefetched; 0: off (set in params_for) */
+#define Z_PFC(r)                                                                                           \
+  _mm_prefetch((const char *)(c + r * ldc), _MM_HINT_T0);                                                  \
+  _mm_prefetch((const char *)(c + r * ldc + 16), _MM_HINT_T0);
+#define Z_KSTEP                                                                                            \
+  {                                                                                                        \
+    __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16), t;                                         \
+    _mm_prefetch((const char *)(b + 32 * 8), _MM_HINT_T0);                                                 \
+    REP12(Z_ROW)                                                                                           \
+    a += 12;                                                                                               \
+    b += 32;                                                                                               \
+  }
 CT_TGT_AVX512 static void ukr_f32_avx512(int64_t kc, const float *a, const float *b, float *c, int64_t ldc, int acc) {
   REP12(Z_INIT)
-  for (int64_t k = 0; k < kc; k++) {
-    __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16), t;
-    _mm_prefetch((const char *)(b + 32 * 8), _MM_HINT_T0);
-    REP12(Z_ROW)
-    a += 12;
-    b += 32;
-  }
+  int64_t k = 0, kp = ukr_pfc > 0 && kc > ukr_pfc ? kc - ukr_pfc : 0;
+  for (; k < kp; k++) Z_KSTEP
+  if (ukr_pfc > 0 && ldc != 32) { REP12(Z_PFC) } /* ldc 32: the scratch tile, already cached */
+  for (; k < kc; k++) Z_KSTEP
   REP12(Z_STORE)
 }
 /* The same with A prefetched 16 k steps ahead, for an A packed once and kept (ct_fast_gemm_pack_a:
@@ -304,8 +320,40 @@ static kparams params_for(ct_dtype dt) {
 #endif
   }
   p.vec = isa >= CT_SIMD_AVX2;
+#if defined(__x86_64__)
+  /* s10: KC from the cache sizes. With >= 2 MiB of L2 and >= 48 KiB of L1d per core (Intel Xeon,
+   * model 167 here), KC 384 for the AVX-512 float32 kernel: its B micro-panel (384 x 32 floats,
+   * 48 KiB) streams through L1 as before, the A block (240 x 384, 360 KiB) still sits in L2, and
+   * C is read and written K / KC times instead of K / 256 (4096^3 at 1 thread: 0.88-0.92x ->
+   * 0.96-0.98x OpenBLAS, bench/results/s10_gemm.md). With 1 MiB of L2 (Zen 5, for which 256 was
+   * tuned) or unknown sizes the blocking stays as it was. CT_GEMM_KC_AUTO=0: always 256. The k
+   * blocking is the same for every thread count, so results stay independent of the threads. */
+  if (p.ukr == (void *)ukr_f32_avx512) {
+    static long l1 = -2, l2 = -2;
+    if (l2 == -2) {
+      const char *e = getenv("CT_GEMM_KC_AUTO");
+      long a = -1, b = -1;
+#if defined(_SC_LEVEL1_DCACHE_SIZE) && defined(_SC_LEVEL2_CACHE_SIZE)
+      if (!(e && !strcmp(e, "0"))) a = sysconf(_SC_LEVEL1_DCACHE_SIZE), b = sysconf(_SC_LEVEL2_CACHE_SIZE);
+#else
+      (void)e;
+#endif
+      l1 = a, l2 = b;
+    }
+    if (l1 >= 48 * 1024 && l2 >= 2 * 1024 * 1024) p.kc = 384;
+  }
+#endif
 #if defined(__wasm_simd128__)
   p.vec = true; /* the SIMD128 float32 transpose-packing of gemm_wasm.h */
+#endif
+#if defined(__x86_64__)
+  static int pfc_env = -1; /* CT_GEMM_PFC=0: no C prefetch in the AVX-512 float32 micro-kernel; N: N k steps ahead */
+  if (pfc_env < 0) {
+    const char *e = getenv("CT_GEMM_PFC");
+    pfc_env = e && *e ? atoi(e) : ukr_pfc;
+    if (pfc_env < 0) pfc_env = 0;
+    ukr_pfc = pfc_env;
+  }
 #endif
   static int64_t tune[3] = {-1, 0, 0}; /* CT_GEMM_BLOCKS=mc,kc,nc overrides the blocking (for tuning) */
   if (tune[0] < 0) {
@@ -437,6 +485,43 @@ static const void *apack_base(const ct_fgemm *g, const kparams *p, int64_t b) {
   return a->batch == 1 && g->a_b == 0 ? a->data : NULL;
 }
 
+/* Edge tiles (fewer than MR rows or NR columns: ResNet's 7x7 layers have N = 49, one full panel and one of 17
+ * columns, over 18 k blocks) go through a tile the micro-kernel fills, then into C. That write-back was one
+ * scalar loop with per-element branches on alpha, the k block and C0: ~1.2 M elements and ~1.8 ms of the
+ * ResNet-18 b1 forward at 1 thread (s10, perf). For unit columns and alpha 1 it is now plain row loops in
+ * blocks of 8 that the compiler turns into vector ops at -O2, with the same per-element expression
+ * (t + d, t + beta c0), so the same bits. CT_GEMM_EDGE_FAST=0: the scalar loop. */
+static bool edge_fast_enabled(void) {
+  static int env = -1;
+  if (env < 0) {
+    const char *e = getenv("CT_GEMM_EDGE_FAST");
+    env = e && *e && !strcmp(e, "0") ? 0 : 1;
+  }
+  return env;
+}
+#define DEFINE_EDGE(T, SUF)                                                                                     \
+  static inline void edge_add_##SUF(T *restrict d, const T *restrict t, int64_t n) { /* d = t + d */          \
+    int64_t i = 0;                                                                                              \
+    for (; i + 8 <= n; i += 8)                                                                                  \
+      for (int j = 0; j < 8; j++) d[i + j] = t[i + j] + d[i + j];                                               \
+    for (; i < n; i++) d[i] = t[i] + d[i];                                                                      \
+  }                                                                                                             \
+  /* d = t + beta c0 (c0n 1: a row of C0; 0: one value broadcast along the row) */                              \
+  static inline void edge_axpy_##SUF(T *restrict d, const T *restrict t, const T *restrict c0, int64_t c0n,     \
+                                     T beta, int64_t n) {                                                       \
+    if (c0n == 0) {                                                                                             \
+      const T v = beta * c0[0];                                                                                 \
+      for (int64_t i = 0; i < n; i++) d[i] = t[i] + v;                                                          \
+      return;                                                                                                   \
+    }                                                                                                           \
+    int64_t i = 0;                                                                                              \
+    for (; i + 8 <= n; i += 8)                                                                                  \
+      for (int j = 0; j < 8; j++) d[i + j] = t[i + j] + beta * c0[i + j];                                       \
+    for (; i < n; i++) d[i] = t[i] + beta * c0[i];                                                              \
+  }
+DEFINE_EDGE(float, f32)
+DEFINE_EDGE(double, f64)
+
 #define DEFINE_DRIVER(T, SUF)                                                                                   \
   static void pack_##SUF(T *dst, const T *src0, int64_t sp, int64_t sk, int64_t n, int64_t kc, int P, bool vec) { \
     for (int64_t i = 0; i < n; i += P, dst += (int64_t)P * kc) {                                               \
@@ -491,7 +576,7 @@ static const void *apack_base(const ct_fgemm *g, const kparams *p, int64_t b) {
     const T alpha = (T)g->alpha, beta = (T)g->beta;                                                                                      \
     T tile[16 * 32] __attribute__((aligned(64)));                                                                                        \
     void (*ukr)(int64_t, const T *, const T *, T *, int64_t, int) = (void (*)(int64_t, const T *, const T *, T *, int64_t, int))p->ukr;  \
-    const bool direct = g->c_n == 1 && g->alpha == 1.0;                                                                                  \
+    const bool direct = g->c_n == 1 && g->alpha == 1.0, edge_fast = edge_fast_enabled();                                                 \
     for (int64_t jr = jr0; jr < jr1; jr += nr) {                                                                                         \
       int64_t cols = jr1 - jr < nr ? jr1 - jr : nr;                                                                                      \
       const T *bpp = bp + jr * kc;                                                                                                       \
@@ -507,6 +592,16 @@ static const void *apack_base(const ct_fgemm *g, const kparams *p, int64_t b) {
           continue;                                                                                                                      \
         }                                                                                                                                \
         ukr(kc, app, bpp, tile, nr, 0);                                                                                                  \
+        if (edge_fast && g->c_n == 1 && alpha == (T)1 && (!first || !C0 || g->c0_n <= 1)) {                                              \
+          for (int64_t r = 0; r < rows; r++) {                                                                                           \
+            T *d = C + (ci + r) * g->c_m + cj;                                                                                           \
+            const T *t = tile + r * nr;                                                                                                  \
+            if (!first) edge_add_##SUF(d, t, cols);                                                                                      \
+            else if (C0) edge_axpy_##SUF(d, t, C0 + (ci + r) * g->c0_m + cj * g->c0_n, g->c0_n, beta, cols);                            \
+            else memcpy(d, t, sizeof(T) * (size_t)cols);                                                                                 \
+          }                                                                                                                              \
+          continue;                                                                                                                      \
+        }                                                                                                                                \
         for (int64_t r = 0; r < rows; r++)                                                                                               \
           for (int64_t c = 0; c < cols; c++) {                                                                                           \
             T v = tile[r * nr + c];                                                                                                      \
@@ -826,12 +921,30 @@ static void task_range(void *vctx, int64_t begin, int64_t end) {
   }
 }
 
+/* Enough work to split over threads: > 4 MFLOP, or (s10) >= 2^18 elements of B to pack (a skinny GEMM
+ * such as a classifier's fc at batch 1, M 1, N 1000, K 512: 1 MFLOP, but streaming and packing its 2 MB
+ * weight is the cost; one task ran it on one thread). The split of such a GEMM is along N (tm = 1 when M
+ * fits one MR tile), K is never split, so the bits do not depend on the thread count.
+ * CT_GEMM_BPACK_SPLIT=0: the flops rule alone. */
+static bool bpack_split_enabled(void) {
+  static int env = -1;
+  if (env < 0) {
+    const char *e = getenv("CT_GEMM_BPACK_SPLIT");
+    env = e && *e && !strcmp(e, "0") ? 0 : 1;
+  }
+  return env;
+}
+static bool gemm_splits(const ct_fgemm *g, double flops) {
+  return flops > 4e6 || (bpack_split_enabled() && (double)g->batch * (double)g->K * (double)g->N >= 262144.0);
+}
+
 /* Rectangles per batch (tm along M, tn along N) for nt threads: enough tasks for every thread,
- * each still >= ~1 MFLOP and at least one MR x NR tile. */
+ * each still >= ~1 MFLOP (or >= ~2^17 elements of B, see gemm_splits) and at least one MR x NR tile. */
 static void plan_tasks(const ct_fgemm *g, const kparams *p, int nt, int64_t *tmo, int64_t *tno) {
   double flops = 2.0 * (double)g->batch * (double)g->M * (double)g->N * (double)(g->K + 1);
   int64_t want = 1;
-  if (nt > 1 && flops > 4e6) {
+  const bool split = nt > 1 && gemm_splits(g, flops);
+  if (split) {
     want = nt;
     if (flops > 1e9) want = 2 * (int64_t)nt; /* some slack for load balance on a busy machine */
     want = (want + g->batch - 1) / g->batch;
@@ -845,7 +958,7 @@ static void plan_tasks(const ct_fgemm *g, const kparams *p, int nt, int64_t *tmo
    * the last round (3 equal tasks on 2 threads: 2 rounds for 1.5 of work, e.g. a bmm of batch 3, or
    * 3 x 1 rectangles of a skinny shape), so those counts are skipped. Ties: fewer tasks. */
   int64_t tm = 1, tn = 1;
-  bool even = nt > 1 && flops > 4e6;
+  bool even = split;
   if (even) {
     double best = -1;
     int64_t lim = want + nt;
@@ -892,7 +1005,9 @@ ct_status ct_fast_gemm(const ct_fgemm *g) {
   x.rn = ((ntl + x.tn - 1) / x.tn) * x.p.nr;
   int64_t tasks = g->batch * x.tm * x.tn;
   int64_t grain = flops / (double)tasks < 2e5 ? (int64_t)(2e5 / (flops / (double)tasks + 1)) + 1 : 1;
-  if (flops < 4e6) grain = tasks;
+  if (!gemm_splits(g, flops)) grain = tasks;
+  else if (flops <= 4e6 && grain > (tasks + nt - 1) / nt) /* split for its B packing (gemm_splits): a chunk a thread */
+    grain = (tasks + nt - 1) / nt;
   ct_parallel_for(tasks, grain, task_range, &x);
   if (x.failed) return CT_ERR(CT_ERR_OOM, "gemm: out of memory for packing buffers");
   return CT_OK;

@@ -295,6 +295,7 @@ typedef struct {
   char *big, *small;   /* scatter/gather: [N, planes, sp] <-> [planes, ld] (whole samples) */
   int64_t planes, sp;
   const char *bias;    /* bias pass over [N, planes, sp] */
+  int64_t rsplit;      /* im2col only: each (sample, channel) task split into rsplit pieces of rows (s10) */
 } fx_ctx;
 
 /* d[i] += s[i], in blocks of 8 that the compiler turns into vector adds at -O2 */
@@ -517,11 +518,69 @@ static void bias_range(void *vq, int64_t begin, int64_t end) {
 
 static int64_t plane_grain(int64_t work_per_task) { return 1 + 32768 / (work_per_task + 1); }
 
+/* The grain for n tasks of `work_per_task` each, raised so that the chunks come in a multiple of the thread count
+ * when the grain (not the pool's 4 chunks a thread) sets their size: the pool makes chunks of max(ceil(n / 4t),
+ * grain) tasks, so 256 planes at a grain of 42 (the 14x14 Winograd transforms at batch 1) were 7 chunks, 4:3 on 2
+ * threads (s10). Every task here writes its own elements, so the chunking changes no bits. CT_CONV_EVEN_CHUNKS=0:
+ * the grain alone. */
+static int64_t plane_grain_n(int64_t n, int64_t work_per_task) {
+  static int env = -1;
+  if (env < 0) {
+    const char *e = getenv("CT_CONV_EVEN_CHUNKS");
+    env = e && *e && !strcmp(e, "0") ? 0 : 1;
+  }
+  int64_t grain = plane_grain(work_per_task), t = ct_get_num_threads();
+  if (!env || t <= 1 || n <= grain) return grain;
+  int64_t m = n / grain; /* whole chunks of the grain */
+  if (m >= 4 * t) return grain;
+  m = m / t * t;
+  if (m < t) m = t;
+  return (n + m - 1) / m;
+}
+
+/* im2col's tasks are (sample, channel) planes: at batch 1 a stem conv has only C = 3 of them (conv1 of
+ * ResNet at 224: 3 tasks of ~80k elements on 2 threads ran 2:1). When a chunk has fewer than
+ * RSPLIT_MIN_TASKS planes, each plane is also split into rsplit pieces of output rows (~RSPLIT_TASKS tasks
+ * in all): piece p of plane b fills rows [r0 + R p / rsplit, r0 + R (p + 1) / rsplit) of the chunk's R rows,
+ * through a copy of the context with r0/r1 narrowed and col advanced by the rows skipped (np and ld stay, so
+ * both paths of DEFINE_COLS index as before). A copy, so the same bits at any split and thread count; the
+ * split does not depend on the thread count. Not for col2im: its kernel offsets add into overlapping rows
+ * of x. CT_CONV_IM2COL_RSPLIT=0 turns it off. */
+#define RSPLIT_MIN_TASKS 8
+#define RSPLIT_TASKS 16
+static void im2col_split_range(void *vq, int64_t begin, int64_t end) {
+  const fx_ctx *q = vq;
+  const int64_t R = q->r1 - q->r0, k = q->rsplit, OW = q->g->out[2];
+  for (int64_t t = begin; t < end; t++) {
+    int64_t b = t / k, p = t % k;
+    fx_ctx l = *q;
+    l.r0 = q->r0 + R * p / k;
+    l.r1 = q->r0 + R * (p + 1) / k;
+    if (l.r1 <= l.r0) continue;
+    l.col = q->col + (size_t)((l.r0 - q->r0) * OW) * q->es;
+    im2col_range(&l, b, b + 1);
+  }
+}
+static int64_t im2col_rsplit(const fx_ctx *q, int64_t planes) {
+  static int env = -1;
+  if (env < 0) {
+    const char *e = getenv("CT_CONV_IM2COL_RSPLIT");
+    env = e && *e && !strcmp(e, "0") ? 0 : 1;
+  }
+  int64_t R = q->r1 - q->r0;
+  if (!env || planes <= 0 || planes >= RSPLIT_MIN_TASKS || R < 2) return 1;
+  int64_t k = (RSPLIT_TASKS + planes - 1) / planes;
+  return k < R ? k : R;
+}
 static void run_im2col(fx_ctx *q, int64_t nb) {
-  ct_parallel_for(nb * q->g->C, plane_grain(q->g->ksp * q->np), im2col_range, q);
+  int64_t planes = nb * q->g->C;
+  q->rsplit = im2col_rsplit(q, planes);
+  int64_t n = planes * q->rsplit;
+  if (q->rsplit > 1) ct_parallel_for(n, plane_grain_n(n, q->g->ksp * q->np / q->rsplit), im2col_split_range, q);
+  else ct_parallel_for(n, plane_grain_n(n, q->g->ksp * q->np), im2col_range, q);
 }
 static void run_col2im(fx_ctx *q, int64_t nb) {
-  ct_parallel_for(nb * q->g->C, plane_grain(q->g->ksp * q->np), col2im_range, q);
+  ct_parallel_for(nb * q->g->C, plane_grain_n(nb * q->g->C, q->g->ksp * q->np), col2im_range, q);
 }
 /* scatter (dir 0) or gather (dir 1) nb whole samples of `planes` planes between big and small */
 static void run_move(fx_ctx *q, char *big, char *small, int64_t planes, int64_t nb, int dir) {
@@ -529,7 +588,7 @@ static void run_move(fx_ctx *q, char *big, char *small, int64_t planes, int64_t 
   q->small = small;
   q->planes = planes;
   q->sp = q->np;
-  ct_parallel_for(nb * planes, plane_grain(q->sp), dir ? gather_range : scatter_range, q);
+  ct_parallel_for(nb * planes, plane_grain_n(nb * planes, q->sp), dir ? gather_range : scatter_range, q);
 }
 static void run_bias(fx_ctx *q, char *out, const char *bias, int64_t n, int64_t planes, int64_t sp) {
   if (!bias || n * planes * sp == 0) return;
@@ -537,7 +596,7 @@ static void run_bias(fx_ctx *q, char *out, const char *bias, int64_t n, int64_t 
   q->bias = bias;
   q->planes = planes;
   q->sp = sp;
-  ct_parallel_for(n * planes, plane_grain(sp), bias_range, q);
+  ct_parallel_for(n * planes, plane_grain_n(n * planes, sp), bias_range, q);
 }
 
 /* One GEMM call (batch over groups or samples); offsets in elements. apk: A prepacked (or NULL). */
@@ -1124,9 +1183,9 @@ static ct_status wino_fwd(const ct_conv_geom *g, const float *x, const float *w,
   }
   if (!cached) {
     if (wflip)
-      ct_parallel_for((O + 7) / 8, plane_grain(16 * 8 * C), wino_wtf_range, &q);
+      ct_parallel_for((O + 7) / 8, plane_grain_n((O + 7) / 8, 16 * 8 * C), wino_wtf_range, &q);
     else
-      ct_parallel_for(O * C, plane_grain(16), wino_wt_range, &q);
+      ct_parallel_for(O * C, plane_grain_n(O * C, 16), wino_wt_range, &q);
     if (wc) { /* pack the fresh U into the module's cache for the next calls */
       ct_fast_gemm_apack_free(wc->pk[1]);
       fu.A = q.U;
@@ -1138,10 +1197,10 @@ static ct_status wino_fwd(const ct_conv_geom *g, const float *x, const float *w,
   for (int64_t n0 = 0; n0 < g->N && !st; n0 += nb) {
     int64_t nbc = g->N - n0 < nb ? g->N - n0 : nb;
     q.n0 = n0, q.T = nbc * tps, q.vld = wino_ld(C * q.T), q.mld = wino_ld(O * q.T);
-    ct_parallel_for(nbc * C, plane_grain(16 * tps), wino_in_range, &q);
+    ct_parallel_for(nbc * C, plane_grain_n(nbc * C, 16 * tps), wino_in_range, &q);
     if (q.failed) break; /* reported below */
     st = gemm_call_pk(upk, CT_FLOAT32, 16, O, q.T, C, q.U, q.uld, C, 1, q.V, q.vld, q.T, 1, q.M, q.mld, q.T, false);
-    if (!st) ct_parallel_for(nbc * O, plane_grain(16 * tps), wino_out_range, &q);
+    if (!st) ct_parallel_for(nbc * O, plane_grain_n(nbc * O, 16 * tps), wino_out_range, &q);
   }
   if (!st && q.failed) st = CT_ERR(CT_ERR_OOM, "CPU out of memory: Winograd transform scratch");
 done:
@@ -1261,19 +1320,29 @@ static ct_status wino_wgrad(const ct_conv_geom *g, const float *x, const float *
     int64_t nbc = g->N - n0 < nb ? g->N - n0 : nb;
     q.n0 = n0, q.T = nbc * tps, q.vld = wino_ld(C * q.T), q.mld = wino_ld(O * q.T);
     qy.n0 = q.n0, qy.T = q.T, qy.vld = q.vld, qy.mld = q.mld;
-    ct_parallel_for(nbc * C, plane_grain(16 * tps), wino_in_range, &q);
-    ct_parallel_for(nbc * O, plane_grain(16 * tps), wino_gyt_range, &qy);
+    ct_parallel_for(nbc * C, plane_grain_n(nbc * C, 16 * tps), wino_in_range, &q);
+    ct_parallel_for(nbc * O, plane_grain_n(nbc * O, 16 * tps), wino_gyt_range, &qy);
     if (q.failed || qy.failed) break; /* reported below */
     st = gemm_call(CT_FLOAT32, 16, O, C, q.T, q.M, q.mld, q.T, 1, q.V, q.vld, 1, q.T, q.U, q.uld, C, n0 > 0);
   }
   if (!st && (q.failed || qy.failed)) st = CT_ERR(CT_ERR_OOM, "CPU out of memory: Winograd transform scratch");
-  if (!st) ct_parallel_for(O * C, plane_grain(16), wino_gw_range, &q);
+  if (!st) ct_parallel_for(O * C, plane_grain_n(O * C, 16), wino_gw_range, &q);
 done:
   ct_fast_buf_put(q.U);
   ct_fast_buf_put(q.V);
   ct_fast_buf_put(q.M);
   return st;
 }
+#define DIRECT_Y_MIN_SP 64 /* output positions a sample at least (N of each batched GEMM) */
+static bool direct_y_enabled(void) {
+  static int env = -1;
+  if (env < 0) {
+    const char *e = getenv("CT_CONV_DIRECT_Y");
+    env = e && *e && !strcmp(e, "0") ? 0 : 1;
+  }
+  return env;
+}
+
 /* The chunk loop of the three im2col paths on contiguous operands, chunked by plan_chunks
  * (g->C * g->ksp > 0). x is the forward conv's input (gx for OP_BWD_INPUT, which col2im adds
  * into: zeroed by the caller), y its output (gy for the gradients). Per chunk of nb samples x
@@ -1288,6 +1357,7 @@ static ct_status cols_loop(int op, const ct_conv_geom *g, ct_dtype dt, char *x, 
   int64_t G = g->G, Og = g->O / G, rows = g->C / G * g->ksp, O = g->O;
   fx_ctx q = {g, dt == CT_FLOAT64, es};
   ct_status st = CT_OK;
+  struct ct_gemm_apack *dpk = NULL; /* OP_FWD: the weights packed once (below) */
   int64_t nb, nr, OW = g->out[2], R = g->outsp / OW;
   plan_chunks(g, g->C * g->ksp, &nb, &nr);
   int64_t ldmax = nb > 1 ? nb * g->outsp : nr * OW;
@@ -1299,6 +1369,13 @@ static ct_status cols_loop(int op, const ct_conv_geom *g, ct_dtype dt, char *x, 
   q.x = x;
   q.col = col;
   bool first = true;
+  /* forward, merged samples: one GEMM batched over the chunk's samples writes y directly (no tmp + scatter
+   * pass), with the weights packed once per call (session 10; CT_CONV_DIRECT_Y=0: off) */
+  if (op == OP_FWD && !wc && G == 1 && nb > 1 && g->outsp >= DIRECT_Y_MIN_SP && direct_y_enabled()) {
+    ct_fgemm f = gemm_desc(dt, 1, Og, g->outsp, rows, w, 0, rows, 1, col, 0, ldmax, 1, tmp, 0, ldmax, false);
+    dpk = ct_fast_gemm_pack_a(&f);
+    if (!dpk) ct_clear_error();
+  }
   for (int64_t n0 = 0; n0 < g->N && !st; n0 += nb) {
     int64_t nbc = g->N - n0 < nb ? g->N - n0 : nb;
     for (int64_t r0 = 0; r0 < R && !st; r0 += nr, first = false) {
@@ -1308,7 +1385,12 @@ static ct_status cols_loop(int op, const ct_conv_geom *g, ct_dtype dt, char *x, 
       int64_t yc_b = nbc == 1 ? Og * g->outsp : Og * q.ld, yc_m = nbc == 1 ? g->outsp : q.ld;
       if (op != OP_FWD && nbc > 1) run_move(&q, y, tmp, O, nbc, 1);
       if (op != OP_BWD_INPUT) run_im2col(&q, nbc);
-      if (op == OP_FWD) {
+      if (op == OP_FWD && dpk && nbc > 1) { /* sample b's columns [b np, (b + 1) np) of col -> y[n0 + b] */
+        ct_fgemm f = gemm_desc(dt, nbc, Og, q.np, rows, w, 0, rows, 1, col, q.np, q.ld, 1, EL(y, n0 * O * g->outsp),
+                               O * g->outsp, g->outsp, false);
+        f.A_packed = dpk;
+        st = ct_fast_gemm(&f);
+      } else if (op == OP_FWD) {
         ct_fgemm f = gemm_desc(dt, G, Og, q.ld, rows, w, Og * rows, rows, 1, col, rows * q.ld, q.ld, 1, yc, yc_b, yc_m, false);
         f.A_packed = wc_pack(wc, 0, &f); /* wc: one group */
         st = ct_fast_gemm(&f);
@@ -1322,6 +1404,7 @@ static ct_status cols_loop(int op, const ct_conv_geom *g, ct_dtype dt, char *x, 
     }
   }
 done:
+  ct_fast_gemm_apack_free(dpk);
   ct_fast_buf_put(col);
   ct_fast_buf_put(tmp);
   return st;
@@ -1389,7 +1472,7 @@ static ct_status bwd_input_flipped(const ct_conv_geom *g, ct_dtype dt, const cha
   char *wf = ws_get(g->C * (g->O / g->G) * g->ksp, es); /* [C, Og, k] */
   if (!wf) return ct_last_status();
   flip_ctx fq = {g, w, wf, es};
-  ct_parallel_for(g->C, plane_grain(g->O / g->G * g->ksp), flip_range, &fq);
+  ct_parallel_for(g->C, plane_grain_n(g->C, g->O / g->G * g->ksp), flip_range, &fq);
   ct_status st = fwd_cols(&f, dt, gy, wf, gx, NULL);
   ct_fast_buf_put(wf);
   return st;
@@ -1411,6 +1494,17 @@ static bool wino_cached_pays(const ct_conv_geom *g) {
 }
 
 /* in[0] x, in[1] w, in[2] bias -> y */
+static bool taps_eligible(const ct_conv_geom *g, ct_dtype dt);
+/* CT_CONV_TAPS_FWD=0: the forward not by taps (the input gradient still; CT_CONV_TAPS=0 turns off both) */
+static bool taps_fwd_enabled(void) {
+  static int env = -1;
+  if (env < 0) {
+    const char *e = getenv("CT_CONV_TAPS_FWD");
+    env = e && *e && !strcmp(e, "0") ? 0 : 1;
+  }
+  return env;
+}
+static ct_status taps_run(const ct_conv_geom *g, const float *in, const float *w, float *out, bool bwd);
 static ct_status fast_fwd(const ct_call *c, const ct_conv_geom *g, ct_conv_path path) {
   ct_tensor *yt = c->out[0];
   ct_dtype dt = yt->dtype;
@@ -1436,6 +1530,11 @@ static ct_status fast_fwd(const ct_call *c, const ct_conv_geom *g, ct_conv_path 
   /* the lent eval epilogue, when it is for this conv (consumed here) */
   ep = ep_slot && dt == CT_FLOAT32 && !bias && ep_slot->O == O ? ep_slot : NULL;
   if (ep) ep_slot = NULL;
+  if (!wc && (path == CT_CONV_PATH_IM2COL || (path == CT_CONV_PATH_WINOGRAD && !wino_eligible(g, dt))) &&
+      taps_fwd_enabled() && taps_eligible(g, dt)) { /* not where Winograd's own rule holds: slower there (b64) */
+    st = taps_run(g, (const float *)x, (const float *)w, (float *)y, false);
+    goto done;
+  }
   if (path == CT_CONV_PATH_WINOGRAD) {
     st = wino_fwd(g, (const float *)x, (const float *)w, (float *)y, wc, ep, false);
     if (!st && ep) ep->applied = true;
@@ -1455,7 +1554,7 @@ done:
   if (!st) run_bias(&q, y, bias, g->N, O, g->outsp);
   if (!st && ep && !ep->applied) { /* im2col / 1x1: one pass over y (L2-resident at batch 1) */
     ep_ctx eq = {ep, (float *)(void *)y, O, g->outsp};
-    ct_parallel_for(g->N * O, plane_grain(g->outsp), ep_range, &eq);
+    ct_parallel_for(g->N * O, plane_grain_n(g->N * O, g->outsp), ep_range, &eq);
     ep->applied = true;
   }
   free(xo);
@@ -1481,6 +1580,156 @@ static void zero_par(char *p, size_t bytes) {
   ct_parallel_for((int64_t)((bytes + ZERO_PIECE - 1) / ZERO_PIECE), 4, zero_range, &q);
 }
 
+/* ---- small maps by taps (session 10, engineer step10) ----
+ * A 3x3 / stride 1 / pad 1 conv on a small map (H W <= TAPS_MAX_SP, ResNet-18 CIFAR's 4x4
+ * 512-channel layer4) as nine GEMMs, one per kernel tap, each over only the output positions whose
+ * input under that tap is inside the map: im2col's col has 9 H W rows of positions per channel, of
+ * which (H + 2 (H - 1)) (W + 2 (W - 1)) / (9 H W) hold inputs (100 of 144 at 4x4): the rest are the
+ * padding's zeros that the GEMM multiplies. Per tap t (offset dy, dx): B = x's valid rectangle
+ * [Ci, nb ri rj] (gathered), T = A_t [Co, Ci] @ B, and T is written (the centre tap, which covers every
+ * position, first) or added (the other 8, in tap order) into y. Every y element is the centre tap's
+ * GEMM sum plus the other taps' sums in a fixed order: the same bits at any thread count, and a sum of
+ * 9 Ci products in float32 like im2col's (the tests' (K + 2) u sum|terms| bound). The weights are first
+ * rearranged tap-major, wt [9, O, C] (one pass, 8 channels a gather on AVX2). Used for the input gradient
+ * where the flipped forward does not pay (fast_bwd_input: the weights outweigh gx), in place of GEMM +
+ * col2im, and for the forward where Winograd's own rule does not hold (fast_fwd; not with the eval weight
+ * cache). Chunks of samples depend on the shape only. CT_CONV_TAPS=0 turns both off, CT_CONV_TAPS_FWD=0
+ * the forward only. Measured (session 10, Intel Xeon, 1 thread, CPU per call, 512 -> 512 channels 4x4,
+ * batch 16): input gradient (GEMM + col2im) 8.9-9.3 -> 7.3-7.5 ms, forward (Winograd) 7.5 -> 7.0 ms; at
+ * batch 64 the forward by taps was slower than Winograd (23.3 -> 25.6 ms), hence not there. */
+#define TAPS_MAX_SP 16
+#define TAPS_MAX_ELEMS ((int64_t)1 << 20) /* B + T of one chunk of samples (floats) */
+static int64_t taps_calls;
+int64_t ct_conv_taps_count(void) { return __atomic_load_n(&taps_calls, __ATOMIC_RELAXED); }
+
+/* g (the original conv) is one whose input gradient the tap GEMMs can run */
+static bool taps_eligible(const ct_conv_geom *g, ct_dtype dt) {
+  static int env = -1;
+  if (env < 0) {
+    const char *e = getenv("CT_CONV_TAPS");
+    env = e && *e && !strcmp(e, "0") ? 0 : 1;
+  }
+  if (!env || dt != CT_FLOAT32 || g->G != 1 || g->C < WINO_MIN_CH || g->O < WINO_MIN_CH) return false;
+  if (conv_forced >= 0 && conv_forced != CT_CONV_PATH_WINOGRAD) return false; /* im2col forced */
+  if (g->k[0] != 1 || g->in[0] != 1 || g->k[1] != 3 || g->k[2] != 3) return false;
+  for (int i = 1; i < 3; i++)
+    if (g->s[i] != 1 || g->d[i] != 1 || g->p[i] != 1 || g->out[i] != g->in[i]) return false;
+  return g->insp <= TAPS_MAX_SP && g->N > 0;
+}
+
+typedef struct {
+  const float *x;  /* [nb, Ci, H, W] (the chunk's first sample) */
+  float *y;        /* [nb, Co, H, W] */
+  const float *w;  /* taps_wt: [O, C, 9] */
+  float *wt;       /* taps_wt: [9, O, C] */
+  float *B, *T;    /* [Ci, ld], [Co, ld] */
+  int64_t H, W, Ci, Co, nb, ld;
+  int64_t i0, ri, j0, rj, dy, dx; /* the tap's output rectangle and its offset into x */
+  bool add;
+} taps_ctx;
+
+/* tasks o of w [O, C, 9]: wt[t, o, c] = w[o, c, t] (Ci = C, Co = O here); AVX2: 8 c at a time by
+ * gathers of stride 9 (the scalar loop was ~14% of the 4x4 512-channel input gradient's CPU) */
+#if defined(__x86_64__)
+#include <immintrin.h>
+__attribute__((target("avx2,fma"))) static int64_t taps_wt_avx2(const float *s, float *const d[9], int64_t C) {
+  const __m256i idx = _mm256_setr_epi32(0, 9, 18, 27, 36, 45, 54, 63);
+  int64_t c = 0;
+  for (; c + 8 <= C; c += 8, s += 72)
+    for (int t = 0; t < 9; t++) _mm256_storeu_ps(d[t] + c, _mm256_i32gather_ps(s + t, idx, 4));
+  return c;
+}
+#endif
+static void taps_wt_range(void *vq, int64_t begin, int64_t end) {
+  const taps_ctx *q = vq;
+  int64_t C = q->Ci, OC = q->Co * C;
+  for (int64_t o = begin; o < end; o++) {
+    const float *s = q->w + o * C * 9;
+    float *d[9];
+    for (int t = 0; t < 9; t++) d[t] = q->wt + t * OC + o * C;
+    int64_t c = 0;
+#if defined(__x86_64__)
+    if (ct_simd_active() >= CT_SIMD_AVX2) c = taps_wt_avx2(s, d, C);
+#endif
+    for (s += c * 9; c < C; c++, s += 9)
+      for (int t = 0; t < 9; t++) d[t][c] = s[t];
+  }
+}
+/* tasks c: B[c, n ri rj + a rj + b] = x[n, c, i0 + a + dy, j0 + b + dx] */
+static void taps_gather_range(void *vq, int64_t begin, int64_t end) {
+  const taps_ctx *q = vq;
+  int64_t HW = q->H * q->W, np = q->ri * q->rj;
+  for (int64_t c = begin; c < end; c++)
+    for (int64_t n = 0; n < q->nb; n++) {
+      const float *s = q->x + (n * q->Ci + c) * HW + (q->i0 + q->dy) * q->W + q->j0 + q->dx;
+      float *d = q->B + c * q->ld + n * np;
+      for (int64_t a = 0; a < q->ri; a++, s += q->W, d += q->rj)
+        for (int64_t b = 0; b < q->rj; b++) d[b] = s[b];
+    }
+}
+/* tasks o: y[n, o, i0 + a, j0 + b] (+)= T[o, n ri rj + a rj + b] */
+static void taps_scatter_range(void *vq, int64_t begin, int64_t end) {
+  const taps_ctx *q = vq;
+  int64_t HW = q->H * q->W, np = q->ri * q->rj;
+  for (int64_t o = begin; o < end; o++)
+    for (int64_t n = 0; n < q->nb; n++) {
+      float *d = q->y + (n * q->Co + o) * HW + q->i0 * q->W + q->j0;
+      const float *s = q->T + o * q->ld + n * np;
+      for (int64_t a = 0; a < q->ri; a++, s += q->rj, d += q->W) {
+        if (q->add)
+          for (int64_t b = 0; b < q->rj; b++) d[b] += s[b];
+        else
+          for (int64_t b = 0; b < q->rj; b++) d[b] = s[b];
+      }
+    }
+}
+
+/* bwd false: y [N, O, H, W] = conv g of x [N, C, H, W] by w [O, C, 3, 3] (pad 1), tap t's A_t [O, C] = wt[t].
+ * bwd true: gx [N, C, H, W] (out) = the input gradient of conv g from gy [N, O, H, W] (in): the forward conv of
+ * gy by the flipped kernel, whose tap t' is w's 8 - t', A_t' [C, O] = wt[8 - t']^T. Every out element written. */
+static ct_status taps_run(const ct_conv_geom *g, const float *in, const float *w, float *out, bool bwd) {
+  int64_t H = g->in[1], W = g->in[2], HW = H * W, C = g->C, O = g->O;
+  int64_t Ci = bwd ? O : C, Co = bwd ? C : O;
+  int64_t nb = (conv_col_budget > 0 ? conv_col_budget : TAPS_MAX_ELEMS) / (HW * (C + O)); /* budget: tests */
+  if (nb < 1) nb = 1;
+  if (nb > g->N) nb = g->N;
+  taps_ctx q = {.w = w, .H = H, .W = W, .Ci = C, .Co = O};
+  ct_status st = CT_OK;
+  q.wt = ws_get(9 * O * C, sizeof(float));
+  q.B = q.wt ? ws_get(Ci * nb * HW, sizeof(float)) : NULL;
+  q.T = q.B ? ws_get(Co * nb * HW, sizeof(float)) : NULL;
+  if (!q.T) {
+    st = ct_last_status();
+    goto done;
+  }
+  ct_parallel_for(O, plane_grain(9 * C), taps_wt_range, &q);
+  __atomic_fetch_add(&taps_calls, 1, __ATOMIC_RELAXED);
+  q.Ci = Ci, q.Co = Co;
+  static const int order[9] = {4, 0, 1, 2, 3, 5, 6, 7, 8};
+  for (int64_t n0 = 0; n0 < g->N && !st; n0 += nb) {
+    q.nb = g->N - n0 < nb ? g->N - n0 : nb;
+    q.x = in + n0 * Ci * HW, q.y = out + n0 * Co * HW;
+    for (int k = 0; k < 9 && !st; k++) {
+      int t = order[k]; /* out[i, j] += A_t in[i + dy, j + dx] */
+      q.dy = t / 3 - 1, q.dx = t % 3 - 1;
+      q.i0 = q.dy < 0 ? 1 : 0, q.ri = H - (q.dy != 0);
+      q.j0 = q.dx < 0 ? 1 : 0, q.rj = W - (q.dx != 0);
+      if (q.ri <= 0 || q.rj <= 0) continue; /* a 1-wide map: only the centre tap */
+      q.ld = q.nb * q.ri * q.rj, q.add = k > 0;
+      ct_parallel_for(Ci, plane_grain(q.nb * q.ri * q.rj), taps_gather_range, &q);
+      /* bwd: A[c, o] = wf[t][c, o] = w[o, c, 8 - t] = wt[8 - t][o, c] */
+      const float *A = bwd ? q.wt + (8 - t) * O * C : q.wt + t * O * C;
+      st = gemm_call(CT_FLOAT32, 1, Co, q.ld, Ci, A, 0, bwd ? 1 : C, bwd ? C : 1, q.B, 0, q.ld, 1, q.T, 0, q.ld, false);
+      if (!st) ct_parallel_for(Co, plane_grain(q.nb * q.ri * q.rj), taps_scatter_range, &q);
+    }
+  }
+done:
+  ct_fast_buf_put(q.wt);
+  ct_fast_buf_put(q.B);
+  ct_fast_buf_put(q.T);
+  return st;
+}
+
 /* in[0] gy, in[1] w, in[2] bias (per channel of gx) -> gx */
 static ct_status fast_bwd_input(const ct_call *c, const ct_conv_geom *g, ct_conv_path path) {
   ct_tensor *xt = c->out[0];
@@ -1499,7 +1748,8 @@ static ct_status fast_bwd_input(const ct_call *c, const ct_conv_geom *g, ct_conv
   bool flip_pays = (Og * Cg * g->ksp) * G <= g->N * g->C * g->insp;
   bool flip = (path == CT_CONV_PATH_WINOGRAD || (path == CT_CONV_PATH_IM2COL && flip_eligible(g) && flip_pays)) &&
               rows > 0 && Og > 0 && g->outsp > 0;
-  if ((path != CT_CONV_PATH_GEMM_1X1 && !flip) || Og == 0) zero_par(gx, (size_t)ct_numel(xt) * es); /* col2im adds into it */
+  bool taps = path == CT_CONV_PATH_IM2COL && !flip && taps_eligible(g, dt); /* writes every gx element */
+  if ((path != CT_CONV_PATH_GEMM_1X1 && !flip && !taps) || Og == 0) zero_par(gx, (size_t)ct_numel(xt) * es); /* col2im adds into it */
   if (rows == 0 || Og == 0 || g->outsp == 0) goto done;
   const char *gy = operand(c->in[0], dt, &yo), *w = gy ? operand(c->in[1], dt, &wo) : NULL;
   if (!w) {
@@ -1508,6 +1758,10 @@ static ct_status fast_bwd_input(const ct_call *c, const ct_conv_geom *g, ct_conv
   }
   if (flip) {
     st = bwd_input_flipped(g, dt, gy, w, gx, path == CT_CONV_PATH_WINOGRAD);
+    goto done;
+  }
+  if (taps) {
+    st = taps_run(g, (const float *)gy, (const float *)w, (float *)gx, true);
     goto done;
   }
   if (path == CT_CONV_PATH_GEMM_1X1) {
