@@ -13,7 +13,7 @@
  *   bench_cuda_gpt mm: the step's matrix-product shapes alone (TF32, bf16 autocast, bfloat16 tensors).
  *   bench_cuda_gpt resnet224 [batch steps]: ResNet-18 224x224 inference (eval), eager and CUDA graph, fp32/tf32,
  * the module's forward and the folded plan (ct_cuda_resnet_infer: batch norm folded, bias+ReLU+residual fused).
- *   bench_cuda_gpt resnet [batch steps [graph] [tf32] [inplace] [cl]]: (cl: channels_last model and input) the ResNet-18 CIFAR training step (SGD momentum,
+ *   bench_cuda_gpt resnet [batch steps [graph] [tf32] [inplace] [cl] [reps=N]]: (cl: channels_last model and input; reps: N timed runs, the median printed) the ResNet-18 CIFAR training step (SGD momentum,
  * issue 7's second anchor), float32 (tf32: TF32 convolutions and products), eager or replayed as one CUDA graph;
  * zero_grad sets the gradients to none like PyTorch 2.x's default and the peer (inplace: zeroes them in place;
  * "none" is still accepted).
@@ -83,7 +83,11 @@ static ct_status resnet_step(void *u) {
   return ct_classifier_train_step(r->m, r->opt, r->x, r->y, r->to_none, true, &r->loss);
 }
 
-static int bench_resnet(int64_t B, int64_t steps, bool graph, bool to_none, bool cl) {
+static int cmp_dbl(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+static int bench_resnet(int64_t B, int64_t steps, bool graph, bool to_none, bool cl, int reps) {
   ct_device dev = ct_cuda(0);
   ct_manual_seed(0);
   ct_module *m = ct_resnet18_cifar_new(10);
@@ -119,16 +123,26 @@ static int bench_resnet(int64_t B, int64_t steps, bool graph, bool to_none, bool
     if (!gr) DIE("resnet graph capture");
     printf("ctorch  resnet18-cifar CUDA graph: %lld nodes\n", (long long)ct_cuda_graph_num_nodes(gr));
   }
-  double t0 = 0, last = 0;
-  for (int64_t s = 0; s < steps + 2; s++) {
-    if (s == 2) {
-      ct_cuda_synchronize(0);
-      t0 = now();
+  /* reps timed runs of `steps` steps each (2 untimed before the first): one line each when reps > 1,
+   * then the median (the number printed on the "train step" line) */
+  double t0 = 0, last = 0, rms[64];
+  if (reps < 1) reps = 1;
+  if (reps > 64) reps = 64;
+  for (int k = 0; k < reps; k++) {
+    for (int64_t s = 0; s < steps + (k ? 0 : 2); s++) {
+      if (s == (k ? 0 : 2)) {
+        ct_cuda_synchronize(0);
+        t0 = now();
+      }
+      if (gr ? ct_cuda_graph_replay(gr) : resnet_step(&r)) DIE("resnet step");
     }
-    if (gr ? ct_cuda_graph_replay(gr) : resnet_step(&r)) DIE("resnet step");
+    ct_cuda_synchronize(0);
+    rms[k] = (now() - t0) * 1e3 / (double)steps;
+    if (reps > 1) printf("ctorch  resnet18-cifar b%lld rep %d: %.3f ms\n", (long long)B, k, rms[k]);
   }
-  ct_cuda_synchronize(0);
-  double ms = (now() - t0) * 1e3 / (double)steps;
+  qsort(rms, (size_t)reps, sizeof rms[0], cmp_dbl);
+  double ms = rms[reps / 2];
+  if (reps > 1) printf("ctorch  resnet18-cifar b%lld median of %d reps %.3f ms (min %.3f, max %.3f)\n", (long long)B, reps, ms, rms[0], rms[reps - 1]);
   ct_item_double(r.loss, &last);
   printf("ctorch  resnet18-cifar b%lld train step %9.2f ms  (%s, %s%s%s; last loss %.4f; convolutions: %s)\n", (long long)B, ms,
          gr ? "CUDA graph" : "eager", ct_cuda_allow_tf32() ? "tf32" : "fp32", to_none ? ", grads set to none" : "",
@@ -648,14 +662,16 @@ int main(int argc, char **argv) {
       return 0;
     }
     bool tf32 = false, graph = false, none = true, cl = false;
+    int reps = 1;
     for (int i = 4; i < argc; i++) {
+      if (!strncmp(argv[i], "reps=", 5)) reps = atoi(argv[i] + 5);
       cl |= !strcmp(argv[i], "cl");
       graph |= !strcmp(argv[i], "graph");
       tf32 |= !strcmp(argv[i], "tf32");
       if (!strcmp(argv[i], "inplace")) none = false;
     }
     ct_cuda_set_allow_tf32(tf32); /* TF32 convolutions: PyTorch's default (cudnn.allow_tf32) */
-    return bench_resnet(argc > 2 ? atoll(argv[2]) : 16, argc > 3 ? atoll(argv[3]) : 20, graph, none, cl);
+    return bench_resnet(argc > 2 ? atoll(argv[2]) : 16, argc > 3 ? atoll(argv[3]) : 20, graph, none, cl, reps);
   }
   int64_t L = 12, H = 12, C = 768, T = 1024, B = 16, V = 50257, steps = 10;
   if (argc >= 8) {

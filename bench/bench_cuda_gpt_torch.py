@@ -3,7 +3,7 @@ attention), the same step (forward + loss, backward, clip_grad_norm_ 1.0, AdamW 
 tf32 (allow_tf32 switches) and bf16 (torch.autocast bf16, float32 master weights), timed after two
 warm-up steps with the device synchronised.
   python3 bench_cuda_gpt_torch.py [layers heads width context batch vocab steps precision...]
-  python3 bench_cuda_gpt_torch.py resnet [batch steps [tf32]]: ResNet-18 CIFAR training step (SGD momentum),
+  python3 bench_cuda_gpt_torch.py resnet [batch steps [tf32] [reps=N]]: ResNet-18 CIFAR training step (SGD momentum),
   float32 (tf32: PyTorch's default TF32 cuDNN convolutions) eager, the model of tests/models_ref.py (as bench/bench_models_torch.py).
   python3 bench_cuda_gpt_torch.py resnet224 [batch steps]: torchvision ResNet-18 inference (eval,
   inference_mode), eager and CUDA graph, fp32 and tf32 cuDNN convolutions (median of 5 repeats).
@@ -61,7 +61,7 @@ class GPT(nn.Module):
         return F.cross_entropy(logits.view(-1, logits.shape[-1]).float(), tgt.view(-1))
 
 
-def resnet(B, steps, tf32=False):
+def resnet(B, steps, tf32=False, reps=1):
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
     from models_ref import ResNet
     torch.manual_seed(0)
@@ -70,16 +70,25 @@ def resnet(B, steps, tf32=False):
     m = ResNet(num_classes=10, cifar=True).cuda().train()
     x, y = torch.randn(B, 3, 32, 32, device="cuda"), torch.randint(0, 10, (B,), device="cuda")
     opt = torch.optim.SGD(m.parameters(), lr=0.01, momentum=0.9)
-    for s in range(steps + 2):
-        if s == 2:
-            torch.cuda.synchronize()
-            t0 = time.perf_counter()
-        loss = F.cross_entropy(m(x), y)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-    torch.cuda.synchronize()
-    ms = (time.perf_counter() - t0) * 1e3 / steps
+    # reps timed runs of `steps` eager steps (2 untimed before the first): one line each when reps > 1,
+    # then the median (the number on the "train step" line): its eager step is host-bound and moves
+    rms = []
+    for k in range(max(reps, 1)):
+        for s in range(steps + (0 if k else 2)):
+            if s == (0 if k else 2):
+                torch.cuda.synchronize()
+                t0 = time.perf_counter()
+            loss = F.cross_entropy(m(x), y)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+        torch.cuda.synchronize()
+        rms.append((time.perf_counter() - t0) * 1e3 / steps)
+        if reps > 1:
+            print(f"pytorch resnet18-cifar b{B} rep {k}: {rms[-1]:.3f} ms", flush=True)
+    ms = sorted(rms)[len(rms) // 2]
+    if reps > 1:
+        print(f"pytorch resnet18-cifar b{B} median of {len(rms)} reps {ms:.3f} ms (min {min(rms):.3f}, max {max(rms):.3f})")
     print(f"pytorch resnet18-cifar b{B} train step {ms:9.2f} ms  (last loss {loss.item():.4f}; cudnn {'tf32' if tf32 else 'fp32'})")
 
 
@@ -374,7 +383,8 @@ def main():
         profile(*((int(v) for v in a[1:8]) if len(a) >= 8 else (12, 12, 768, 1024, 16, 50257, 3)))
         return
     if a and a[0] == "resnet":
-        resnet(int(a[1]) if len(a) > 1 else 16, int(a[2]) if len(a) > 2 else 20, "tf32" in a[3:])
+        reps = [int(w[5:]) for w in a[3:] if w.startswith("reps=")]
+        resnet(int(a[1]) if len(a) > 1 else 16, int(a[2]) if len(a) > 2 else 20, "tf32" in a[3:], reps[0] if reps else 1)
         return
     L, H, C, T, B, V, steps = (int(v) for v in a[:7]) if len(a) >= 7 else (12, 12, 768, 1024, 16, 50257, 10)
     precs = a[7:] if len(a) > 7 else ["tf32", "bf16"]

@@ -257,6 +257,8 @@ typedef struct {
 /* src/backend/cuda/k_bn.cu: num_batches_tracked += inc as a kernel argument (no scalar upload) */
 int ct_cuda_bn_count_defer(ct_tensor *count, int64_t inc);
 ct_status ct_cuda_bn_count_finish(ct_tensor *count);
+/* k_bn.cu: the running statistics updated inside the channels-last forward's finish kernel */
+int ct_cuda_bn_running_defer(ct_tensor *rm, ct_tensor *rv, double momentum);
 #endif
 /* relu(batch_norm(x)) as one op on the CPU (src/ops/nn.c) */
 ct_tensor *ct_batch_norm_relu(const ct_tensor *x, ct_tensor *running_mean, ct_tensor *running_var,
@@ -297,9 +299,16 @@ static ct_tensor *bn_forward_impl(ct_module *m, const ct_tensor *x, bool relu) {
   }
   bool bn_training = m->training || (!rm && !rv);
   bool use_stats = !m->training || c->track;
+#ifdef CT_HAVE_CUDA
+  /* training on CUDA: the running statistics may be updated by the batch norm's own kernel (k_bn.cu
+   * decides; otherwise nothing changes), the registration is dropped right after the call */
+  bool fold = m->training && use_stats && (rm || rv) && x->storage->device.type == CT_DEVICE_CUDA &&
+              ct_cuda_bn_running_defer(rm, rv, factor) == 1;
+#endif
   ct_tensor *y = (relu ? ct_batch_norm_relu : ct_batch_norm)(x, use_stats ? rm : NULL, use_stats ? rv : NULL, w, b,
                                                            bn_training, factor, c->eps);
 #ifdef CT_HAVE_CUDA
+  if (fold) ct_cuda_bn_running_defer(NULL, NULL, 0);
   /* also after a failed batch norm: the eager add above happens before it too */
   if (deferred && ct_cuda_bn_count_finish(nbt) != CT_OK) {
     ct_release(y);

@@ -363,6 +363,10 @@ struct BnCl {
   unsigned C, M, R, V; /* R row slices, V elements per load (1 or 4) */
   double *part;        /* [R][C][2] partial sums */
   float *coef;         /* [4][C]: fwd m, scale, bias; bwd m, av, cg, cx */
+  /* the running statistics' update folded into the forward finish (bn_fold_*): NULL pointers: none */
+  float *rm, *rv;
+  double keep, fm, fv;
+  int64_t *count, inc;
 };
 
 __global__ void __launch_bounds__(BNC_TX *BNC_TY) k_bn_cl_sums(BnCl f, bool backward) {
@@ -445,6 +449,10 @@ __global__ void __launch_bounds__(256) k_bn_cl_finish(BnCl f, bool backward) {
     k[c] = m;
     k[f.C + c] = (float)(rstd * (a.w ? (double)((const float *)a.w)[c] : 1.0));
     k[2 * f.C + c] = a.b ? ((const float *)a.b)[c] : 0.f;
+    /* k_bn_running's expression on the same float statistics: the same bits, no node of its own */
+    if (f.rm) f.rm[c] = bn_add(bn_mul(f.rm[c], (float)f.keep), bn_mul(m, (float)f.fm));
+    if (f.rv) f.rv[c] = bn_add(bn_mul(f.rv[c], (float)f.keep), bn_mul((float)var, (float)f.fv));
+    if (c == 0 && f.count) *f.count += f.inc;
   } else {
     double rstd = (double)((const float *)a.rv)[c];
     if (a.mean) ((float *)a.mean)[c] = (float)(s2 * rstd);
@@ -487,7 +495,88 @@ __global__ void __launch_bounds__(256) k_bn_cl_apply(BnCl f, bool backward) {
   }
 }
 
+/* ---- BatchNorm's running statistics folded into the channels-last forward (training): src/nn/layers.c
+ * registers the module's running tensors and momentum (ct_cuda_bn_running_defer) around ct_batch_norm; the
+ * finish kernel then updates them with k_bn_running's roundings, and the ct_cuda_bn_update_running call
+ * that src/ops/nn.c makes next finds the update done (the same tensors, statistics, momentum and factor)
+ * and launches nothing: one graph node less per layer. One registration at a time, owned by the thread
+ * that made it, consumed by the first launch that uses it. CT_CUDA_BN_RUNNING_FOLD=0: k_bn_running as
+ * before (also with CT_CUDA_BN_RUNNING=0, the composed update). ---- */
+static struct {
+  ct_tensor *rm, *rv; /* registered (NULL, NULL: none) */
+  double momentum;
+  pthread_t owner;
+  bool done; /* the update made by a launch: for these tensors, outputs and factors */
+  const void *d_rm, *d_rv, *d_mean, *d_var;
+  double d_momentum, d_factor;
+} bn_fold;
+static pthread_mutex_t bn_fold_mu = PTHREAD_MUTEX_INITIALIZER;
+static bool bn_fold_enabled(void) {
+  static int on = -1;
+  if (on < 0) {
+    const char *e = getenv("CT_CUDA_BN_RUNNING_FOLD"), *r = getenv("CT_CUDA_BN_RUNNING");
+    on = !(e && *e == '0') && !(r && strcmp(r, "0") == 0);
+  }
+  return on != 0;
+}
+/* rm / rv: the module's running statistics (either NULL), momentum as passed to ct_batch_norm; both NULL:
+ * clear the registration (and a done record nobody consumed). 1 registered, 0 not (the caller changes
+ * nothing either way: the update then happens in ct_cuda_bn_update_running as before). */
+extern "C" int ct_cuda_bn_running_defer(ct_tensor *rm, ct_tensor *rv, double momentum) {
+  pthread_mutex_lock(&bn_fold_mu);
+  int r = 0;
+  bool mine = pthread_equal(bn_fold.owner, pthread_self());
+  if (!rm && !rv) {
+    if (mine) bn_fold.rm = bn_fold.rv = NULL, bn_fold.done = false;
+  } else if (bn_fold_enabled() && ((!bn_fold.rm && !bn_fold.rv && !bn_fold.done) || mine)) {
+    bn_fold.rm = rm;
+    bn_fold.rv = rv;
+    bn_fold.momentum = momentum;
+    bn_fold.owner = pthread_self();
+    bn_fold.done = false;
+    r = 1;
+  }
+  pthread_mutex_unlock(&bn_fold_mu);
+  return r;
+}
+static bool bn_fold_ok(const ct_tensor *t, int64_t C, int dev) {
+  return !t || (t->dtype == CT_FLOAT32 && t->storage->device.type == CT_DEVICE_CUDA && t->storage->device.index == dev &&
+                ct_is_contiguous(t) && ct_numel(t) == C);
+}
+static ct_tensor *bn_count_mine(int64_t *inc, bool clear);
+/* Fills f's fold fields from this thread's registration where it applies to this forward (training,
+ * float32 [C] tensors on the device, not aliasing each other or the outputs) and records what it will do. */
+static void bn_fold_take(BnCl *f, int dev, const void *mean_out, const void *var_out, const void *y_out) {
+  pthread_mutex_lock(&bn_fold_mu);
+  ct_tensor *rm = bn_fold.rm, *rv = bn_fold.rv;
+  bool ok = (rm || rv) && !bn_fold.done && pthread_equal(bn_fold.owner, pthread_self()) &&
+            bn_fold_ok(rm, f->C, dev) && bn_fold_ok(rv, f->C, dev) && !(rm && rv && ct_shares_storage(rm, rv));
+  const void *prm = rm ? bn_ptr(rm) : NULL, *prv = rv ? bn_ptr(rv) : NULL;
+  ok = ok && prm != mean_out && prm != var_out && prm != y_out && prv != mean_out && prv != var_out && prv != y_out;
+  if (ok) {
+    double mom = bn_fold.momentum, factor = f->M > 1 ? (double)f->M / (double)(f->M - 1) : INFINITY;
+    f->rm = (float *)prm;
+    f->rv = (float *)prv;
+    f->keep = 1.0 - mom; /* the values ct_cuda_bn_update_running would pass to k_bn_running */
+    f->fm = mom * 1.0;
+    f->fv = mom * factor;
+    int64_t inc = 0;
+    ct_tensor *cnt = bn_count_mine(&inc, false);
+    if (cnt && cnt->storage->device.index == dev && !ct_shares_storage(cnt, rm ? rm : rv)) {
+      f->count = (int64_t *)bn_ptr(cnt);
+      f->inc = inc;
+    }
+    bn_fold.done = true;
+    bn_fold.d_rm = prm, bn_fold.d_rv = prv, bn_fold.d_mean = mean_out, bn_fold.d_var = var_out;
+    bn_fold.d_momentum = mom, bn_fold.d_factor = factor;
+    bn_fold.rm = bn_fold.rv = NULL;
+  }
+  pthread_mutex_unlock(&bn_fold_mu);
+}
+
 static int64_t bn_cl_n; /* channels-last launches (tests) */
+static int64_t bn_fold_n; /* running-statistics updates folded into a finish kernel (tests) */
+extern "C" int64_t ct_cuda_bn_fold_count(void) { return __atomic_load_n(&bn_fold_n, __ATOMIC_RELAXED); }
 extern "C" int64_t ct_cuda_bn_cl_count(void) { return __atomic_load_n(&bn_cl_n, __ATOMIC_RELAXED); }
 
 /* The three kernels for a channels-last float32 x (and g): CT_OK or the error. */
@@ -511,6 +600,7 @@ static ct_status bn_cl_run(const BnArgs *a, bool backward, int dev, const char *
   if (!ws) return ct_last_status();
   f.part = (double *)ws;
   f.coef = (float *)(ws + pbytes);
+  if (!backward && a->training && a->mean && a->var) bn_fold_take(&f, dev, a->mean, a->var, a->y);
   cudaStream_t s = CU_STREAM(dev);
   if (sums) k_bn_cl_sums<<<dim3(tiles, f.R), dim3(BNC_TX, BNC_TY), 0, s>>>(f, backward);
   k_bn_cl_finish<<<(f.C + 7) / 8, 256, 0, s>>>(f, backward);
@@ -520,6 +610,10 @@ static ct_status bn_cl_run(const BnArgs *a, bool backward, int dev, const char *
   }
   ct_cuda_tmp_free(dev, ws, bytes);
   __atomic_add_fetch(&bn_cl_n, 1, __ATOMIC_RELAXED);
+  if (f.rm || f.rv) {
+    __atomic_add_fetch(&bn_fold_n, 1, __ATOMIC_RELAXED);
+    if (f.count) bn_count_mine(NULL, true); /* added by the kernel: bn_count_finish only bumps the version */
+  }
   return ct_cuda_check_launch(name);
 }
 
@@ -767,6 +861,25 @@ extern "C" int ct_cuda_bn_update_running(ct_tensor *rm, const ct_tensor *mean, c
   const ct_tensor *any = rm ? rm : rv;
   const char *off = getenv("CT_CUDA_BN_RUNNING"); /* "0": the composed update (tests compare both) */
   if (!any || (off && strcmp(off, "0") == 0)) return 0;
+  /* done already by the forward's finish kernel (bn_fold_take) for exactly these tensors and statistics */
+  pthread_mutex_lock(&bn_fold_mu);
+  int folded = 0;
+  if (bn_fold.done && pthread_equal(bn_fold.owner, pthread_self()) && bn_fold.d_rm == (rm ? bn_ptr(rm) : NULL) &&
+      bn_fold.d_rv == (rv ? bn_ptr(rv) : NULL) && bn_fold.d_mean == (mean ? bn_ptr(mean) : NULL) &&
+      bn_fold.d_var == (var ? bn_ptr(var) : NULL)) {
+    bn_fold.done = false;
+    folded = bn_fold.d_momentum == momentum && (bn_fold.d_factor == factor || (rv == NULL)) ? 1 : -1;
+  }
+  pthread_mutex_unlock(&bn_fold_mu);
+  if (folded < 0) { /* never expected: the kernel used other factors than the caller's */
+    ct_set_error(CT_ERR_RUNTIME, "batch_norm: the folded running-statistics update used another momentum or factor");
+    return -1;
+  }
+  if (folded) {
+    if (rm) ct_bump_version(rm);
+    if (rv) ct_bump_version(rv);
+    return 1;
+  }
   int dev = any->storage->device.index;
   if ((rm && !bn_run_ok(rm, mean, dev)) || (rv && !bn_run_ok(rv, var, dev))) return 0;
   if (rm && rv && (rm->dtype != rv->dtype || ct_numel(rm) != ct_numel(rv) || ct_shares_storage(rm, rv))) return 0;

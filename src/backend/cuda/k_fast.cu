@@ -83,6 +83,56 @@ __device__ __forceinline__ R opnd_ld(const Opnd &o, int64_t i) {
   return o.mode == 0 ? p[i] : o.mode == 1 ? p[0] : o.mode == 2 ? p[i % o.L] : p[i / o.L];
 }
 
+/* ---- GELU (erf form) for float16 / bfloat16 results: x Phi(x) without erff ----
+ * erff costs ~45 instructions an element, which made the bfloat16 GELU arithmetic-bound (74% of the
+ * copy bandwidth). Here Phi(-a) = u 2^(2 (p(u) - a^2 / (4 ln 2))) with a = |x|, u = 1 / (1 + 0.3 a)
+ * and p a degree-8 polynomial (Chebyshev interpolation of the exact function on a in [0, 16],
+ * fitted for this kernel): relative error of Phi under 2.4e-7 before float rounding, i.e. ~1e-4 of
+ * half a bfloat16 ulp and ~1e-3 of half a float16 ulp, so a result differs from the correctly
+ * rounded one only where the exact value lies within ~1e-6 (relative) of a rounding midpoint
+ * (test cuda_gelu_half_exhaustive checks all 65536 bfloat16 inputs against float64: max 0.5000 ulp on
+ * the H200). ~20 instructions an element: 94% of the copy bandwidth (bench/results/s11_cuda.md).
+ * Computing Phi(-|x|) directly keeps the negative tail exact in relative terms (1 + erf(x/sqrt2)
+ * cancels: 255 bfloat16 ulps off at x = -8.6). The exponential is taken as h^2 with h = 2^(e/2) so
+ * that it never falls below float's normal range before the last products (no flush to zero of
+ * results that bfloat16 can still hold as subnormals). float32 keeps erff (that path is memory-bound,
+ * and float32 results need erff's accuracy). NaN -> NaN, +inf -> inf, -inf -> NaN (x * 0), -0 -> -0:
+ * the reference's values. CT_CUDA_GELU_POLY=0 takes erff for every dtype (A/B). */
+__device__ __forceinline__ float rcp_approx(float x) {
+  float r;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return r;
+}
+__device__ __forceinline__ float ex2_approx(float x) {
+  float r;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return r;
+}
+__device__ __forceinline__ float gelu_poly(float x) {
+  float a = fabsf(x), u = rcp_approx(fmaf(0.3f, a, 1.0f));
+  float p = -1.177356093e-01f;
+  p = fmaf(p, u, 4.603720036e-01f);
+  p = fmaf(p, u, -5.805607940e-01f);
+  p = fmaf(p, u, 1.880947480e-01f);
+  p = fmaf(p, u, -4.207349058e-02f);
+  p = fmaf(p, u, 1.016261863e-01f);
+  p = fmaf(p, u, 3.011315842e-01f);
+  p = fmaf(p, u, 7.204495975e-01f);
+  p = fmaf(p, u, -1.531304399e+00f);
+  float h = ex2_approx(fmaf(a * a, -0.36067376022224085f, p)); /* 0.25 / ln 2 */
+  float q = (u * h) * h;                                          /* Phi(-a) */
+  return x * (x < 0.0f ? q : 1.0f - q);
+}
+#define OPT_GELU_POLY 100000 /* k_ew's OPT for gelu_poly (not an op id) */
+static int gelu_poly_on = -1;
+static bool gelu_poly_enabled(void) {
+  if (gelu_poly_on < 0) {
+    const char *e = getenv("CT_CUDA_GELU_POLY");
+    gelu_poly_on = !(e && *e == '0');
+  }
+  return gelu_poly_on != 0;
+}
+
 /* ---- unary ops in float ---- */
 __device__ __forceinline__ float f_unary(int op, float x, float a0, float a1, int k0) {
   switch (op) {
@@ -113,6 +163,7 @@ __device__ __forceinline__ float f_unary(int op, float x, float a0, float a1, in
     case CT_OP_silu: return x / (1.0f + expf(-x));
     case CT_OP_leaky_relu: return x > 0 ? x : x * a0;
     case CT_OP_gelu:
+      if (k0 == 2) return gelu_poly(x); /* launch_ew sets it for float16 / bfloat16 */
       if (k0) {
         const float kb = 0.7978845608028654f, kk = 0.044715f; /* sqrt(2/pi) */
         return 0.5f * x * (1.0f + tanhf(kb * (x + kk * x * x * x)));
@@ -154,6 +205,7 @@ __global__ void __launch_bounds__(CU_THREADS) k_ew(char *out, Opnd A, Opnd B, in
   /* OPT >= 0: the op fixed at compile time (the hot activations), so the V elements of a
    * vector are computed side by side instead of through a jump table each */
   const int op = OPT >= 0 ? OPT : op_rt;
+  if (OPT == CT_OP_gelu) k0 = k0 != 0; /* the tanh flag only: lets the compiler drop f_unary's gelu_poly branch */
   typedef typename El<DT>::raw R;
   constexpr int V = 16 / sizeof(R);
   int64_t tid = blockIdx.x * (int64_t)blockDim.x + threadIdx.x, stride = gridDim.x * (int64_t)blockDim.x;
@@ -181,7 +233,9 @@ __global__ void __launch_bounds__(CU_THREADS) k_ew(char *out, Opnd A, Opnd B, in
 #pragma unroll
       for (int k = 0; k < V; k++) {
         float x = El<DT>::ld(va.r[k]);
-        float r = NIN == 1 ? f_unary(op, x, a0, a1, k0) : f_binary(op, x, El<DT>::ld(vb.r[k]));
+        float r = OPT == OPT_GELU_POLY ? gelu_poly(x)
+                  : NIN == 1           ? f_unary(op, x, a0, a1, k0)
+                                       : f_binary(op, x, El<DT>::ld(vb.r[k]));
         vo.r[k] = El<DT>::st(r);
       }
       *(uint4 *)((R *)out + e0) = vo.u;
@@ -190,7 +244,9 @@ __global__ void __launch_bounds__(CU_THREADS) k_ew(char *out, Opnd A, Opnd B, in
   }
   for (int64_t i = done + tid; i < n; i += stride) {
     float x = El<DT>::ld(opnd_ld<R>(A, i));
-    float r = NIN == 1 ? f_unary(op, x, a0, a1, k0) : f_binary(op, x, El<DT>::ld(opnd_ld<R>(B, i)));
+    float r = OPT == OPT_GELU_POLY ? gelu_poly(x)
+              : NIN == 1           ? f_unary(op, x, a0, a1, k0)
+                                   : f_binary(op, x, El<DT>::ld(opnd_ld<R>(B, i)));
     ((R *)out)[i] = El<DT>::st(r);
   }
 }
@@ -275,6 +331,11 @@ static void launch_ew(int dev, char *out, const Opnd &A, const Opnd &B, int64_t 
   cudaStream_t s = CU_STREAM(dev);
   unsigned vb = fast_blocks((n + V - 1) / V);
   if constexpr (NIN == 1) {
+    if (op == CT_OP_gelu && k0 == 0 && DT != CT_FLOAT32 && gelu_poly_enabled()) {
+      if (vec) k_ew<DT, 1, true, OPT_GELU_POLY><<<vb, CU_THREADS, 0, s>>>(out, A, B, n, op, a0, a1, 0);
+      else k_ew<DT, 1, false><<<fast_blocks(n), CU_THREADS, 0, s>>>(out, A, B, n, op, a0, a1, 2);
+      return;
+    }
     if (vec && (op == CT_OP_gelu || op == CT_OP_relu || op == CT_OP_silu)) {
       if (op == CT_OP_gelu) k_ew<DT, 1, true, CT_OP_gelu><<<vb, CU_THREADS, 0, s>>>(out, A, B, n, op, a0, a1, k0);
       else if (op == CT_OP_relu) k_ew<DT, 1, true, CT_OP_relu><<<vb, CU_THREADS, 0, s>>>(out, A, B, n, op, a0, a1, k0);
