@@ -272,7 +272,15 @@ static bool build(centry *e, cudnnHandle_t h) {
   {                                                                                                   \
     PerfT perf[16];                                                                                   \
     if (getter(h, __VA_ARGS__, 16, &n, perf)) return false;                                           \
+    if (trace)                                                                                        \
+      for (int i = 0; i < n; i++)                                                                     \
+        fprintf(stderr, "cudnn op %d x %dx%dx%dx%d w %dx%dx%dx%d cand %d: algo %d status %d det %d math %d mem %zu\n", \
+                k->op, k->x[0], k->x[1], k->x[2], k->x[3], k->w[0], k->w[1], k->w[2], k->w[3], i,          \
+                (int)perf[i].algo, (int)perf[i].status, (int)perf[i].determinism, (int)perf[i].mathType,    \
+                perf[i].memory);                                                                      \
+    for (int pass = force >= 0 ? 0 : 1; pass < 2; pass++)                                             \
     for (int i = 0; i < n; i++) {                                                                     \
+      if (pass == 0 && (int)perf[i].algo != force) continue;                                          \
       if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > ws_max) continue;                \
       if (need_det && perf[i].determinism != CUDNN_DETERMINISTIC) continue;                           \
       if (fp32_strict && (perf[i].mathType == CUDNN_TENSOR_OP_MATH ||                                 \
@@ -282,11 +290,21 @@ static bool build(centry *e, cudnnHandle_t h) {
       if (sizer(h, __VA_ARGS__, perf[i].algo, &ws)) continue;                                         \
       e->algo = (int)perf[i].algo;                                                                    \
       e->ws = ws;                                                                                     \
+      if (trace) fprintf(stderr, "cudnn op %d: algo %d ws %zu (pass %d)\n", k->op, e->algo, ws, pass);   \
       return true;                                                                                    \
     }                                                                                                 \
     return false;                                                                                     \
   }
   bool need_det = k->op != CT_OP_convolution;
+  /* A/B knobs (session 12), read when a geometry is first built: CT_CUDA_CUDNN_{FWD,DGRAD,WGRAD}_ALGO=n takes
+   * algorithm n where the heuristics list it and it passes the rules above (else the usual first choice);
+   * CT_CUDA_CUDNN_TRACE=1 prints the candidates and the choice on stderr */
+  const char *fe = getenv(k->op == CT_OP_convolution                  ? "CT_CUDA_CUDNN_FWD_ALGO"
+                          : k->op == CT_OP_convolution_backward_input ? "CT_CUDA_CUDNN_DGRAD_ALGO"
+                                                                      : "CT_CUDA_CUDNN_WGRAD_ALGO");
+  int force = fe && *fe ? atoi(fe) : -1;
+  const char *te = getenv("CT_CUDA_CUDNN_TRACE");
+  bool trace = te && *te == '1';
   if (k->op == CT_OP_convolution)
     PICK(cudnnConvolutionFwdAlgoPerf_t, p_cudnnGetConvolutionForwardAlgorithm_v7,
          p_cudnnGetConvolutionForwardWorkspaceSize, e->xd, e->wd, e->cd, e->yd)
