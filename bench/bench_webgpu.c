@@ -593,6 +593,13 @@ static void profile_graph(ct_webgpu_graph *g, double replay_s) {
     const char *k = kernel_kind(ct_webgpu_graph_kernel(g, ord[a], gr));
     printf("    #%-4d %8.1f us  %-20s grid %ux%ux%u\n", ord[a], us[ord[a]], k, gr[0], gr[1], gr[2]);
   }
+  /* every dispatch in graph order (the tee'd log keeps it; the conv's op from its operand code) */
+  for (int i = 0; i < n; i++) {
+    uint32_t gr[3];
+    const char *w = ct_webgpu_graph_kernel(g, i, gr), *k = kernel_kind(w);
+    const char *sub = strstr(w, "fn la(m") ? (strstr(w, "let oo = k /") ? " dgrad" : strstr(w, "let n = k /") ? " wgrad" : " fwd") : "";
+    printf("    d%-4d %8.1f us %s%s grid %ux%ux%u\n", i, us[i], k, sub, gr[0], gr[1], gr[2]);
+  }
   free(us), free(ord);
 }
 
@@ -639,9 +646,14 @@ typedef struct {
   ct_tensor *x, *y, *loss;
   ct_webgpu_graph *g;
 } mstate;
+/* zero_grad(set_to_none=True), PyTorch's default and its peers' (bench_*_torch.py): the backward's
+ * own buffers become .grad (a captured graph keeps writing them), where zeroing in place cost a
+ * fill and an add per parameter, 124 of the step's 409 dispatches (session 11; WG_STEP_ZERO_FILL=1:
+ * zeroed in place, as sessions 5-10 measured) */
 static ct_status train_eager(void *u) {
   mstate *s = u;
-  return ct_classifier_train_step(s->m, s->opt, s->x, s->y, false, true, &s->loss);
+  const char *zf = getenv("WG_STEP_ZERO_FILL");
+  return ct_classifier_train_step(s->m, s->opt, s->x, s->y, !(zf && *zf == '1'), true, &s->loss);
 }
 static ct_status replay(void *u) { return ct_webgpu_graph_replay(((mstate *)u)->g); }
 static ct_optim *sgd_of(ct_module *m, ct_dict *pd) {
@@ -664,13 +676,21 @@ static ct_optim *sgd_of(ct_module *m, ct_dict *pd) {
  * split's minimum slice 128 or 64 instead of 256 (CONV_SLICE), 32-deep slices per step (CONV_BK);
  * each re-captured and timed in this process */
 static bool conv_ab;
-static const char *const conv_ab_env[][2] = {{"CT_WEBGPU_CONV_POLICY", "7"}, {"CT_WEBGPU_CONV_PREFETCH", "0"},
+static const char *const conv_ab_env[][4] = {{"CT_WEBGPU_CONV_POLICY", "7"}, {"CT_WEBGPU_CONV_PREFETCH", "0"},
                                              {"CT_WEBGPU_CONV_T", "2"},      {"CT_WEBGPU_CONV_FWD_T", "2"},
                                              {"CT_WEBGPU_GEMM_SMALL", "0"},  {"CT_WEBGPU_CONV_BN", "0"},
                                              {"CT_WEBGPU_GEMM_GELU", "0"},   {"CT_WEBGPU_SPLITK_SHORT", "0"},
                                              {"CT_WEBGPU_CONV_FWD_T", "4"},  {"CT_WEBGPU_CONV_FUSED_SUM", "0"},
                                              {"CT_WEBGPU_POOL_FC", "0"},     {"CT_WEBGPU_CONV_SLICE", "128"},
-                                             {"CT_WEBGPU_CONV_SLICE", "64"},  {"CT_WEBGPU_CONV_BK", "32"}};
+                                             {"CT_WEBGPU_CONV_SLICE", "64"},  {"CT_WEBGPU_CONV_BK", "32"},
+                                             /* session 11: the convolution's layout, 8x8 workgroups (alone and
+                                              * with T = 4 forward tiles), the step's zeroed gradients, strided
+                                              * input gradients through columns (opt-in, unmeasured) */
+                                             {"CT_WEBGPU_CONV_V2", "0"},      {"CT_WEBGPU_CONV_PAD", "0"},
+                                             {"CT_WEBGPU_CONV_NT", "8"},
+                                             {"CT_WEBGPU_CONV_NT", "8", "CT_WEBGPU_CONV_FWD_T", "4"},
+                                             {"CT_WEBGPU_CONV_NT", "8", "CT_WEBGPU_CONV_T", "2"},
+                                             {"WG_STEP_ZERO_FILL", "1"},      {"CT_WEBGPU_CONV_DGRAD_COL", "1"}};
 static ct_webgpu_graph *ab_graph;
 static ct_status ab_replay(void *u) {
   (void)u;
@@ -683,6 +703,7 @@ static void conv_ab_step(void *ms, ct_status (*step)(void *), int steps) {
   for (size_t v = 0; v < sizeof conv_ab_env / sizeof conv_ab_env[0]; v++) {
     if (only && *only && !strstr(only, conv_ab_env[v][0])) continue;
     setenv(conv_ab_env[v][0], conv_ab_env[v][1], 1);
+    if (conv_ab_env[v][2]) setenv(conv_ab_env[v][2], conv_ab_env[v][3], 1);
     OK(ct_webgpu_synchronize());
     OK(ct_webgpu_capture_begin());
     OK(step(ms));
@@ -694,8 +715,10 @@ static void conv_ab_step(void *ms, ct_status (*step)(void *), int steps) {
     }
     OK(ab_replay(NULL));
     double t = time_calls(ab_replay, NULL, steps);
-    printf("  conv A/B %s=%s: replay %.3f ms (%lld dispatches)", conv_ab_env[v][0], conv_ab_env[v][1], t * 1e3,
-           (long long)ct_webgpu_graph_dispatches(ab_graph));
+    char lab[160];
+    snprintf(lab, sizeof lab, "%s=%s", conv_ab_env[v][0], conv_ab_env[v][1]);
+    if (conv_ab_env[v][2]) snprintf(lab + strlen(lab), sizeof lab - strlen(lab), " %s=%s", conv_ab_env[v][2], conv_ab_env[v][3]);
+    printf("  conv A/B %s: replay %.3f ms (%lld dispatches)", lab, t * 1e3, (long long)ct_webgpu_graph_dispatches(ab_graph));
     if (ab_ref && ab_out && *ab_out) {
       double e = rel_err(*ab_out, ab_ref);
       printf("; output vs cpu rel err %.2e %s", e, e < 1e-4 ? "ok" : "FAIL");
@@ -704,6 +727,7 @@ static void conv_ab_step(void *ms, ct_status (*step)(void *), int steps) {
     ct_webgpu_graph_free(ab_graph);
     ab_graph = NULL;
     unsetenv(conv_ab_env[v][0]);
+    if (conv_ab_env[v][2]) unsetenv(conv_ab_env[v][2]);
   }
 }
 

@@ -22,20 +22,7 @@
 WEBGPU_TESTS("test_webgpu10", "WebGPU test(s)")
 #define W10_TEST(name) WEBGPU_TEST(webgpu10, name)
 
-static ct_generator *gen(void) {
-  static ct_generator *g;
-  if (!g) g = ct_generator_new(1010);
-  return g;
-}
-static ct_tensor *rnd(int nd, const int64_t *shape) { return ct_randn(nd, shape, ct_opts_dtype(CT_FLOAT32), gen()); }
-static ct_tensor *f64(const ct_tensor *t) { return ct_to_dtype(t, CT_FLOAT64); }
-static ct_tensor *f32(const ct_tensor *t) { return ct_to_dtype(t, CT_FLOAT32); }
-static ct_tensor *cpu(const ct_tensor *t) { return ct_to_device(t, ct_cpu()); }
-static ct_tensor *leaf(ct_tensor *t) {
-  ct_tensor *d = ct_detach(t);
-  CHECK_OK(ct_requires_grad_(d, true));
-  return d;
-}
+WEBGPU_TEST_TENSORS(1010)
 
 /* One convolution (grad enabled) forward and backward of sum(y^2): y, dx, dw on the CPU; the
  * forward's dispatch count. */

@@ -33,6 +33,26 @@
   }                                                                                          \
   static void wt_body_##name(void)
 
+/* The tensor helpers several files share, on a generator of the file's own seed: gen(), rnd(nd, shape)
+ * (float32 normal), f64 / f32 (dtype copies), cpu (to the CPU), leaf (a detached copy requiring grad). */
+#define WEBGPU_TEST_TENSORS(seed)                                                                                  \
+  __attribute__((unused)) static ct_generator *gen(void) {                                                         \
+    static ct_generator *g;                                                                                        \
+    if (!g) g = ct_generator_new(seed);                                                                            \
+    return g;                                                                                                      \
+  }                                                                                                                \
+  __attribute__((unused)) static ct_tensor *rnd(int nd, const int64_t *shape) {                                    \
+    return ct_randn(nd, shape, ct_opts_dtype(CT_FLOAT32), gen());                                                  \
+  }                                                                                                                \
+  __attribute__((unused)) static ct_tensor *f64(const ct_tensor *t) { return ct_to_dtype(t, CT_FLOAT64); }         \
+  __attribute__((unused)) static ct_tensor *f32(const ct_tensor *t) { return ct_to_dtype(t, CT_FLOAT32); }         \
+  __attribute__((unused)) static ct_tensor *cpu(const ct_tensor *t) { return ct_to_device(t, ct_cpu()); }          \
+  __attribute__((unused)) static ct_tensor *leaf(ct_tensor *t) {                                                   \
+    ct_tensor *d = ct_detach(t);                                                                                   \
+    CHECK_OK(ct_requires_grad_(d, true));                                                                          \
+    return d;                                                                                                      \
+  }
+
 #define SAME(what, ref, got, rtol, atol) tt_same_as_cpu(__FILE__, __LINE__, "webgpu", what, ref, got, rtol, atol)
 
 #endif

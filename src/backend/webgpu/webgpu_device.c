@@ -1343,42 +1343,42 @@ ct_status ct_webgpu_dispatch_probe(int n, int mode, int flags, double *seconds) 
   return st;
 }
 
-/* Each recorded dispatch of g alone: reps copies of it in one pass, submitted and waited
- * for, minus an empty submit's wait; us[i] gets microseconds per copy. The copies run on
- * the graph's buffers (values change: profile last). */
+/* Each recorded dispatch of g alone: 1 copy and 1 + reps copies of it in one pass, each submitted
+ * and waited for (best of 3, the wait polled without sleeping: a sleep's granularity, up to 200 us,
+ * swamped session 10's per-copy numbers); us[i] = the difference / reps, microseconds per copy, the
+ * barrier Dawn puts between dependent dispatches included (what a replay pays). The copies run
+ * on the graph's buffers (values change: profile last). */
+static double profile_run(wg_rec *e, int copies, ct_status *st) {
+  double best = 1e30;
+  for (int r = 0; r < 3 && *st == CT_OK; r++) {
+    double t0 = now_s();
+    ensure_encoder();
+    G.pass = p_wgpuCommandEncoderBeginComputePass(G.enc, NULL);
+    for (int k = 0; k < copies; k++) {
+      p_wgpuComputePassEncoderSetPipeline(G.pass, e->p->pipe);
+      p_wgpuComputePassEncoderSetBindGroup(G.pass, 0, e->bg, 0, NULL);
+      p_wgpuComputePassEncoderDispatchWorkgroups(G.pass, e->gx, e->gy, e->gz);
+    }
+    *st = queue_idle(NULL);
+    double t = now_s() - t0;
+    if (t < best) best = t;
+  }
+  return best;
+}
 ct_status ct_webgpu_graph_profile(ct_webgpu_graph *g, int reps, double *us) {
   if (!g || reps < 1 || !us) return CT_ERR(CT_ERR_VALUE, "ct_webgpu_graph_profile: bad arguments");
   CT_TRY(wg_ready());
   wg_lock();
+  int spin = wait_spin;
+  wait_spin = 1;
   ct_status st = queue_idle(NULL);
-  double base = 1e30;
-  for (int r = 0; r < 5 && st == CT_OK; r++) { /* the floor: an empty pass submitted and waited for */
-    double t0 = now_s();
-    ensure_encoder();
-    G.pass = p_wgpuCommandEncoderBeginComputePass(G.enc, NULL);
-    st = queue_idle(NULL);
-    double t = now_s() - t0;
-    if (t < base) base = t;
-  }
   for (int i = 0; i < g->n && st == CT_OK; i++) {
     wg_rec *e = &g->r[i];
     if (e->slot >= 0) p_wgpuQueueWriteBuffer(G.queue, G.params->b, (uint64_t)e->slot * PARAM_SLOT, e->params, (size_t)e->np * 4);
-    double best = 1e30;
-    for (int r = 0; r < 2 && st == CT_OK; r++) {
-      double t0 = now_s();
-      ensure_encoder();
-      G.pass = p_wgpuCommandEncoderBeginComputePass(G.enc, NULL);
-      for (int k = 0; k < reps; k++) {
-        p_wgpuComputePassEncoderSetPipeline(G.pass, e->p->pipe);
-        p_wgpuComputePassEncoderSetBindGroup(G.pass, 0, e->bg, 0, NULL);
-        p_wgpuComputePassEncoderDispatchWorkgroups(G.pass, e->gx, e->gy, e->gz);
-      }
-      st = queue_idle(NULL);
-      double t = now_s() - t0;
-      if (t < best) best = t;
-    }
-    us[i] = (best - base) / reps * 1e6;
+    double t1 = profile_run(e, 1, &st), tn = profile_run(e, 1 + reps, &st);
+    us[i] = (tn - t1) / reps * 1e6;
   }
+  wait_spin = spin;
   wg_unlock();
   return st;
 }

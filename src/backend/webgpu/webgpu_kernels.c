@@ -2451,11 +2451,25 @@ static void cv_emit_xtap(sb *s, const cv_geom *g, int bx, const char *n, const c
   sbf(s, "  return bitcast<f32>(b%d[%s]);\n}\n", bx, o);
 }
 
-/* la(m, k, grp) and lb(k, j, grp): the GEMM's operands, for op (binding indices b1, b2) */
-static void cv_emit_operands(sb *s, int op, const cv_geom *g, int b1, int b2) {
+/* Whether offsets st[2..4] over the spatial sizes sz walk them as one contiguous run: then
+ * p0 st2 + p1 st3 + p2 st4 is the linear position q itself (size-1 dims count as contiguous). */
+static bool cv_sp_contig(const int64_t *st, const int64_t *sz) {
+  return (sz[2] == 1 || st[4] == 1) && (sz[1] == 1 || st[3] == sz[2]) && (sz[0] == 1 || st[2] == sz[1] * sz[2]);
+}
+/* la(m, k, grp) and lb(k, j, grp): the GEMM's operands, for op (binding indices b1, b2). fast:
+ * where an operand's position part is contiguous (weights' taps, gy's and a 1x1 stride-1
+ * unpadded x's spatial dims), its offset comes from the linear index without the per-dimension
+ * split and recombination (the same element: the same values, fewer integer ops per load). */
+static void cv_emit_operands(sb *s, int op, const cv_geom *g, int b1, int b2, bool fast) {
   char o[400];
+  bool wtap = fast && cv_sp_contig(g->ws, g->k), ysp = fast && cv_sp_contig(g->ys, g->out);
+  bool x11 = fast && cv_sp_contig(g->xs, g->in) && g->ksp == 1 && g->insp == g->outsp;
+  for (int i = 0; i < 3; i++) x11 = x11 && g->s[i] == 1 && g->p[i] == 0 && g->in[i] == g->out[i];
   sbf(s, "fn la(m: u32, k: u32, grp: u32) -> f32 {\n");
-  if (op == CT_OP_convolution) { /* x[n, grp*cg + c, o*s - p + k*d] */
+  if (op == CT_OP_convolution && x11) { /* x[n, grp*cg + k, q]: a 1x1 stride-1 unpadded convolution */
+    sbf(s, "  let n = m / %lldu; let q = m %% %lldu;\n  return bitcast<f32>(b%d[%lldu + n * %lldu + (grp * %lldu + k) * %lldu + q]);\n}\n",
+        (long long)g->outsp, (long long)g->outsp, b1, (long long)g->xo, (long long)g->xs[0], (long long)g->cg, (long long)g->xs[1]);
+  } else if (op == CT_OP_convolution) { /* x[n, grp*cg + c, o*s - p + k*d] */
     sbf(s, "  let n = m / %lldu; let q = m %% %lldu; let c = k / %lldu; let r = k %% %lldu;\n", (long long)g->outsp,
         (long long)g->outsp, (long long)g->ksp, (long long)g->ksp);
     cv_split3(s, "o", "q", g->out);
@@ -2477,6 +2491,9 @@ static void cv_emit_operands(sb *s, int op, const cv_geom *g, int b1, int b2) {
     snprintf(ch, sizeof ch, "grp * %lldu + oo", (long long)g->og);
     cv_off(o, sizeof o, g->yo, g->ys, "n", ch, "o");
     sbf(s, "  return bitcast<f32>(b%d[%s]);\n}\n", b1, o);
+  } else if (ysp) { /* gy[n, grp*og + m, q], its spatial dims contiguous */
+    sbf(s, "  let n = k / %lldu; let q = k %% %lldu;\n  return bitcast<f32>(b%d[%lldu + n * %lldu + (grp * %lldu + m) * %lldu + q]);\n}\n",
+        (long long)g->outsp, (long long)g->outsp, b1, (long long)g->yo, (long long)g->ys[0], (long long)g->og, (long long)g->ys[1]);
   } else { /* gy[n, grp*og + m, p] */
     sbf(s, "  let n = k / %lldu; let q = k %% %lldu;\n", (long long)g->outsp, (long long)g->outsp);
     cv_split3(s, "o", "q", g->out);
@@ -2486,7 +2503,13 @@ static void cv_emit_operands(sb *s, int op, const cv_geom *g, int b1, int b2) {
     sbf(s, "  return bitcast<f32>(b%d[%s]);\n}\n", b1, o);
   }
   sbf(s, "fn lb(k: u32, j: u32, grp: u32) -> f32 {\n");
-  if (op == CT_OP_convolution || op == CT_OP_convolution_backward_input) { /* w[grp*og + (j or k/ksp), ...] */
+  if (op == CT_OP_convolution && wtap && g->ws[1] == g->ksp) { /* w[grp*og + j, k]: (c, tap) contiguous */
+    sbf(s, "  return bitcast<f32>(b%d[%lldu + (grp * %lldu + j) * %lldu + k]);\n}\n", b2, (long long)g->wo, (long long)g->og,
+        (long long)g->ws[0]);
+  } else if (op == CT_OP_convolution_backward_input && wtap) { /* w[grp*og + k/ksp, j, k%ksp] */
+    sbf(s, "  return bitcast<f32>(b%d[%lldu + (grp * %lldu + k / %lldu) * %lldu + j * %lldu + k %% %lldu]);\n}\n", b2,
+        (long long)g->wo, (long long)g->og, (long long)g->ksp, (long long)g->ws[0], (long long)g->ws[1], (long long)g->ksp);
+  } else if (op == CT_OP_convolution || op == CT_OP_convolution_backward_input) { /* w[grp*og + (j or k/ksp), ...] */
     bool fwd = op == CT_OP_convolution;
     sbf(s, "  let a = k / %lldu; let r = k %% %lldu;\n", (long long)g->ksp, (long long)g->ksp);
     cv_split3(s, "k", "r", g->k);
@@ -2586,8 +2609,100 @@ static void cv_epi_bind_all(bindset *bs, const wg_conv_epi *ep, cv_epi_bind *eb)
   eb->res = ep->res ? bind_of(bs, ep->res) : -1;
 }
 
+/* A strided convolution's input gradient through columns (CT_WEBGPU_CONV_DGRAD_COL=1; off by
+ * default, not yet measured on the H200): the implicit GEMM walks K = O * taps for every input
+ * position, and at stride 2 three taps in four do not divide by the stride (zeros multiplied:
+ * session 11's profile had the b16 step's three stride-2 3x3 input gradients at 171-192 us
+ * against ~90 for a stride-1 one of twice the work). Instead: cols[n, (c, tap), p] =
+ * sum_o w[o, c, tap] gy[n, o, p], a dense 1x1 convolution of gy by the weights read transposed
+ * (a strided view), then gx[n, c, i] = the sum, over the taps in order, of the cols entries whose
+ * output position p = (i + pad - tap * dil) / stride is whole and in range. Other sums' order than
+ * the implicit GEMM's (over o, then taps): equal within float32 rounding. For groups 1, no bias,
+ * weights whose (c, tap) run contiguously; *done false: the caller runs the implicit GEMM. */
+static ct_status k_conv(const ct_call *c);
+static ct_status conv_dgrad_col(const ct_call *c, bool *done) {
+  *done = false;
+  const char *e = getenv("CT_WEBGPU_CONV_DGRAD_COL");
+  if (!(e && *e == '1') || c->op != CT_OP_convolution_backward_input || c->a.k[1] != 1 || (c->n_in > 2 && c->in[2]))
+    return CT_OK;
+  int nd = (int)c->a.k[0];
+  const ct_tensor *gy = c->in[0], *w = c->in[1];
+  ct_tensor *gx = c->out[0];
+  if (nd < 1 || nd > 3 || gy->ndim != nd + 2 || w->ndim != nd + 2 || gx->ndim != nd + 2 || gy->dtype != CT_FLOAT32 ||
+      w->dtype != CT_FLOAT32 || gx->dtype != CT_FLOAT32 || ct_numel(gx) == 0 || ct_numel(gy) == 0)
+    return CT_OK;
+  bool strided = false;
+  for (int j = 0; j < nd; j++) strided = strided || c->a.i[j] > 1;
+  if (!strided) return CT_OK;
+  cv_geom g;
+  cv_make(&g, c, gx, w, gy);
+  if (!cv_sp_contig(g.ws, g.k) || g.ws[1] != g.ksp) return CT_OK;
+  ct_options o = ct_opts_dtype(CT_FLOAT32);
+  o.device = ct_webgpu();
+  int64_t cs[5] = {g.N, g.C * g.ksp}, vs[5] = {g.C * g.ksp, g.O}, vst[5] = {1, w->stride[0]};
+  for (int j = 0; j < nd; j++) cs[2 + j] = gy->shape[2 + j], vs[2 + j] = 1, vst[2 + j] = 1;
+  ct_tensor *cols = ct_empty(nd + 2, cs, o);
+  bool prev = ct_set_grad_enabled(false); /* a view for the kernel's operand, no autograd record */
+  ct_tensor *wv = cols ? ct_as_strided(w, nd + 2, vs, vst, -1) : NULL;
+  ct_set_grad_enabled(prev);
+  ct_status st = cols && wv ? CT_OK : ct_last_status();
+  if (st == CT_OK) {
+    ct_call c2;
+    memset(&c2, 0, sizeof c2);
+    c2.op = CT_OP_convolution, c2.n_in = 2, c2.n_out = 1;
+    c2.in[0] = (ct_tensor *)gy, c2.in[1] = wv, c2.out[0] = cols;
+    c2.a.k[0] = nd, c2.a.k[1] = 1;
+    for (int j = 0; j < nd; j++) c2.a.i[j] = 1, c2.a.i[3 + j] = 0, c2.a.i[6 + j] = 1;
+    st = k_conv(&c2);
+  }
+  if (st == CT_OK) { /* the gather: a thread per gx element */
+    wg_lock();
+    int64_t total = ct_numel(gx);
+    st = check_extent(gx);
+    if (st == CT_OK) st = check_extent(cols);
+    if (st == CT_OK) {
+      bindset bs = {{0}, 0, -1};
+      int bc = bind_of(&bs, cols), bo = bind_of(&bs, gx);
+      uint32_t rx, ry;
+      grid((total + 255) / 256, &rx, &ry);
+      int64_t lin[3] = {g.in[0], g.in[1], g.in[2]};
+      sb s = {0};
+      emit_bindings(&s, &bs);
+      sbf(&s, "@compute @workgroup_size(256)\n"
+              "fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32) {\n"
+              "  let e = (wid.y * %uu + wid.x) * 256u + li;\n  if (e >= %lldu) { return; }\n"
+              "  let n = e / %lldu; let ch = (e / %lldu) %% %lldu; let q = e %% %lldu;\n",
+          rx, (long long)total, (long long)(g.C * g.insp), (long long)g.insp, (long long)g.C, (long long)g.insp);
+      cv_split3(&s, "i", "q", lin);
+      sbf(&s, "  var v: f32 = 0.0;\n  for (var t: u32 = 0u; t < %lldu; t = t + 1u) {\n", (long long)g.ksp);
+      cv_split3(&s, "k", "t", g.k);
+      for (int j = 0; j < 3; j++)
+        sbf(&s, "    let a%d = i32(i%d) + %lld - i32(k%d * %lldu);\n"
+                "    if (a%d < 0 || a%d %% %lld != 0 || a%d / %lld >= %lld) { continue; }\n",
+            j, j, (long long)g.p[j], j, (long long)g.d[j], j, j, (long long)g.s[j], j, (long long)g.s[j], (long long)g.out[j]);
+      /* cols is contiguous [N, C * ksp, out...] */
+      sbf(&s, "    let p = (u32(a0) / %lldu * %lldu + u32(a1) / %lldu) * %lldu + u32(a2) / %lldu;\n"
+              "    v = v + bitcast<f32>(b%d[%lldu + (n * %lldu + ch * %lldu + t) * %lldu + p]);\n  }\n",
+          (long long)g.s[0], (long long)g.out[1], (long long)g.s[1], (long long)g.out[2], (long long)g.s[2], bc,
+          (long long)cols->offset, (long long)(g.C * g.ksp), (long long)g.ksp, (long long)g.outsp);
+      char off[400];
+      cv_off(off, sizeof off, g.xo, g.xs, "n", "ch", "i");
+      sbf(&s, "  b%d[%s] = bitcast<u32>(v);\n}\n", bo, off);
+      st = launch(&s, &bs, rx, ry, 1);
+    }
+    wg_unlock();
+  }
+  ct_release(wv);
+  ct_release(cols);
+  if (st == CT_OK) *done = true;
+  return st;
+}
+
 static ct_status k_conv(const ct_call *c) {
   WG_BEGIN(c);
+  bool col_done = false;
+  CT_TRY(conv_dgrad_col(c, &col_done));
+  if (col_done) return CT_OK;
   int op = c->op;
   for (int i = 0; i < c->n_in; i++)
     if (c->in[i]) CT_TRY(need_f32(c, c->in[i]));
@@ -2626,16 +2741,27 @@ static ct_status k_conv(const ct_call *c) {
   else if (old_policy)
     while (T > 1 && ((Nc + 16 * T - 1) / (16 * T)) * ((M + 16 * T - 1) / (16 * T)) * g.G < 264) T /= 2;
   else T = M >= 64 && Nc >= 64 ? 4 : M >= 32 && Nc >= 32 ? 2 : 1;
-  int64_t TS = 16 * T;
+  /* Session 11's layout (default; CT_WEBGPU_CONV_V2=0: session 10's): each thread owns T adjacent
+   * rows and T adjacent columns of its tile, so one vecT read from workgroup memory gives its T
+   * operands of a k step (was T scalar reads 16 apart), and the operand loads take the contiguous
+   * fast paths above. The k order of every output's sum is unchanged: the same bits.
+   * CT_WEBGPU_CONV_NT=8: 8x8-thread workgroups (a 8T x 8T tile: 4x the workgroups, each thread
+   * the same T x T outputs; the split's targets count 16x16-thread workgroups), A/B only: slower on
+   * the H200 (session 11: ResNet-224 b1 0.87 vs 0.63 ms, the b16 step 8.7 vs 6.5 ms). */
+  const char *v2e = getenv("CT_WEBGPU_CONV_V2"), *nte = getenv("CT_WEBGPU_CONV_NT");
+  bool v2 = !(v2e && *v2e == '0');
+  int NT = v2 && nte && !strcmp(nte, "8") ? 8 : 16;
+  int64_t TS = NT * T;
   int64_t gx = (Nc + TS - 1) / TS, gy = (M + TS - 1) / TS, tiles = gx * gy * g.G, S = 1, KC = (K + 15) / 16 * 16;
+  int64_t wtiles = NT == 8 ? (tiles + 3) / 4 : tiles; /* in 256-thread workgroups */
   /* slices of at least 256, so K >= 512 splits (CT_WEBGPU_CONV_SLICE=16..4096: another floor, for
    * A/B: with the split summed in the same dispatch, more slices cost no dispatch, only partial
    * tiles; e.g. 128 also splits ResNet-224's layer4 1x1 downsample, K = 256 on 32 workgroups) */
   const char *sle = getenv("CT_WEBGPU_CONV_SLICE");
   int64_t minsl = sle && *sle ? atoll(sle) : 256;
   if (minsl < 16 || minsl > 4096) minsl = 256;
-  if (old_policy ? tiles < 128 && K >= 2048 : tiles < 528 && K >= 2 * minsl) { /* too few workgroups for a long K: split it */
-    S = old_policy ? (256 + tiles - 1) / tiles : (4224 + tiles - 1) / tiles;
+  if (old_policy ? tiles < 128 && K >= 2048 : wtiles < 528 && K >= 2 * minsl) { /* too few workgroups for a long K: split it */
+    S = old_policy ? (256 + tiles - 1) / tiles : (4224 + wtiles - 1) / wtiles;
     if (!old_policy && S > (K + minsl - 1) / minsl) S = (K + minsl - 1) / minsl;
     if (S > 64) S = 64;
     KC = ((K + S - 1) / S + 15) / 16 * 16;
@@ -2698,7 +2824,7 @@ static ct_status k_conv(const ct_call *c) {
     }
     sb s = {0};
     emit_bindings(&s, &bs);
-    cv_emit_operands(&s, op, &g, b1, b2);
+    cv_emit_operands(&s, op, &g, b1, b2, v2);
     if (S == 1 || fsum) cv_emit_fin(&s, op, &g, bo, bb, bias, ep, &eb);
     /* tiles in workgroup memory, k-major: As[kk][mm], Bs[kk][jj] (16 x 16T each); each thread
      * loads T elements of each (the index order that walks each operand's contiguous dim
@@ -2715,17 +2841,29 @@ static ct_status k_conv(const ct_call *c) {
      * of each operand per step (more loads in flight). Each output's sum still runs over k in order
      * and the slices (KC) do not move, so the values are the same bits. */
     const char *bke = getenv("CT_WEBGPU_CONV_BK");
-    int BK = bke && !strcmp(bke, "32") ? 32 : 16, R = T * BK / 16;
+    int BK = bke && !strcmp(bke, "32") ? 32 : 16, R = T * BK / NT, NT2 = NT * NT;
+    /* v2: workgroup memory as vecT (T consecutive rows or columns of one k), read whole */
+    const char *vt = T == 4 ? "vec4<f32>" : T == 2 ? "vec2<f32>" : "f32";
+    int VT = v2 ? T : 1;
+    /* v2: each k row of As/Bs padded by one vector (T words; 1 for T = 1). The stores that walk k
+     * across neighbouring threads (every B operand, A in the weight gradient) then land in 16 (T = 4)
+     * or 32 banks instead of one: session 11's H200 profile had these kernels at ~20% of the FMA rate,
+     * bound by the 16-way conflicted stores rather than by the products. RS: a row's stride in vectors. */
+    const char *pde = getenv("CT_WEBGPU_CONV_PAD"); /* =0: unpadded rows (A/B) */
+    int RS = v2 && !(pde && *pde == '0') ? NT + 1 : NT;
+    char rowx[64], colx[64]; /* a thread's i-th row and jx-th column in its tile */
+    if (v2) snprintf(rowx, sizeof rowx, "lid.y * %du + i", T), snprintf(colx, sizeof colx, "lid.x * %du + jx", T);
+    else snprintf(rowx, sizeof rowx, "lid.y + 16u * i"), snprintf(colx, sizeof colx, "lid.x + 16u * jx");
     if (fsum) sbf(&s, "var<workgroup> lastf: u32;\nvar<workgroup> wjunk: atomic<u32>;\n");
-    sbf(&s, "var<workgroup> As: array<f32, %lld>;\nvar<workgroup> Bs: array<f32, %lld>;\n"
-            "@compute @workgroup_size(16, 16)\n"
+    sbf(&s, "var<workgroup> As: array<%s, %lld>;\nvar<workgroup> Bs: array<%s, %lld>;\n"
+            "@compute @workgroup_size(%d, %d)\n"
             "fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_id) lid: vec3<u32>) {\n"
             "  let grp = wid.z / %lldu; let sp = wid.z %% %lldu;\n"
-            "  let m0 = wid.y * %lldu; let j0 = wid.x * %lldu; let tid = lid.y * 16u + lid.x;\n"
+            "  let m0 = wid.y * %lldu; let j0 = wid.x * %lldu; let tid = lid.y * %du + lid.x;\n"
             "  let klo = sp * %lldu; let khi = min(%lldu, klo + %lldu);\n  var acc: array<f32, %d>;\n"
             "  var pa: array<f32, %d>; var pb: array<f32, %d>;\n",
-        (long long)(BK * TS), (long long)(BK * TS), (long long)S, (long long)S, (long long)TS, (long long)TS, (long long)KC,
-        (long long)K, (long long)KC, T * T, R, R);
+        v2 ? vt : "f32", (long long)(v2 ? BK * RS : BK * TS), v2 ? vt : "f32", (long long)(v2 ? BK * RS : BK * TS), NT, NT, (long long)S, (long long)S,
+        (long long)TS, (long long)TS, NT, (long long)KC, (long long)K, (long long)KC, T * T, R, R);
     if (fsum) sbf(&s, "  var junk: u32 = 0u;\n  if (tid == 0u) { atomicStore(&wjunk, 0u); }\n");
     /* the operand indices of element r of this thread's share: mm, kk (A) and kb, jb (B) */
     char idx[200];
@@ -2734,29 +2872,48 @@ static ct_status k_conv(const ct_call *c) {
       snprintf(idx, sizeof idx, "let mm = e %% %lldu; let kk = e / %lldu; let kb = e %% %du; let jb = e / %du;",
                (long long)TS, (long long)TS, BK, BK);
     /* fetch(kf): pa/pb = the operands of the slice starting at kf (0 outside the product) */
-    const char *fetch_fmt =
-        "%s    for (var r: u32 = 0u; r < %du; r = r + 1u) {\n      let e = tid + 256u * r; %s\n"
+    char fetch_fmt[600];
+    snprintf(fetch_fmt, sizeof fetch_fmt,
+        "%%s    for (var r: u32 = 0u; r < %%du; r = r + 1u) {\n      let e = tid + %du * r; %%s\n"
         "      pa[r] = 0.0; pb[r] = 0.0;\n"
-        "      if (m0 + mm < %lldu && %s + kk < khi) { pa[r] = la(m0 + mm, %s + kk, grp); }\n"
-        "      if (j0 + jb < %lldu && %s + kb < khi) { pb[r] = lb(%s + kb, j0 + jb, grp); }\n    }\n%s";
+        "      if (m0 + mm < %%lldu && %%s + kk < khi) { pa[r] = la(m0 + mm, %%s + kk, grp); }\n"
+        "      if (j0 + jb < %%lldu && %%s + kb < khi) { pb[r] = lb(%%s + kb, j0 + jb, grp); }\n    }\n%%s", NT2);
     if (prefetch) sbf(&s, fetch_fmt, "  {\n", R, idx, (long long)M, "klo", "klo", (long long)Nc, "klo", "klo", "  }\n");
     sbf(&s, "  for (var k0: u32 = klo; k0 < khi; k0 = k0 + %du) {\n", BK);
     if (!prefetch) sbf(&s, fetch_fmt, "", R, idx, (long long)M, "k0", "k0", (long long)Nc, "k0", "k0", "");
-    sbf(&s, "    for (var r: u32 = 0u; r < %du; r = r + 1u) {\n      let e = tid + 256u * r; %s\n"
-            "      As[kk * %lldu + mm] = pa[r]; Bs[kb * %lldu + jb] = pb[r];\n    }\n    workgroupBarrier();\n",
-        R, idx, (long long)TS, (long long)TS);
+    if (VT == 1)
+      sbf(&s, "    for (var r: u32 = 0u; r < %du; r = r + 1u) {\n      let e = tid + %du * r; %s\n"
+              "      As[kk * %lldu + mm] = pa[r]; Bs[kb * %lldu + jb] = pb[r];\n    }\n    workgroupBarrier();\n",
+          R, NT2, idx, (long long)(v2 ? RS : TS), (long long)(v2 ? RS : TS));
+    else /* element (kk, mm) is component mm %% T of vector kk * NT + mm / T */
+      sbf(&s, "    for (var r: u32 = 0u; r < %du; r = r + 1u) {\n      let e = tid + %du * r; %s\n"
+              "      As[kk * %du + mm / %du][mm %% %du] = pa[r]; Bs[kb * %du + jb / %du][jb %% %du] = pb[r];\n    }\n"
+              "    workgroupBarrier();\n",
+          R, NT2, idx, RS, T, T, RS, T, T);
     char nxt[96];
     snprintf(nxt, sizeof nxt, "    if (k0 + %du < khi) {\n    let kn = k0 + %du;\n", BK, BK);
     if (prefetch) sbf(&s, fetch_fmt, nxt, R, idx, (long long)M, "kn", "kn", (long long)Nc, "kn", "kn", "    }\n");
-    sbf(&s, "    for (var kk: u32 = 0u; kk < %du; kk = kk + 1u) {\n"
-            "      var av: array<f32, %d>; var bv: array<f32, %d>;\n"
-            "      for (var i: u32 = 0u; i < %du; i = i + 1u) { av[i] = As[kk * %lldu + lid.y + 16u * i]; bv[i] = Bs[kk * %lldu + lid.x + 16u * i]; }\n"
-            "      for (var i: u32 = 0u; i < %du; i = i + 1u) { for (var j: u32 = 0u; j < %du; j = j + 1u) { acc[i * %du + j] = acc[i * %du + j] + av[i] * bv[j]; } }\n"
-            "    }\n    workgroupBarrier();\n  }\n"
+    if (!v2)
+      sbf(&s, "    for (var kk: u32 = 0u; kk < %du; kk = kk + 1u) {\n"
+              "      var av: array<f32, %d>; var bv: array<f32, %d>;\n"
+              "      for (var i: u32 = 0u; i < %du; i = i + 1u) { av[i] = As[kk * %lldu + lid.y + 16u * i]; bv[i] = Bs[kk * %lldu + lid.x + 16u * i]; }\n"
+              "      for (var i: u32 = 0u; i < %du; i = i + 1u) { for (var j: u32 = 0u; j < %du; j = j + 1u) { acc[i * %du + j] = acc[i * %du + j] + av[i] * bv[j]; } }\n"
+              "    }\n",
+          BK, T, T, T, (long long)TS, (long long)TS, T, T, T, T);
+    else if (T == 1)
+      sbf(&s, "    for (var kk: u32 = 0u; kk < %du; kk = kk + 1u) {\n"
+              "      acc[0] = acc[0] + As[kk * %du + lid.y] * Bs[kk * %du + lid.x];\n    }\n", BK, RS, RS);
+    else
+      sbf(&s, "    for (var kk: u32 = 0u; kk < %du; kk = kk + 1u) {\n"
+              "      let av = As[kk * %du + lid.y]; let bv = Bs[kk * %du + lid.x];\n"
+              "      for (var i: u32 = 0u; i < %du; i = i + 1u) { for (var j: u32 = 0u; j < %du; j = j + 1u) { acc[i * %du + j] = acc[i * %du + j] + av[i] * bv[j]; } }\n"
+              "    }\n",
+          BK, RS, RS, T, T, T, T);
+    sbf(&s, "    workgroupBarrier();\n  }\n"
             "  for (var i: u32 = 0u; i < %du; i = i + 1u) {\n    for (var jx: u32 = 0u; jx < %du; jx = jx + 1u) {\n"
-            "      let m = m0 + lid.y + 16u * i; let j = j0 + lid.x + 16u * jx;\n"
+            "      let m = m0 + %s; let j = j0 + %s;\n"
             "      if (m < %lldu && j < %lldu) {\n",
-        BK, T, T, T, (long long)TS, (long long)TS, T, T, T, T, T, T, (long long)M, (long long)Nc);
+        T, T, rowx, colx, (long long)M, (long long)Nc);
     if (S == 1) sbf(&s, "        fin(m, j, grp, acc[i * %du + jx]);\n      }\n    }\n  }\n}\n", T);
     else if (fsum) {
       long long part = (long long)tmp->offset, GMN = (long long)(g.G * M * Nc), MN = (long long)(M * Nc);
@@ -2774,10 +2931,10 @@ static ct_status k_conv(const ct_call *c) {
               "    if (arrived == %lldu) { atomicStore(&b%d[tile], 0u); }\n  }\n"
               "  if (workgroupUniformLoad(&lastf) == 0u) { return; }\n  storageBarrier();\n"
               "  for (var i: u32 = 0u; i < %du; i = i + 1u) {\n    for (var jx: u32 = 0u; jx < %du; jx = jx + 1u) {\n"
-              "      let m = m0 + lid.y + 16u * i; let j = j0 + lid.x + 16u * jx;\n"
+              "      let m = m0 + %s; let j = j0 + %s;\n"
               "      if (m < %lldu && j < %lldu) {\n        let pe = %lldu + grp * %lldu + m * %lldu + j;\n",
           bt, part, (long long)g.G, (long long)M, (long long)Nc, T, bc, WG_COUNTERS - 1, bc, WG_COUNTERS - 1, (long long)gy,
-          (long long)gx, bc, (long long)(S - 1), (long long)(S - 1), bc, T, T, (long long)M, (long long)Nc, part, MN,
+          (long long)gx, bc, (long long)(S - 1), (long long)(S - 1), bc, T, T, rowx, colx, (long long)M, (long long)Nc, part, MN,
           (long long)Nc);
       /* every slice's partial, its own included (its exchange completed: the same bits as acc), loaded
        * at once (independent loads in flight), then added in slice order: the sum pass's order */
