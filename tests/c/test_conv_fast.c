@@ -430,3 +430,24 @@ TEST(conv_fast_taps) {
   cf_thread_invariant(cases[0]); /* (cases with a bias: the helper compares all four results) */
   cf_thread_invariant(cases[3]);
 }
+
+/* The tap-major weight rearrangement of the tap GEMMs in each of its forms (scalar, stride-9 gathers,
+ * in-register 8x8 transpose: the per-CPU default picks one), against the reference loops: channel
+ * counts with and without a tail of fewer than 8, forward and input gradient (Ci and Co swap there),
+ * and 1 vs 2 threads for the transpose. */
+TEST(conv_fast_taps_weight_modes) {
+  static const cf_case cases[] = {
+      {"taps wt 4x4 21 -> 35", 2, false, 3, 21, 35, 1, {4, 4}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, true, F32, 0},
+      {"taps wt 4x4 40 -> 24", 2, false, 2, 40, 24, 1, {4, 4}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, false, F32, 0},
+      {"taps wt 2x3 16 -> 33", 2, false, 4, 16, 33, 1, {2, 3}, {3, 3}, {1, 1}, {1, 1}, {1, 1}, {0, 0}, true, F32, 0},
+  };
+  for (int mode = 0; mode <= 2; mode++) {
+    ct_conv_set_taps_wt(mode);
+    int64_t before = ct_conv_taps_count();
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) cf_check(&cases[i]);
+    CHECK(ct_conv_taps_count() - before == 4 * (int64_t)(sizeof cases / sizeof cases[0]));
+  }
+  ct_conv_set_taps_wt(2);
+  cf_thread_invariant(cases[0]);
+  ct_conv_set_taps_wt(-1);
+}

@@ -36,6 +36,8 @@ int64_t ct_conv_path_count(ct_conv_path p);
 /* How many convs (forwards and input gradients) ran as tap GEMMs on a small map (kernels_conv.c, taps_run;
  * counted within the path pick returned). */
 int64_t ct_conv_taps_count(void);
+/* the tap-major weight rearrangement of the tap GEMMs: -1 the per-CPU default, 0 scalar, 1 gathers, 2 transpose (tests) */
+void ct_conv_set_taps_wt(int mode);
 
 /* Eval weight cache (kernels_conv.c): a Conv2d module in eval mode lends its forward conv a slot
  * (ct_conv_wcache_use(&slot) before, ct_conv_wcache_use(previous) after); the CPU float32/float64

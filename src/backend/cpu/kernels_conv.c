@@ -1001,6 +1001,33 @@ static void ep_range(void *vq, int64_t begin, int64_t end) {
  * Output transform, tasks (sample s, output channel o): y's 2x2 tiles = A^T M A, a row of tiles at
  * a time (A^T down the 16 planes: m0 + m1 + m2, m1 - m2 - m3; A along the row into two output rows
  * of scratch, then copied, clipped at the far edges). */
+/* s11: the input transform's padded rows are built by inline copies (not 3 libc calls a row: for
+ * ResNet's 32x32 .. 4x4 maps the rows are 4-32 floats, so memset/memmove call overhead made ~10% of the
+ * CIFAR b16 step's CPU on Zen 5), and the 4-row window rolls by 2 rows per row of tiles (tile rows
+ * overlap by 2 input rows: each row is copied once instead of twice). The same values, so the same
+ * bits. CT_WINO_ROWS=0: the former copies. */
+static int wino_rows_fast = -1;
+static void wino_rows_init(void) {
+  if (wino_rows_fast < 0) {
+    const char *e = getenv("CT_WINO_ROWS");
+    wino_rows_fast = e && !strcmp(e, "0") ? 0 : 1;
+  }
+}
+/* d[0, PW) = x row s[0, n) placed at column pw, zeros around it (pw + n <= PW) */
+static inline void wino_pad_row(float *d, const float *s, int64_t pw, int64_t n, int64_t PW) {
+  int64_t i = 0;
+  for (; i < pw; i++) d[i] = 0.0f;
+  float *dd = d + pw;
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) V8ST(dd + j, V8LD(s + j));
+  for (; j < n; j++) dd[j] = s[j];
+  for (i = pw + n; i < PW; i++) d[i] = 0.0f;
+}
+static inline void wino_zero_row(float *d, int64_t PW) {
+  int64_t i = 0;
+  for (; i + 8 <= PW; i += 8) V8ST(d + i, (wino_v8){0});
+  for (; i < PW; i++) d[i] = 0.0f;
+}
 #define DEFINE_WINO_XFORM(SUF, ATTR)                                                                     \
   ATTR static void wino_in_##SUF(wino_ctx *q, int64_t begin, int64_t end, float *b) {                    \
     const ct_conv_geom *g = q->g;                                                                        \
@@ -1008,12 +1035,23 @@ static void ep_range(void *vq, int64_t begin, int64_t end) {
     const int64_t TW = q->TW, PW = 2 * TW + 2, tps = q->TH * TW, CT = q->vld;                            \
     const int64_t hi = pw + IW < PW ? pw + IW : PW; /* padded columns [pw, hi) hold x */                 \
     float *pr[4] = {b, b + PW, b + 2 * PW, b + 3 * PW}, *bt[4] = {b + 4 * PW, b + 5 * PW, b + 6 * PW, b + 7 * PW}; \
+    const bool fast = wino_rows_fast > 0;                                                                \
     for (int64_t t = begin; t < end; t++) {                                                              \
       int64_t s = t / C, c = t % C;                                                                      \
       const float *xp = q->x + ((q->n0 + s) * C + c) * IH * IW;                                          \
       for (int64_t th = 0; th < q->TH; th++) {                                                           \
-        for (int i = 0; i < 4; i++) {                                                                    \
+        int i0 = 0;                                                                                      \
+        if (fast && th > 0) { /* rows 2, 3 of the last tile row are rows 0, 1 of this one */             \
+          float *t0 = pr[0], *t1 = pr[1];                                                                \
+          pr[0] = pr[2], pr[1] = pr[3], pr[2] = t0, pr[3] = t1, i0 = 2;                                  \
+        }                                                                                                \
+        for (int i = i0; i < 4; i++) {                                                                   \
           int64_t ih = 2 * th - ph + i;                                                                  \
+          if (fast) {                                                                                    \
+            if (ih < 0 || ih >= IH) wino_zero_row(pr[i], PW);                                            \
+            else wino_pad_row(pr[i], xp + ih * IW, pw, hi - pw, PW);                                     \
+            continue;                                                                                    \
+          }                                                                                              \
           if (ih < 0 || ih >= IH) {                                                                      \
             memset(pr[i], 0, sizeof(float) * (size_t)PW);                                                \
             continue;                                                                                    \
@@ -1107,8 +1145,13 @@ static void ep_range(void *vq, int64_t begin, int64_t end) {
             ep_row(yp + (2 * th + 1) * OW, y1, OW, ep->m[o], ep->sc[o], ep->b[o], r ? r + OW : NULL, ep->relu); \
           continue;                                                                                      \
         }                                                                                                \
-        memcpy(yp + 2 * th * OW, y0, sizeof(float) * (size_t)OW);                                        \
-        if (2 * th + 1 < OH) memcpy(yp + (2 * th + 1) * OW, y1, sizeof(float) * (size_t)OW);             \
+        if (wino_rows_fast > 0) { /* inline copies (CT_WINO_ROWS, as the input transform's rows) */      \
+          wino_pad_row(yp + 2 * th * OW, y0, 0, OW, OW);                                                 \
+          if (2 * th + 1 < OH) wino_pad_row(yp + (2 * th + 1) * OW, y1, 0, OW, OW);                      \
+        } else {                                                                                         \
+          memcpy(yp + 2 * th * OW, y0, sizeof(float) * (size_t)OW);                                      \
+          if (2 * th + 1 < OH) memcpy(yp + (2 * th + 1) * OW, y1, sizeof(float) * (size_t)OW);           \
+        }                                                                                                \
       }                                                                                                  \
     }                                                                                                    \
   }
@@ -1149,6 +1192,7 @@ static void wino_out_range(void *vq, int64_t begin, int64_t end) {
 static int64_t wino_scratch(wino_ctx *q, int64_t max_elems, bool no_u) {
   const ct_conv_geom *g = q->g;
   int64_t C = g->C, O = g->O, tps = q->TH * q->TW, per = 16 * (C + O) * tps;
+  wino_rows_init();
   int64_t budget = conv_col_budget > 0 ? conv_col_budget : max_elems, nb = budget / per;
   /* at least WINO_MIN_T tiles per chunk (the GEMM's N): every chunk re-reads all of U, 16 O C
    * floats (16 MiB at 512 channels), against 2 x 16 O C T flops (session 9: ResNet-18 CIFAR's
@@ -1227,6 +1271,11 @@ done:
       int64_t s = t / O, o = t % O;                                                                      \
       const float *gp = q->x + ((q->n0 + s) * O + o) * OH * OW; /* q->x holds gy here */                 \
       for (int64_t th = 0; th < q->TH; th++) {                                                           \
+        if (wino_rows_fast > 0) { /* inline copies (CT_WINO_ROWS) */                                     \
+          wino_pad_row(r0, gp + 2 * th * OW, 0, OW, RW);                                                 \
+          if (2 * th + 1 < OH) wino_pad_row(r1, gp + (2 * th + 1) * OW, 0, OW, RW);                      \
+          else wino_zero_row(r1, RW);                                                                    \
+        } else {                                                                                         \
         memcpy(r0, gp + 2 * th * OW, sizeof(float) * (size_t)OW);                                        \
         memset(r0 + OW, 0, sizeof(float) * (size_t)(RW - OW));                                           \
         if (2 * th + 1 < OH) {                                                                           \
@@ -1234,6 +1283,7 @@ done:
           memset(r1 + OW, 0, sizeof(float) * (size_t)(RW - OW));                                         \
         } else                                                                                           \
           memset(r1, 0, sizeof(float) * (size_t)RW);                                                     \
+        }                                                                                                \
         float *d = q->M + o * q->T + s * tps + th * TW;                                                  \
         int64_t tw = 0;                                                                                  \
         for (; tw + 8 <= TW; tw += 8) {                                                                  \
@@ -1639,7 +1689,59 @@ __attribute__((target("avx2,fma"))) static int64_t taps_wt_avx2(const float *s, 
     for (int t = 0; t < 9; t++) _mm256_storeu_ps(d[t] + c, _mm256_i32gather_ps(s + t, idx, 4));
   return c;
 }
+/* The same permutation without gathers: 8 channels' rows of taps 0-7 (8 unaligned loads, the rows
+ * are 9 floats apart) transposed in registers, tap 8 from 8 scalars. On AMD Zen 5 the stride-9
+ * gathers made the rearrangement 4.8% of the CIFAR b16 step's CPU (2.4M weights, ~2.8 ms a call);
+ * there gathers issue one element at a time. Bit-identical (a copy). */
+__attribute__((target("avx2,fma"))) static int64_t taps_wt_tr8(const float *s, float *const d[9], int64_t C) {
+  int64_t c = 0;
+  for (; c + 8 <= C; c += 8, s += 72) {
+    __m256 r0 = _mm256_loadu_ps(s), r1 = _mm256_loadu_ps(s + 9), r2 = _mm256_loadu_ps(s + 18),
+           r3 = _mm256_loadu_ps(s + 27), r4 = _mm256_loadu_ps(s + 36), r5 = _mm256_loadu_ps(s + 45),
+           r6 = _mm256_loadu_ps(s + 54), r7 = _mm256_loadu_ps(s + 63);
+    __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1), t2 = _mm256_unpacklo_ps(r2, r3),
+           t3 = _mm256_unpackhi_ps(r2, r3), t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5),
+           t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
+    __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE),
+           u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE),
+           u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE),
+           u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+    _mm256_storeu_ps(d[0] + c, _mm256_permute2f128_ps(u0, u4, 0x20));
+    _mm256_storeu_ps(d[1] + c, _mm256_permute2f128_ps(u1, u5, 0x20));
+    _mm256_storeu_ps(d[2] + c, _mm256_permute2f128_ps(u2, u6, 0x20));
+    _mm256_storeu_ps(d[3] + c, _mm256_permute2f128_ps(u3, u7, 0x20));
+    _mm256_storeu_ps(d[4] + c, _mm256_permute2f128_ps(u0, u4, 0x31));
+    _mm256_storeu_ps(d[5] + c, _mm256_permute2f128_ps(u1, u5, 0x31));
+    _mm256_storeu_ps(d[6] + c, _mm256_permute2f128_ps(u2, u6, 0x31));
+    _mm256_storeu_ps(d[7] + c, _mm256_permute2f128_ps(u3, u7, 0x31));
+    _mm256_storeu_ps(d[8] + c, _mm256_setr_ps(s[8], s[17], s[26], s[35], s[44], s[53], s[62], s[71]));
+  }
+  return c;
+}
 #endif
+/* 1: gathers (taps_wt_avx2), 2: in-register transpose (taps_wt_tr8), 0: scalar. Default per CPU:
+ * the transpose on AMD (slow gathers), gathers elsewhere (measured on the Intel Xeon of session 10).
+ * CT_CONV_TAPS_WT=gather|transpose|scalar; ct_conv_set_taps_wt(m) for the tests (-1: default). */
+static int taps_wt_mode = -1;
+void ct_conv_set_taps_wt(int mode) { taps_wt_mode = mode; }
+static int taps_wt_pick(void) {
+  if (taps_wt_mode >= 0) return taps_wt_mode;
+  static int env = -1;
+  if (env < 0) {
+    const char *e = getenv("CT_CONV_TAPS_WT");
+    if (e && !strcmp(e, "gather")) env = 1;
+    else if (e && !strcmp(e, "transpose")) env = 2;
+    else if (e && !strcmp(e, "scalar")) env = 0;
+    else {
+#if defined(__x86_64__)
+      env = __builtin_cpu_is("amd") ? 2 : 1;
+#else
+      env = 0;
+#endif
+    }
+  }
+  return env;
+}
 static void taps_wt_range(void *vq, int64_t begin, int64_t end) {
   const taps_ctx *q = vq;
   int64_t C = q->Ci, OC = q->Co * C;
@@ -1649,7 +1751,10 @@ static void taps_wt_range(void *vq, int64_t begin, int64_t end) {
     for (int t = 0; t < 9; t++) d[t] = q->wt + t * OC + o * C;
     int64_t c = 0;
 #if defined(__x86_64__)
-    if (ct_simd_active() >= CT_SIMD_AVX2) c = taps_wt_avx2(s, d, C);
+    if (ct_simd_active() >= CT_SIMD_AVX2) {
+      int m = taps_wt_pick();
+      c = m == 2 ? taps_wt_tr8(s, d, C) : m == 1 ? taps_wt_avx2(s, d, C) : 0;
+    }
 #endif
     for (s += c * 9; c < C; c++, s += 9)
       for (int t = 0; t < 9; t++) d[t][c] = s[t];
@@ -1815,9 +1920,17 @@ done:
  * weight gradient of a float32 3x3 stride-1 conv with enough channels (wino_eligible; for the input
  * gradient, of the flipped-kernel forward conv it runs as), unless im2col is forced; a forward whose
  * module lent the eval weight cache also from fewer tiles (wino_cached_pays). */
+static bool wino_auto_enabled(void) { /* CT_CONV_WINOGRAD=0: im2col (or taps) where Winograd is not forced (A/B) */
+  static int env = -1;
+  if (env < 0) {
+    const char *e = getenv("CT_CONV_WINOGRAD");
+    env = e && !strcmp(e, "0") ? 0 : 1;
+  }
+  return env;
+}
 static ct_conv_path pick(const ct_conv_geom *g, ct_dtype dt, int op) {
   ct_conv_path p = choose_path(g, dt, op);
-  if (p == CT_CONV_PATH_IM2COL && (conv_forced < 0 || conv_forced == CT_CONV_PATH_WINOGRAD)) {
+  if (p == CT_CONV_PATH_IM2COL && (conv_forced == CT_CONV_PATH_WINOGRAD || (conv_forced < 0 && wino_auto_enabled()))) {
     ct_conv_geom f;
     if ((op == OP_FWD || op == OP_BWD_WEIGHT) && wino_eligible(g, dt)) p = CT_CONV_PATH_WINOGRAD;
     else if ((op == OP_FWD || op == OP_BWD_WEIGHT) && wino_fwd_wgrad_pays(g, dt)) p = CT_CONV_PATH_WINOGRAD;
