@@ -690,7 +690,13 @@ static const char *const conv_ab_env[][4] = {{"CT_WEBGPU_CONV_POLICY", "7"}, {"C
                                              {"CT_WEBGPU_CONV_NT", "8"},
                                              {"CT_WEBGPU_CONV_NT", "8", "CT_WEBGPU_CONV_FWD_T", "4"},
                                              {"CT_WEBGPU_CONV_NT", "8", "CT_WEBGPU_CONV_T", "2"},
-                                             {"WG_STEP_ZERO_FILL", "1"},      {"CT_WEBGPU_CONV_DGRAD_COL", "1"}};
+                                             {"WG_STEP_ZERO_FILL", "1"},      {"CT_WEBGPU_CONV_DGRAD_COL", "0"},
+                                             /* session 12: the strided input gradients through the implicit
+                                              * GEMM again (above: the columns are the default now), SGD one
+                                              * dispatch per parameter again (multi-tensor off), BN's count
+                                              * as its own dispatch again */
+                                             {"CT_WEBGPU_SGD_MT", "0"},       {"CT_WEBGPU_BN_FOLD", "0"},
+                                             {"CT_WEBGPU_SGD_MT", "0", "CT_WEBGPU_BN_FOLD", "0"}};
 static ct_webgpu_graph *ab_graph;
 static ct_status ab_replay(void *u) {
   (void)u;

@@ -260,6 +260,10 @@ ct_status ct_cuda_bn_count_finish(ct_tensor *count);
 /* k_bn.cu: the running statistics updated inside the channels-last forward's finish kernel */
 int ct_cuda_bn_running_defer(ct_tensor *rm, ct_tensor *rv, double momentum);
 #endif
+/* src/backend/webgpu/webgpu_kernels.c: num_batches_tracked += inc inside the running statistics'
+ * update (1 pending; finish: 1 done there, 0 not, then the caller adds) */
+int ct_webgpu_bn_count_defer(ct_tensor *count, int64_t inc);
+int ct_webgpu_bn_count_finish(ct_tensor *count);
 /* relu(batch_norm(x)) as one op on the CPU (src/ops/nn.c) */
 ct_tensor *ct_batch_norm_relu(const ct_tensor *x, ct_tensor *running_mean, ct_tensor *running_var,
                               const ct_tensor *weight, const ct_tensor *bias, bool training, double momentum, double eps);
@@ -286,7 +290,11 @@ static ct_tensor *bn_forward_impl(ct_module *m, const ct_tensor *x, bool relu) {
    * it); momentum None reads the count on the host first, so it keeps the add below */
   if (m->training && c->track && nbt && c->momentum >= 0) deferred = ct_cuda_bn_count_defer(nbt, 1) == 1;
 #endif
-  if (m->training && c->track && nbt && !deferred) {
+  /* WebGPU: the increment rides on the running statistics' dispatch (webgpu_kernels.c); if that did
+   * not run, the add below happens after the batch norm instead (nothing reads the count between) */
+  bool wg_deferred = !deferred && m->training && c->track && nbt && c->momentum >= 0 &&
+                     ct_webgpu_bn_count_defer(nbt, 1) == 1;
+  if (m->training && c->track && nbt && !deferred && !wg_deferred) {
     bool prev = ct_set_grad_enabled(false);
     ct_status st = ct_add_scalar_(nbt, ct_si(1));
     ct_set_grad_enabled(prev);
@@ -315,6 +323,15 @@ static ct_tensor *bn_forward_impl(ct_module *m, const ct_tensor *x, bool relu) {
     return NULL;
   }
 #endif
+  if (wg_deferred && !ct_webgpu_bn_count_finish(nbt)) {
+    bool prev = ct_set_grad_enabled(false);
+    ct_status st = ct_add_scalar_(nbt, ct_si(1));
+    ct_set_grad_enabled(prev);
+    if (st) {
+      ct_release(y);
+      return NULL;
+    }
+  }
   return y;
 }
 

@@ -287,7 +287,24 @@ bool ct_webgpu_optim_update_fused(ct_optim *opt, ct_pgroup *gr, int64_t i);
 int ct_cuda_sgd_group_fused(ct_optim *opt, ct_pgroup *gr);
 #endif
 
+/* SGD over a group of float32 WebGPU parameters, a few per dispatch (webgpu_kernels.c). */
+int ct_webgpu_sgd_group_fused(ct_optim *opt, ct_pgroup *gr);
+
 int ct_optim_group_fused(ct_optim *opt, ct_pgroup *gr) {
+  if (opt->fused && opt->kind == CT_OPTIM_SGD) { /* WebGPU: every parameter with a gradient there */
+    bool any = false, all = true;
+    for (int64_t i = 0; i < gr->n; i++) {
+      ct_tensor *p = gr->params[i];
+      if (!p->grad) continue;
+      any = true;
+      if (p->storage->device.type != CT_DEVICE_WEBGPU) all = false;
+    }
+    if (any && all) {
+      for (int64_t i = 0; i < gr->n; i++)
+        if (gr->params[i]->grad && !gr->st[i].init && ct_optim_init_state(opt, gr, i) != CT_OK) return -1;
+      return ct_webgpu_sgd_group_fused(opt, gr);
+    }
+  }
 #ifdef CT_HAVE_CUDA
   if (!opt->fused || opt->kind != CT_OPTIM_SGD) return 0;
   bool any = false;

@@ -10,7 +10,7 @@
  *   order of the partials' sum);
  * - the graph profile (ct_webgpu_graph_profile, bench --profile) after which a replay still equals
  *   the eager result;
- * - CT_WEBGPU_CONV_DGRAD_COL=1 (opt-in): a strided input gradient as a dense product into columns
+ * - the columns path (default since session 12; CT_WEBGPU_CONV_DGRAD_COL=0 off): a strided input gradient as a dense product into columns
  *   and a gather, vs the CPU and the implicit GEMM.
  * Skipped, with one printed line, where Dawn or a Vulkan adapter is missing. Tolerances vs the CPU
  * (float64, rounded once) as test_webgpu10.c: rel 1e-4 with abs 1e-4 (forward) / 1e-3 (gradients of
@@ -176,7 +176,8 @@ W11_TEST(graph_profile_then_replay) {
   ct_scope_end(sc);
 }
 
-/* CT_WEBGPU_CONV_DGRAD_COL=1 (opt-in): a strided convolution's input gradient (conv_transpose2d's
+/* The columns path (opt-in in session 11, the default since session 12; CT_WEBGPU_CONV_DGRAD_COL=0:
+ * the implicit GEMM): a strided convolution's input gradient (conv_transpose2d's
  * op) as a dense 1x1 product into columns and a gather. Stride-2 3x3 (ResNet's downsampling
  * convolutions; K = 64 here), stride-2 1x1, a (1, 3)-strided dilated 1xk one with an odd width and a
  * batch of 2: vs the CPU in float64 and vs the implicit GEMM within float32 rounding, 2 dispatches
@@ -219,14 +220,15 @@ W11_TEST(conv_dgrad_columns) {
     ct_tensor *ref = f32(dgrad_of(f64(gy), f64(w), st, pd, op, dl, cs[ci].groups, NULL));
     ct_tensor *ggy = W(gy), *gw = W(w);
     int64_t d0 = 0, d1 = 0;
+    setenv("CT_WEBGPU_CONV_DGRAD_COL", "0", 1); /* the implicit GEMM */
     ct_tensor *g0 = dgrad_of(ggy, gw, st, pd, op, dl, cs[ci].groups, &d0);
-    setenv("CT_WEBGPU_CONV_DGRAD_COL", "1", 1);
+    unsetenv("CT_WEBGPU_CONV_DGRAD_COL"); /* the columns: the default since session 12 */
     ct_tensor *g1 = dgrad_of(ggy, gw, st, pd, op, dl, cs[ci].groups, &d1);
     CHECK(ref != NULL && g0 != NULL && g1 != NULL);
     bool taken = ci < 3;
     char what[160];
     if (ref && g0 && g1) {
-      snprintf(what, sizeof what, "conv %s input gradient, CT_WEBGPU_CONV_DGRAD_COL=1 vs cpu float64", cs[ci].name);
+      snprintf(what, sizeof what, "conv %s input gradient, columns (default) vs cpu float64", cs[ci].name);
       SAME(what, ref, cpu(g1), 1e-4, 1e-4);
       snprintf(what, sizeof what, "conv %s input gradient, columns vs implicit GEMM%s", cs[ci].name, taken ? "" : ", bit for bit");
       SAME(what, cpu(g0), cpu(g1), taken ? 1e-5 : 0, taken ? 1e-5 : 0);

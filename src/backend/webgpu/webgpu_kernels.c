@@ -2323,6 +2323,158 @@ static bool sgd_update_fused(ct_optim *opt, ct_pgroup *gr, int64_t i) {
   return true;
 }
 
+/* ---- multi-tensor SGD: the group's parameters a few per dispatch (as many as fit the device's
+ * storage-buffer limit with the parameter words: p, grad and momentum buffer each), where the
+ * per-parameter path above records one dispatch each. The same float32 operations in the same
+ * order per element as sgd_update_fused (bit for bit). Taken only once every parameter with a
+ * gradient has its momentum buffer (the first step makes them per parameter, on the reference
+ * path, as PyTorch's first step clones d_p); otherwise 0 and the per-parameter loop runs.
+ * Words: the five constants of sgd_words, gx, then per parameter k: the end of its range in the
+ * flattened elements and its three offsets. CT_WEBGPU_SGD_MT=0: per parameter. ---- */
+#define SGD_MT_MAX 4
+typedef struct {
+  ct_optim *opt;
+  int group;
+} sgd_mt_ref;
+static bool sgd_mt_refresh(void *ctx, uint32_t *params) {
+  sgd_mt_ref *r = ctx;
+  uint32_t w[5];
+  sgd_words(&r->opt->g[r->group].o, w);
+  if (!memcmp(w, params, sizeof w)) return false;
+  memcpy(params, w, sizeof w);
+  return true;
+}
+static ct_status sgd_mt_chunk(ct_optim *opt, ct_pgroup *gr, const int64_t *idx, int K) {
+  const ct_optim_options *o = &gr->o;
+  bool MOM = o->momentum != 0, WD = o->weight_decay != 0;
+  uint32_t pw[6 + 4 * SGD_MT_MAX] = {0};
+  sgd_words(o, pw);
+  bindset bs = {{0}, 0, -1};
+  int bp[SGD_MT_MAX], bg[SGD_MT_MAX], bb[SGD_MT_MAX];
+  int64_t tot = 0;
+  for (int k = 0; k < K; k++) {
+    ct_tensor *p = gr->params[idx[k]], *b = gr->st[idx[k]].t[0];
+    tot += ct_numel(p);
+    pw[6 + 4 * k] = (uint32_t)tot;
+    pw[7 + 4 * k] = (uint32_t)p->offset;
+    pw[8 + 4 * k] = (uint32_t)p->grad->offset;
+    pw[9 + 4 * k] = MOM ? (uint32_t)b->offset : 0u;
+    bp[k] = bind_of(&bs, p), bg[k] = bind_of(&bs, p->grad), bb[k] = MOM ? bind_of(&bs, b) : -1;
+  }
+  if (tot == 0) return CT_OK;
+  uint32_t gx, gy;
+  grid((tot + 255) / 256, &gx, &gy);
+  pw[5] = gx;
+  sb t = {0};
+  emit_bindings(&t, &bs);
+  emit_params(&t, &bs);
+  sbf(&t, "fn f(k: u32) -> f32 { return bitcast<f32>(pr[k]); }\n"
+          "@compute @workgroup_size(256)\nfn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32) {\n"
+          "  let e0 = (wid.y * pr[5] + wid.x) * 256u + li;\n");
+  for (int k = 0; k < K; k++) {
+    unsigned w = 6u + 4u * (unsigned)k;
+    if (k == 0) sbf(&t, "  if (e0 < pr[6]) {\n    let e = e0;\n");
+    else sbf(&t, "  if (e0 >= pr[%uu] && e0 < pr[%uu]) {\n    let e = e0 - pr[%uu];\n", w - 4, w, w - 4);
+    sbf(&t, "    let ip = pr[%uu] + e;\n    var pv = bitcast<f32>(b%d[ip]);\n    var d = bitcast<f32>(b%d[pr[%uu] + e]) * f(0u);\n",
+        w + 1, bp[k], bg[k], w + 2);
+    if (WD) sbf(&t, "    d = d + f(1u) * pv;\n");
+    if (MOM) {
+      sbf(&t, "    let ib = pr[%uu] + e;\n    let bk = bitcast<f32>(b%d[ib]) * f(2u) + f(3u) * d;\n    b%d[ib] = bitcast<u32>(bk);\n",
+          w + 3, bb[k], bb[k]);
+      sbf(&t, o->nesterov ? "    d = d + f(2u) * bk;\n" : "    d = bk;\n");
+    }
+    sbf(&t, "    b%d[ip] = bitcast<u32>(pv + f(4u) * d);\n  }\n", bp[k]);
+  }
+  sbf(&t, "}\n");
+  if (t.oom) {
+    free(t.p);
+    return CT_ERR(CT_ERR_OOM, "out of memory generating WGSL");
+  }
+  wg_pipe *pp = wg_pipeline(t.p);
+  free(t.p);
+  if (!pp) return ct_last_status() != CT_OK ? ct_last_status() : CT_ERR_RUNTIME;
+  sgd_mt_ref *r = NULL;
+  if (wg_capturing()) {
+    if (!(r = malloc(sizeof *r))) return CT_ERR(CT_ERR_OOM, "out of memory recording the SGD step");
+    *r = (sgd_mt_ref){opt, (int)(gr - opt->g)};
+  }
+  ct_status st = wg_dispatch_p(pp, bs.n, bs.b, pw, 6 + 4 * K, gx, gy, 1);
+  if (r && (st != CT_OK || !wg_capture_refresh(sgd_mt_refresh, r))) free(r);
+  if (st != CT_OK) return st;
+  for (int k = 0; k < K; k++) {
+    ct_bump_version(gr->params[idx[k]]);
+    if (MOM) ct_bump_version(gr->st[idx[k]].t[0]);
+  }
+  return CT_OK;
+}
+/* 1: the group's step is done; 0: not taken (nothing changed); -1: an error (set) after part ran. */
+int ct_webgpu_sgd_group_fused(ct_optim *opt, ct_pgroup *gr) {
+  const char *e = getenv("CT_WEBGPU_SGD_MT");
+  if ((e && *e == '0') || getenv("CT_WEBGPU_SGD_REF") || opt->kind != CT_OPTIM_SGD) return 0;
+  const ct_optim_options *o = &gr->o;
+  bool MOM = o->momentum != 0;
+  int64_t cnt = 0;
+  for (int64_t i = 0; i < gr->n; i++) {
+    ct_tensor *p = gr->params[i], *g = p->grad, *b = gr->st[i].t[0];
+    if (!g) continue;
+    if (!gr->st[i].init || (MOM && !b) || ct_numel(p) >= ((int64_t)1 << 31)) return 0;
+    cnt++;
+  }
+  if (cnt == 0 || wg_ready() != CT_OK) return 0;
+  wg_lock();
+  /* every tensor usable, none sharing memory with another of the group (the kernel's
+   * elements are independent only then) */
+  int64_t tot = 0;
+  bool ok = true;
+  for (int64_t i = 0; ok && i < gr->n; i++) {
+    ct_tensor *p = gr->params[i], *g = p->grad, *b = gr->st[i].t[0];
+    if (!g) continue;
+    tot += ct_numel(p);
+    ok = adam_usable(p, p) && adam_usable(g, p) && (!MOM || adam_usable(b, p)) && !ct_shares_storage(p, g) &&
+         (!MOM || (!ct_shares_storage(p, b) && !ct_shares_storage(g, b)));
+    for (int64_t j = 0; ok && j < i; j++) {
+      ct_tensor *q = gr->params[j], *c = gr->st[j].t[0];
+      if (!q->grad) continue;
+      ct_tensor *a[3] = {p, g, MOM ? b : NULL}, *z[3] = {q, q->grad, MOM ? c : NULL};
+      for (int x = 0; ok && x < 3; x++)
+        for (int y = 0; ok && y < 3; y++) ok = !a[x] || !z[y] || !ct_shares_storage(a[x], z[y]);
+    }
+  }
+  if (!ok || tot >= ((int64_t)1 << 31)) {
+    wg_unlock();
+    return 0;
+  }
+  uint32_t lim = wg_max_storage_buffers();
+  int cap = (int)(lim < WG_MAX_BINDINGS + 1 ? lim : WG_MAX_BINDINGS + 1) - 1; /* data buffers beside the words */
+  int per = MOM ? 3 : 2, K = 0, kmax = cap / per;
+  if (kmax > SGD_MT_MAX) kmax = SGD_MT_MAX;
+  const char *km = getenv("CT_WEBGPU_SGD_MT_K"); /* tests: fewer per dispatch */
+  if (km && atoi(km) > 0 && atoi(km) < kmax) kmax = atoi(km);
+  if (kmax < 2) {
+    wg_unlock();
+    return 0;
+  }
+  int64_t idx[SGD_MT_MAX];
+  ct_status st = CT_OK;
+  bool any = false;
+  for (int64_t i = 0; st == CT_OK && i < gr->n; i++) {
+    if (!gr->params[i]->grad) continue;
+    idx[K++] = i;
+    if (K == kmax) {
+      st = sgd_mt_chunk(opt, gr, idx, K);
+      any = any || st == CT_OK;
+      K = 0;
+    }
+  }
+  if (st == CT_OK && K && (st = sgd_mt_chunk(opt, gr, idx, K)) == CT_OK) any = true;
+  wg_unlock();
+  if (st != CT_OK) {
+    if (!any) return 0; /* nothing ran: the per-parameter loop updates */
+    return -1;
+  }
+  return 1;
+}
+
 bool ct_webgpu_optim_update_fused(ct_optim *opt, ct_pgroup *gr, int64_t i) {
   ct_tensor *p = gr->params[i], *g = p->grad;
   ct_pstate *s = &gr->st[i];
@@ -2609,8 +2761,9 @@ static void cv_epi_bind_all(bindset *bs, const wg_conv_epi *ep, cv_epi_bind *eb)
   eb->res = ep->res ? bind_of(bs, ep->res) : -1;
 }
 
-/* A strided convolution's input gradient through columns (CT_WEBGPU_CONV_DGRAD_COL=1; off by
- * default, not yet measured on the H200): the implicit GEMM walks K = O * taps for every input
+/* A strided convolution's input gradient through columns (the default since session 12, whose
+ * H200 call measured the b16 step at 5.24 ms with it against 5.63 without;
+ * CT_WEBGPU_CONV_DGRAD_COL=0: the implicit GEMM): the implicit GEMM walks K = O * taps for every input
  * position, and at stride 2 three taps in four do not divide by the stride (zeros multiplied:
  * session 11's profile had the b16 step's three stride-2 3x3 input gradients at 171-192 us
  * against ~90 for a stride-1 one of twice the work). Instead: cols[n, (c, tap), p] =
@@ -2623,7 +2776,7 @@ static ct_status k_conv(const ct_call *c);
 static ct_status conv_dgrad_col(const ct_call *c, bool *done) {
   *done = false;
   const char *e = getenv("CT_WEBGPU_CONV_DGRAD_COL");
-  if (!(e && *e == '1') || c->op != CT_OP_convolution_backward_input || c->a.k[1] != 1 || (c->n_in > 2 && c->in[2]))
+  if ((e && *e == '0') || c->op != CT_OP_convolution_backward_input || c->a.k[1] != 1 || (c->n_in > 2 && c->in[2]))
     return CT_OK;
   int nd = (int)c->a.k[0];
   const ct_tensor *gy = c->in[0], *w = c->in[1];
@@ -3261,6 +3414,54 @@ static ct_status k_native_bn_backward(const ct_call *c) {
  * calls it in place of eight composed ops, as on CUDA): r = r (1 - momentum) + stat (momentum
  * factor), in the composed ops' order and float32 roundings. 1 done, 0 not applicable (compose
  * it), -1 failed with the error set. */
+/* BatchNorm's num_batches_tracked += inc folded into the running statistics' dispatch below
+ * (src/nn/layers.c, as CUDA's ct_cuda_bn_count_defer): layers.c marks the module's int64 counter
+ * pending before ct_batch_norm, the update's first thread adds to it (64-bit, through the two
+ * words, on the device: a replay advances it each time), and ct_webgpu_bn_count_finish says
+ * whether that happened (else layers.c adds as before). One pending counter at a time, owned by
+ * the thread that deferred it. CT_WEBGPU_BN_FOLD=0: the separate add. */
+#include <pthread.h>
+static pthread_mutex_t bn_count_mu = PTHREAD_MUTEX_INITIALIZER;
+static ct_tensor *bn_count_pending;
+static pthread_t bn_count_owner;
+static int64_t bn_count_inc;
+static bool bn_count_done;
+int ct_webgpu_bn_count_defer(ct_tensor *count, int64_t inc) {
+  const char *e = getenv("CT_WEBGPU_BN_FOLD");
+  if ((e && *e == '0') || !count || count->dtype != CT_INT64 || ct_numel(count) != 1 ||
+      count->storage->device.type != CT_DEVICE_WEBGPU || inc < 0 || inc > 0x7fffffff)
+    return 0;
+  pthread_mutex_lock(&bn_count_mu);
+  bool free_slot = bn_count_pending == NULL;
+  if (free_slot) bn_count_pending = count, bn_count_owner = pthread_self(), bn_count_inc = inc, bn_count_done = false;
+  pthread_mutex_unlock(&bn_count_mu);
+  return free_slot ? 1 : 0;
+}
+/* 1: the deferred increment was made by the running statistics' dispatch; 0: not (the caller
+ * adds); either way the deferral ends */
+int ct_webgpu_bn_count_finish(ct_tensor *count) {
+  pthread_mutex_lock(&bn_count_mu);
+  bool mine = bn_count_pending == count && pthread_equal(bn_count_owner, pthread_self());
+  bool done = mine && bn_count_done;
+  if (mine) bn_count_pending = NULL, bn_count_done = false;
+  pthread_mutex_unlock(&bn_count_mu);
+  if (done) ct_bump_version(count);
+  return done ? 1 : 0;
+}
+/* this thread's pending counter (NULL: none) */
+static ct_tensor *bn_count_take(int64_t *inc) {
+  pthread_mutex_lock(&bn_count_mu);
+  ct_tensor *t = bn_count_pending && !bn_count_done && pthread_equal(bn_count_owner, pthread_self()) ? bn_count_pending : NULL;
+  *inc = bn_count_inc;
+  pthread_mutex_unlock(&bn_count_mu);
+  return t;
+}
+static void bn_count_mark_done(void) {
+  pthread_mutex_lock(&bn_count_mu);
+  if (bn_count_pending && pthread_equal(bn_count_owner, pthread_self())) bn_count_done = true;
+  pthread_mutex_unlock(&bn_count_mu);
+}
+
 int ct_webgpu_bn_update_running(ct_tensor *rm, const ct_tensor *mean, ct_tensor *rv, const ct_tensor *var,
                                 double momentum, double factor) {
   if (!rm || !rv || !mean || !var || rm->storage->device.type != CT_DEVICE_WEBGPU) return 0;
@@ -3274,8 +3475,14 @@ int ct_webgpu_bn_update_running(ct_tensor *rm, const ct_tensor *mean, ct_tensor 
   ct_status st = CT_OK;
   for (int i = 0; i < 4 && st == CT_OK; i++) st = check_extent(ts[i]);
   if (st == CT_OK) {
+    int64_t inc = 0;
+    ct_tensor *cnt = bn_count_take(&inc);
+    if (cnt && (check_extent(cnt) != CT_OK || ct_shares_storage(cnt, rm) || ct_shares_storage(cnt, rv) ||
+                ct_shares_storage(cnt, mean) || ct_shares_storage(cnt, var)))
+      cnt = NULL;
     bindset bs = {{0}, 0, -1};
     int b0 = bind_of(&bs, rm), b1 = bind_of(&bs, mean), b2 = bind_of(&bs, rv), b3 = bind_of(&bs, var);
+    int bc = cnt ? bind_of(&bs, cnt) : -1;
     uint32_t gx, gy;
     grid((C + 255) / 256, &gx, &gy);
     char keep[40], ms[40], mv[40];
@@ -3286,10 +3493,18 @@ int ct_webgpu_bn_update_running(ct_tensor *rm, const ct_tensor *mean, ct_tensor 
             "fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) li: u32) {\n"
             "  let c = (wid.y * %uu + wid.x) * 256u + li;\n  if (c >= %lldu) { return; }\n"
             "  b%d[%lldu + c] = bitcast<u32>(bitcast<f32>(b%d[%lldu + c]) * %s + bitcast<f32>(b%d[%lldu + c]) * %s);\n"
-            "  b%d[%lldu + c] = bitcast<u32>(bitcast<f32>(b%d[%lldu + c]) * %s + bitcast<f32>(b%d[%lldu + c]) * %s);\n}\n",
+            "  b%d[%lldu + c] = bitcast<u32>(bitcast<f32>(b%d[%lldu + c]) * %s + bitcast<f32>(b%d[%lldu + c]) * %s);\n",
         gx, (long long)C, b0, (long long)rm->offset, b0, (long long)rm->offset, keep, b1, (long long)mean->offset, ms, b2,
         (long long)rv->offset, b2, (long long)rv->offset, keep, b3, (long long)var->offset, mv);
+    if (cnt) { /* the counter's two words (little-endian int64), in the first thread */
+      long long w0 = (long long)cnt->offset * 2;
+      sbf(&s, "  if (c == 0u) {\n    let lo = b%d[%lldu];\n    let nl = lo + %uu;\n    b%d[%lldu] = nl;\n"
+              "    b%d[%lldu] = b%d[%lldu] + select(0u, 1u, nl < lo);\n  }\n",
+          bc, w0, (unsigned)inc, bc, w0, bc, w0 + 1, bc, w0 + 1);
+    }
+    sbf(&s, "}\n");
     st = launch(&s, &bs, gx, gy, 1);
+    if (st == CT_OK && cnt) bn_count_mark_done();
   }
   wg_unlock();
   return st == CT_OK ? 1 : -1;
