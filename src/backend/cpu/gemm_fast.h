@@ -73,4 +73,8 @@ void ct_fast_buf_put(void *p);
 size_t ct_fast_buf_cached_bytes(void);
 size_t ct_fast_buf_cache_limit(void);
 
+#if defined(__x86_64__)
+/* d[j ldd + i] = s[i ld + j] for an 8 x 8 float block, in registers (AVX2; the caller checks the CPU) */
+void ct_tr8x8_f32(const float *s, int64_t ld, float *d, int64_t ldd);
+#endif
 #endif

@@ -399,7 +399,7 @@ typedef struct {
  * sp == 1 is a copy per k; sk == 1 (items contiguous along k: row-major A, transposed B)
  * is a transpose, done in 8x8 (float) / 4x4 (double) register blocks where available. */
 #if defined(__x86_64__)
-CT_TGT_AVX2 static void tr8x8_f32(const float *s, int64_t ld, float *d, int64_t ldd) {
+CT_TGT_AVX2 void ct_tr8x8_f32(const float *s, int64_t ld, float *d, int64_t ldd) {
   __m256 r0 = _mm256_loadu_ps(s), r1 = _mm256_loadu_ps(s + ld), r2 = _mm256_loadu_ps(s + 2 * ld),
          r3 = _mm256_loadu_ps(s + 3 * ld), r4 = _mm256_loadu_ps(s + 4 * ld), r5 = _mm256_loadu_ps(s + 5 * ld),
          r6 = _mm256_loadu_ps(s + 6 * ld), r7 = _mm256_loadu_ps(s + 7 * ld);
@@ -442,7 +442,7 @@ CT_TGT_AVX2 static void tpanel_f32(float *dst, const float *src, int64_t sp, int
   int64_t k0 = 0;
   for (; k0 + 8 <= kc; k0 += 8) {
     int r = 0;
-    for (; r + 8 <= P; r += 8) tr8x8_f32(src + r * sp + k0, sp, dst + k0 * P + r, P);
+    for (; r + 8 <= P; r += 8) ct_tr8x8_f32(src + r * sp + k0, sp, dst + k0 * P + r, P);
     for (; r + 4 <= P; r += 4) {
       tr4x4_f32(src + r * sp + k0, sp, dst + k0 * P + r, P);
       tr4x4_f32(src + r * sp + k0 + 4, sp, dst + (k0 + 4) * P + r, P);

@@ -1693,27 +1693,11 @@ __attribute__((target("avx2,fma"))) static int64_t taps_wt_avx2(const float *s, 
  * are 9 floats apart) transposed in registers, tap 8 from 8 scalars. On AMD Zen 5 the stride-9
  * gathers made the rearrangement 4.8% of the CIFAR b16 step's CPU (2.4M weights, ~2.8 ms a call);
  * there gathers issue one element at a time. Bit-identical (a copy). */
-__attribute__((target("avx2,fma"))) static int64_t taps_wt_tr8(const float *s, float *const d[9], int64_t C) {
+__attribute__((target("avx2,fma"))) static int64_t taps_wt_tr8(const float *s, float *const d[9], int64_t OC,
+                                                               int64_t C) {
   int64_t c = 0;
   for (; c + 8 <= C; c += 8, s += 72) {
-    __m256 r0 = _mm256_loadu_ps(s), r1 = _mm256_loadu_ps(s + 9), r2 = _mm256_loadu_ps(s + 18),
-           r3 = _mm256_loadu_ps(s + 27), r4 = _mm256_loadu_ps(s + 36), r5 = _mm256_loadu_ps(s + 45),
-           r6 = _mm256_loadu_ps(s + 54), r7 = _mm256_loadu_ps(s + 63);
-    __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1), t2 = _mm256_unpacklo_ps(r2, r3),
-           t3 = _mm256_unpackhi_ps(r2, r3), t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5),
-           t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
-    __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE),
-           u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE),
-           u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE),
-           u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
-    _mm256_storeu_ps(d[0] + c, _mm256_permute2f128_ps(u0, u4, 0x20));
-    _mm256_storeu_ps(d[1] + c, _mm256_permute2f128_ps(u1, u5, 0x20));
-    _mm256_storeu_ps(d[2] + c, _mm256_permute2f128_ps(u2, u6, 0x20));
-    _mm256_storeu_ps(d[3] + c, _mm256_permute2f128_ps(u3, u7, 0x20));
-    _mm256_storeu_ps(d[4] + c, _mm256_permute2f128_ps(u0, u4, 0x31));
-    _mm256_storeu_ps(d[5] + c, _mm256_permute2f128_ps(u1, u5, 0x31));
-    _mm256_storeu_ps(d[6] + c, _mm256_permute2f128_ps(u2, u6, 0x31));
-    _mm256_storeu_ps(d[7] + c, _mm256_permute2f128_ps(u3, u7, 0x31));
+    ct_tr8x8_f32(s, 9, d[0] + c, OC); /* taps 0-7 of 8 channels; the tap rows d[t] are OC apart */
     _mm256_storeu_ps(d[8] + c, _mm256_setr_ps(s[8], s[17], s[26], s[35], s[44], s[53], s[62], s[71]));
   }
   return c;
@@ -1753,7 +1737,7 @@ static void taps_wt_range(void *vq, int64_t begin, int64_t end) {
 #if defined(__x86_64__)
     if (ct_simd_active() >= CT_SIMD_AVX2) {
       int m = taps_wt_pick();
-      c = m == 2 ? taps_wt_tr8(s, d, C) : m == 1 ? taps_wt_avx2(s, d, C) : 0;
+      c = m == 2 ? taps_wt_tr8(s, d, OC, C) : m == 1 ? taps_wt_avx2(s, d, C) : 0;
     }
 #endif
     for (s += c * 9; c < C; c++, s += 9)
