@@ -79,7 +79,9 @@ run: all
 
 # OpenBLAS is a peer in the benchmark only (never linked into the library).
 $(BUILD)/bench_ctorch: bench/bench_main.c $(wildcard bench/*.inc.c) $(BUILD)/libctorch.a
-	@if [ -f /usr/include/x86_64-linux-gnu/cblas.h ] || [ -f /usr/include/cblas.h ]; then blas="-DCT_BENCH_OPENBLAS"; blaslib="-lopenblas"; fi; \
+	@if { [ -f /usr/include/x86_64-linux-gnu/cblas.h ] || [ -f /usr/include/cblas.h ]; } && \
+	    echo 'int main(void){return 0;}' | $(CC) -x c - -o /dev/null -lopenblas 2>/dev/null; then \
+	  blas="-DCT_BENCH_OPENBLAS"; blaslib="-lopenblas"; fi; \
 	echo $(CC) $(CFLAGS_BASE) $(CFLAGS) $$blas -o $@ $< $(BUILD)/libctorch.a $$blaslib $(LDLIBS); \
 	$(CC) $(CFLAGS_BASE) $(CFLAGS) $$blas -o $@ $< $(BUILD)/libctorch.a $$blaslib $(LDLIBS)
 

@@ -388,7 +388,15 @@ static double time_it_cpu(bench_fn fn, void *ctx, int reps) {
  * process and the order alternating round by round (memcpy first in even rounds), each call timed
  * by the wall clock and by the process CPU time: a 16M-float op and a 64 MiB memcpy take 10-40 ms,
  * so load from other processes and the VM host's frequency swings land on both sides alike, and
- * the median of many pairs is steady where one best-of-N of each, minutes apart, swung +-0.2 */
+ * the median of many pairs is steady where one best-of-N of each, minutes apart, swung +-0.2.
+ * Each timed call follows an untimed call of the same side (steady state): a side's write-backs
+ * are then paid by that side. glibc's memcpy switches to non-temporal stores only above a
+ * threshold derived from the L3 size the CPU reports; on a VM that reports the host's L3 (session
+ * 13's AMD VM: 508 MiB, threshold 127 MiB, `ld.so --list-tunables`) a 64 MiB memcpy goes through
+ * the caches, and the tens of MiB of dirty lines it leaves
+ * were written back during the next call. With the calls strictly alternating, that next call was
+ * always the op: a clean 64 MiB read pass took 1.6 ms after the op but 2.7 ms after a memcpy
+ * (bench/results/s13_cpu.md), which made the op look 0.73-0.77 of memcpy where it is 0.85-0.95. */
 typedef struct {
   double med, min;
 } pair_stat;
@@ -410,6 +418,8 @@ static void time_pairs(bench_fn op, void *op_ctx, bench_fn peer, void *peer_ctx,
   for (int r = 0; r < rounds; r++)
     for (int k = 0; k < 2; k++) {
       bool is_op = (k == 0) == (r % 2 == 1);
+      if (is_op) op(op_ctx); /* untimed: the previous side's write-backs land here */
+      else peer(peer_ctx);
       double t0 = now(), c0 = cpu_now();
       if (is_op) op(op_ctx);
       else peer(peer_ctx);

@@ -4,6 +4,7 @@
 
 #include "ctorch.h"
 #include <stdarg.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ---- errors ------------------------------------------------------------------ */
@@ -209,6 +210,17 @@ void ct_parallel_for(int64_t n, int64_t grain, ct_range_fn fn, void *ctx);
 /* ---- misc ------------------------------------------------------------------ */
 void *ct_xmalloc(size_t n); /* sets OOM error and returns NULL on failure */
 void *ct_xcalloc(size_t n, size_t sz);
+/* An A/B switch of a fast path, read from the environment once: off when NAME is set to a value
+ * starting with '0' ("CT_X=0" restores the former path), on otherwise. *cache starts at -1. */
+static inline bool ct_env_switch(const char *name, int *cache) {
+  int v = __atomic_load_n(cache, __ATOMIC_RELAXED);
+  if (v < 0) {
+    const char *e = getenv(name);
+    v = e && e[0] == '0' ? 0 : 1;
+    __atomic_store_n(cache, v, __ATOMIC_RELAXED);
+  }
+  return v != 0;
+}
 /* Overflow-checked multiply; returns false on overflow. */
 static inline bool ct_mul_ok(int64_t a, int64_t b, int64_t *out) { return !__builtin_mul_overflow(a, b, out); }
 

@@ -385,8 +385,7 @@ ct_tensor *ct_module_forward_conv_bn(ct_module *conv, ct_module *bn, const ct_te
   ct_tensor *rm = bc && bc->track ? ct_mod_b(bn, 0) : NULL, *rv = bc && bc->track ? ct_mod_b(bn, 1) : NULL;
   ct_tensor *w = bc && bc->affine ? ct_mod_p(bn, 0) : NULL, *b = bc && bc->affine ? ct_mod_p(bn, 1) : NULL;
   static int env = -1; /* CT_CONV_EVAL_FUSE=0: never fuse (A/B runs) */
-  if (env < 0) env = getenv("CT_CONV_EVAL_FUSE") && *getenv("CT_CONV_EVAL_FUSE") == '0' ? 0 : 1;
-  bool fuse = env && ci && bc && cw && x && !conv->training && !bn->training && !ct_is_grad_enabled() && bc->kind == 2 &&
+  bool fuse = ct_env_switch("CT_CONV_EVAL_FUSE", &env) && ci && bc && cw && x && !conv->training && !bn->training && !ct_is_grad_enabled() && bc->kind == 2 &&
               rm && rv && !ci->bias && !ci->c.transposed && ci->c.mode == 0 && ci->c.pad_str == 0 && ci->c.nd == 2 &&
               ci->c.groups == 1 && x->ndim == 4 && ci->c.out_ch == bc->num_features && f32_cpu(x) && f32_cpu(cw) &&
               f32_cpu(rm) && f32_cpu(rv) && f32_cpu(w) && f32_cpu(b) && f32_cpu(residual);

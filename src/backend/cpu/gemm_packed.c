@@ -356,10 +356,7 @@ static kparams params_for(ct_dtype dt) {
     ukr_pfc = pfc_env;
   }
 #endif
-  if (pack_inline_env < 0) {
-    const char *e = getenv("CT_GEMM_PACK_INLINE");
-    pack_inline_env = e && !strcmp(e, "0") ? 0 : 1;
-  }
+  ct_env_switch("CT_GEMM_PACK_INLINE", &pack_inline_env);
   static int64_t tune[3] = {-1, 0, 0}; /* CT_GEMM_BLOCKS=mc,kc,nc overrides the blocking (for tuning) */
   if (tune[0] < 0) {
     const char *e = getenv("CT_GEMM_BLOCKS");
@@ -498,16 +495,12 @@ static const void *apack_base(const ct_fgemm *g, const kparams *p, int64_t b) {
  * (t + d, t + beta c0), so the same bits. CT_GEMM_EDGE_FAST=0: the scalar loop. */
 static bool edge_fast_enabled(void) {
   static int env = -1;
-  if (env < 0) {
-    const char *e = getenv("CT_GEMM_EDGE_FAST");
-    env = e && *e && !strcmp(e, "0") ? 0 : 1;
-  }
-  return env;
+  return ct_env_switch("CT_GEMM_EDGE_FAST", &env);
 }
 /* s11: a full 32-column panel of a row-major operand (B of the Winograd and im2col forward GEMMs) packed
  * by inline 256-bit copies, not one libc memcpy call of 128 bytes per k row: the calls were ~2.4% of the
  * CIFAR b16 step's CPU on Zen 5. The same values. CT_GEMM_PACK_INLINE=0: memcpy as before. */
-static bool pack_rows_inline(void) { return pack_inline_env > 0; }
+static bool pack_rows_inline(void) { return __atomic_load_n(&pack_inline_env, __ATOMIC_RELAXED) > 0; }
 #if defined(__x86_64__)
 CT_TGT_AVX2 static void pack_rows32_f32(float *dst, const float *src, int64_t sk, int64_t kc) {
   for (int64_t k = 0; k < kc; k++, dst += 32, src += sk) {
@@ -960,11 +953,7 @@ static void task_range(void *vctx, int64_t begin, int64_t end) {
  * CT_GEMM_BPACK_SPLIT=0: the flops rule alone. */
 static bool bpack_split_enabled(void) {
   static int env = -1;
-  if (env < 0) {
-    const char *e = getenv("CT_GEMM_BPACK_SPLIT");
-    env = e && *e && !strcmp(e, "0") ? 0 : 1;
-  }
-  return env;
+  return ct_env_switch("CT_GEMM_BPACK_SPLIT", &env);
 }
 static bool gemm_splits(const ct_fgemm *g, double flops) {
   return flops > 4e6 || (bpack_split_enabled() && (double)g->batch * (double)g->K * (double)g->N >= 262144.0);

@@ -30,11 +30,7 @@ static bool fused_on = true;
 static int fused_env = -1;
 
 bool ct_sdpa_fused_enabled(void) {
-  if (fused_env < 0) { /* a race writes the same value */
-    const char *e = getenv("CT_SDPA_FUSED");
-    fused_env = (e && e[0] == '0') ? 0 : 1;
-  }
-  return fused_on && fused_env && ct_fast_enabled();
+  return fused_on && ct_env_switch("CT_SDPA_FUSED", &fused_env) && ct_fast_enabled();
 }
 void ct_sdpa_fused_set_enabled(bool on) { fused_on = on; }
 

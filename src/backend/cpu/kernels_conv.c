@@ -525,12 +525,9 @@ static int64_t plane_grain(int64_t work_per_task) { return 1 + 32768 / (work_per
  * the grain alone. */
 static int64_t plane_grain_n(int64_t n, int64_t work_per_task) {
   static int env = -1;
-  if (env < 0) {
-    const char *e = getenv("CT_CONV_EVEN_CHUNKS");
-    env = e && *e && !strcmp(e, "0") ? 0 : 1;
-  }
+  bool even = ct_env_switch("CT_CONV_EVEN_CHUNKS", &env);
   int64_t grain = plane_grain(work_per_task), t = ct_get_num_threads();
-  if (!env || t <= 1 || n <= grain) return grain;
+  if (!even || t <= 1 || n <= grain) return grain;
   int64_t m = n / grain; /* whole chunks of the grain */
   if (m >= 4 * t) return grain;
   m = m / t * t;
@@ -563,12 +560,9 @@ static void im2col_split_range(void *vq, int64_t begin, int64_t end) {
 }
 static int64_t im2col_rsplit(const fx_ctx *q, int64_t planes) {
   static int env = -1;
-  if (env < 0) {
-    const char *e = getenv("CT_CONV_IM2COL_RSPLIT");
-    env = e && *e && !strcmp(e, "0") ? 0 : 1;
-  }
+  bool on = ct_env_switch("CT_CONV_IM2COL_RSPLIT", &env);
   int64_t R = q->r1 - q->r0;
-  if (!env || planes <= 0 || planes >= RSPLIT_MIN_TASKS || R < 2) return 1;
+  if (!on || planes <= 0 || planes >= RSPLIT_MIN_TASKS || R < 2) return 1;
   int64_t k = (RSPLIT_TASKS + planes - 1) / planes;
   return k < R ? k : R;
 }
@@ -681,11 +675,7 @@ void ct_conv_set_weight_cache(int on) { wc_mode = on < 0 ? -1 : on ? 1 : 0; }
 static bool wc_enabled(void) {
   static int env = -1;
   if (wc_mode >= 0) return wc_mode;
-  if (env < 0) {
-    const char *e = getenv("CT_CONV_WEIGHT_CACHE");
-    env = e && *e == '0' ? 0 : 1;
-  }
-  return env;
+  return ct_env_switch("CT_CONV_WEIGHT_CACHE", &env);
 }
 ct_conv_wcache **ct_conv_wcache_use(ct_conv_wcache **slot) {
   ct_conv_wcache **prev = wc_slot;
@@ -1007,12 +997,7 @@ static void ep_range(void *vq, int64_t begin, int64_t end) {
  * overlap by 2 input rows: each row is copied once instead of twice). The same values, so the same
  * bits. CT_WINO_ROWS=0: the former copies. */
 static int wino_rows_fast = -1;
-static void wino_rows_init(void) {
-  if (wino_rows_fast < 0) {
-    const char *e = getenv("CT_WINO_ROWS");
-    wino_rows_fast = e && !strcmp(e, "0") ? 0 : 1;
-  }
-}
+static void wino_rows_init(void) { ct_env_switch("CT_WINO_ROWS", &wino_rows_fast); }
 /* d[0, PW) = x row s[0, n) placed at column pw, zeros around it (pw + n <= PW) */
 static inline void wino_pad_row(float *d, const float *s, int64_t pw, int64_t n, int64_t PW) {
   int64_t i = 0;
@@ -1386,11 +1371,7 @@ done:
 #define DIRECT_Y_MIN_SP 64 /* output positions a sample at least (N of each batched GEMM) */
 static bool direct_y_enabled(void) {
   static int env = -1;
-  if (env < 0) {
-    const char *e = getenv("CT_CONV_DIRECT_Y");
-    env = e && *e && !strcmp(e, "0") ? 0 : 1;
-  }
-  return env;
+  return ct_env_switch("CT_CONV_DIRECT_Y", &env);
 }
 
 /* The chunk loop of the three im2col paths on contiguous operands, chunked by plan_chunks
@@ -1548,11 +1529,7 @@ static bool taps_eligible(const ct_conv_geom *g, ct_dtype dt);
 /* CT_CONV_TAPS_FWD=0: the forward not by taps (the input gradient still; CT_CONV_TAPS=0 turns off both) */
 static bool taps_fwd_enabled(void) {
   static int env = -1;
-  if (env < 0) {
-    const char *e = getenv("CT_CONV_TAPS_FWD");
-    env = e && *e && !strcmp(e, "0") ? 0 : 1;
-  }
-  return env;
+  return ct_env_switch("CT_CONV_TAPS_FWD", &env);
 }
 static ct_status taps_run(const ct_conv_geom *g, const float *in, const float *w, float *out, bool bwd);
 static ct_status fast_fwd(const ct_call *c, const ct_conv_geom *g, ct_conv_path path) {
@@ -1655,11 +1632,7 @@ int64_t ct_conv_taps_count(void) { return __atomic_load_n(&taps_calls, __ATOMIC_
 /* g (the original conv) is one whose input gradient the tap GEMMs can run */
 static bool taps_eligible(const ct_conv_geom *g, ct_dtype dt) {
   static int env = -1;
-  if (env < 0) {
-    const char *e = getenv("CT_CONV_TAPS");
-    env = e && *e && !strcmp(e, "0") ? 0 : 1;
-  }
-  if (!env || dt != CT_FLOAT32 || g->G != 1 || g->C < WINO_MIN_CH || g->O < WINO_MIN_CH) return false;
+  if (!ct_env_switch("CT_CONV_TAPS", &env) || dt != CT_FLOAT32 || g->G != 1 || g->C < WINO_MIN_CH || g->O < WINO_MIN_CH) return false;
   if (conv_forced >= 0 && conv_forced != CT_CONV_PATH_WINOGRAD) return false; /* im2col forced */
   if (g->k[0] != 1 || g->in[0] != 1 || g->k[1] != 3 || g->k[2] != 3) return false;
   for (int i = 1; i < 3; i++)
@@ -1906,11 +1879,7 @@ done:
  * module lent the eval weight cache also from fewer tiles (wino_cached_pays). */
 static bool wino_auto_enabled(void) { /* CT_CONV_WINOGRAD=0: im2col (or taps) where Winograd is not forced (A/B) */
   static int env = -1;
-  if (env < 0) {
-    const char *e = getenv("CT_CONV_WINOGRAD");
-    env = e && !strcmp(e, "0") ? 0 : 1;
-  }
-  return env;
+  return ct_env_switch("CT_CONV_WINOGRAD", &env);
 }
 static ct_conv_path pick(const ct_conv_geom *g, ct_dtype dt, int op) {
   ct_conv_path p = choose_path(g, dt, op);
