@@ -250,3 +250,31 @@ TEST(unary_names) {
   ct_tensor *n = ct_isnan(x);
   CHECK(n && !ct_requires_grad(n));
 }
+
+/* GELU's left tail: Phi(x) = erfc(-x/sqrt 2)/2 keeps its relative accuracy where 1 + erf(x/sqrt 2)
+ * cancels (to 0 in double below x ~ -8.3, while bfloat16 and float64 hold values down to ~1e-38 and
+ * ~1e-308). Reference: long double erfcl. float64: values rel 1e-12, gradients rel 1e-11 (the argument
+ * x/sqrt 2 rounded to double is off by eps relative, which erfc's slope amplifies by 2 z^2: 900 at x = -30,
+ * 2e-13); bfloat16 (computed in double, rounded once): within half an ulp, i.e. rel 2^-8. */
+TEST(unary_gelu_left_tail) {
+  double v[] = {-6.0, -7.8, -8.5, -9.0, -10.0, -12.0, -13.25, -20.0, -30.0};
+  int64_t n = (int64_t)(sizeof v / sizeof v[0]);
+  ct_tensor *x = vec(v, n, CT_FLOAT64);
+  ct_requires_grad_(x, true);
+  ct_tensor *y = ct_gelu(x, "none");
+  ct_tensor *s = y ? ct_sum(y) : NULL;
+  CHECK(s && ct_backward(s, NULL, false, false) == CT_OK && ct_grad(x));
+  ct_tensor *xb = vec(v, n, CT_BFLOAT16);
+  ct_tensor *yb = ct_gelu(xb, "none");
+  CHECK(y && yb);
+  for (int64_t i = 0; y && yb && ct_grad(x) && i < n; i++) {
+    long double xl = v[i], phi = 0.5L * erfcl(-xl / sqrtl(2.0L)), pdf = expl(-0.5L * xl * xl) / sqrtl(2.0L * 3.14159265358979323846264338327950288L);
+    double ref = (double)(xl * phi), gref = (double)(phi + xl * pdf);
+    double got = tt_at(y, i), g = tt_at(ct_grad(x), i);
+    CHECK(ref != 0 && fabs(got - ref) <= 1e-12 * fabs(ref));
+    CHECK(gref != 0 && fabs(g - gref) <= 1e-11 * fabs(gref));
+    double xbi = tt_at(xb, i), refb = (double)((long double)xbi * 0.5L * erfcl(-(long double)xbi / sqrtl(2.0L)));
+    if (fabs(refb) > 1e-37) CHECK(fabs(tt_at(yb, i) - refb) <= 0x1p-8 * fabs(refb));
+  }
+  ct_release(s), ct_release(y), ct_release(yb), ct_release(xb), ct_release(x);
+}

@@ -204,7 +204,7 @@ static double unary_f(int op, double x, const ct_attrs *a, ct_dtype dt) {
         const double kb = SQRT2_D * (2.0 / sqrt(PI_D)) * 0.5, kk = 0.044715;
         return 0.5 * x * (1 + tanh(kb * (x + kk * x * x * x)));
       }
-      return 0.5 * x * (1 + erf(x / SQRT2_D));
+      return 0.5 * x * erfc(-x / SQRT2_D); /* = 1 + erf(x/sqrt 2), without its cancellation below x = -5.9 */
     case CT_OP_silu: return x / (1 + exp(-x));
     case CT_OP_mish: return x * tanh(log1p(exp(x)));
     case CT_OP_softplus: {
@@ -357,7 +357,7 @@ static double deriv_f(int op, int order, double h, double x, const ct_attrs *a) 
         if (order == 1) return h * (0.5 * (1 + t) + 0.5 * x * sech2 * up);
         return h * sech2 * (up - x * t * up * up + 0.5 * x * 6 * kb * kk * x);
       } else {
-        double cdf = 0.5 * (1 + erf(x / SQRT2_D)), pdf = exp(-0.5 * x * x) / sqrt(2 * PI_D);
+        double cdf = 0.5 * erfc(-x / SQRT2_D), pdf = exp(-0.5 * x * x) / sqrt(2 * PI_D);
         return order == 1 ? h * (cdf + x * pdf) : h * pdf * (2 - x * x);
       }
     case CT_OP_silu: {
