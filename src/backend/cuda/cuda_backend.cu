@@ -27,6 +27,11 @@ typedef struct blk {
 } blk;
 
 typedef struct {
+  void *p;
+  size_t n;
+} side_qblk; /* a block freed while a second stream's work was pending */
+
+typedef struct {
   bool ready;
   cudaStream_t stream;
   /* pinned staging: two buffers, each with an event marking the end of its last copy */
@@ -50,6 +55,16 @@ typedef struct {
   blk *pool_free[N_CLASSES];
   void **pool_ptrs;
   size_t pool_n, pool_cap;
+  /* work left running on a second stream (session 13, side_*): k_cudnn.cu's weight gradients with
+   * CT_CUDA_CONV_2STREAM=2. side_pending: launches not yet joined; side_w / side_r: the storages they write
+   * (dw) and read (x, gy); side_q: blocks freed meanwhile, kept from reuse until the join */
+  int side_pending;
+  cudaStream_t side_stream;
+  cudaEvent_t side_ev;
+  const void *side_w[64], *side_r[128];
+  int side_nw, side_nr;
+  side_qblk *side_q;
+  size_t side_qn, side_qcap;
 } cu_dev;
 
 /* convolution and max-pool kernels (k_conv.cu) */
@@ -60,6 +75,13 @@ extern "C" void ct_cuda_register_bn(ct_kernel_fn *tab); /* k_bn.cu */
 
 static cu_dev D[MAX_DEV];
 static int64_t prof_up_n, prof_up_bytes, prof_down_n, prof_down_bytes; /* CT_CUDA_OP_PROFILE's counts */
+/* Session 13: bumped by every op dispatched to this backend (the kernel lookup), every copy, synchronize and
+ * freed block. k_cudnn.cu's two-stream convolution backward lets a weight gradient start from the event recorded
+ * before its input gradient only when exactly one bump (its own lookup) lies between the two calls: no other
+ * work was queued and no block was freed for reuse in between. */
+static uint64_t op_seq;
+extern "C" uint64_t ct_cuda_op_seq(void) { return __atomic_load_n(&op_seq, __ATOMIC_ACQUIRE); }
+static inline void seq_bump(void) { __atomic_add_fetch(&op_seq, 1, __ATOMIC_ACQ_REL); }
 static int n_dev = -1;
 static char reason[512];
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -92,6 +114,11 @@ static void discover(void) {
   cache_enabled = !(nc && *nc && *nc != '0');
 }
 
+static bool stream_prio(void) {
+  const char *e = getenv("CT_CUDA_STREAM_PRIO");
+  return e && *e == '1';
+}
+
 /* Streams, staging and the flag are made on first use of a device. */
 static ct_status dev_ready(int dev) {
   pthread_once(&once, discover);
@@ -105,7 +132,14 @@ static ct_status dev_ready(int dev) {
   ct_status st = CT_OK;
   cudaError_t e = cudaSetDevice(dev);
   if (!g->ready && e == cudaSuccess) {
-    e = cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking);
+    /* CT_CUDA_STREAM_PRIO=1 (session 13, an A/B knob): the device's stream at the highest priority, so that its
+     * kernels (the critical path) go before the second stream's weight gradients; graphs then keep the nodes'
+     * priorities (cudaGraphInstantiateFlagUseNodePriority) */
+    int lo = 0, hi = 0;
+    if (stream_prio() && cudaDeviceGetStreamPriorityRange(&lo, &hi) == cudaSuccess)
+      e = cudaStreamCreateWithPriority(&g->stream, cudaStreamNonBlocking, hi);
+    else
+      e = cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking);
     for (int i = 0; i < 2 && e == cudaSuccess; i++) {
       e = cudaHostAlloc((void **)&g->stage[i], STAGE_BYTES, cudaHostAllocDefault);
       if (e == cudaSuccess) e = cudaEventCreateWithFlags(&g->stage_ev[i], cudaEventDisableTiming);
@@ -131,8 +165,80 @@ extern "C" ct_status ct_cuda_check_launch(const char *what) {
   return e == cudaSuccess ? CT_OK : ct_cuda_fail(e, what);
 }
 
-extern "C" ct_status ct_cuda_use(int dev) { return dev_ready(dev); }
-extern "C" void *ct_cuda_stream(int dev) { return (void *)D[dev].stream; }
+/* ---- session 13: work left on a second stream, joined where the device's stream could meet it ----
+ * k_cudnn.cu (CT_CUDA_CONV_2STREAM=2) leaves a convolution's weight gradient running on a second stream and
+ * registers it here (ct_cuda_side_defer): the storage it writes (dw) and the ones it reads (x, gy). Until the
+ * join (the device's stream waits on an event recorded on the second stream):
+ *  - an op dispatched through the kernel table (side_guard_kernel) that reads dw, or writes any of the three,
+ *    joins first; other ops run beside the weight gradients (the point of it);
+ *  - any other access to the device's stream joins first: entry points outside the table reach the stream
+ *    through ct_cuda_use / ct_cuda_stream (the fused SGD reading the gradients, say), and copies, synchronizes,
+ *    graph capture begin / end and replays join;
+ *  - freed blocks are kept from reuse (side_q) and go to the allocator's lists at the join.
+ * Inside a capture the join is an edge from the second stream's last node. */
+static __thread int side_guard_depth; /* > 0: inside a table kernel that side_guard_kernel checked */
+static int side_any;                  /* devices with pending work (a fast check for the hot paths) */
+static void cu_free_now(int dev, void *p, size_t nbytes);
+static void side_join(int dev) {
+  cu_dev *g = &D[dev];
+  pthread_mutex_lock(&g->mu);
+  int pend = g->side_pending;
+  g->side_pending = 0;
+  g->side_nw = g->side_nr = 0;
+  side_qblk *q = g->side_q;
+  size_t qn = g->side_qn;
+  g->side_q = NULL;
+  g->side_qn = g->side_qcap = 0;
+  pthread_mutex_unlock(&g->mu);
+  if (!pend) return;
+  __atomic_sub_fetch(&side_any, 1, __ATOMIC_ACQ_REL);
+  cudaError_t e = cudaEventRecord(g->side_ev, g->side_stream);
+  if (e == cudaSuccess) e = cudaStreamWaitEvent(g->stream, g->side_ev, 0);
+  if (e != cudaSuccess) { /* cannot order them: wait for the second stream on the host (never inside a capture) */
+    (void)cudaGetLastError();
+    cudaStreamSynchronize(g->side_stream);
+  }
+  for (size_t i = 0; i < qn; i++) cu_free_now(dev, q[i].p, q[i].n);
+  free(q);
+}
+static inline void side_check(int dev) {
+  if (__builtin_expect(__atomic_load_n(&side_any, __ATOMIC_ACQUIRE) != 0, 0) && side_guard_depth == 0 && dev >= 0 &&
+      dev < MAX_DEV && D[dev].side_pending)
+    side_join(dev);
+}
+/* k_cudnn.cu: a launch on `stream` left unjoined, writing the storage data pointer w and reading r1, r2; the
+ * join records `ev` there. false (nothing registered: the caller joins itself) where the lists are full or
+ * another second stream is pending on the device. */
+extern "C" bool ct_cuda_side_defer(int dev, void *stream, void *ev, const void *w, const void *r1, const void *r2) {
+  if (dev < 0 || dev >= MAX_DEV) return false;
+  cu_dev *g = &D[dev];
+  pthread_mutex_lock(&g->mu);
+  bool ok = (!g->side_pending || g->side_stream == (cudaStream_t)stream) && g->side_nw < 64 && g->side_nr + 2 <= 128;
+  if (ok) {
+    if (!g->side_pending) __atomic_add_fetch(&side_any, 1, __ATOMIC_ACQ_REL);
+    g->side_pending++;
+    g->side_stream = (cudaStream_t)stream;
+    g->side_ev = (cudaEvent_t)ev;
+    g->side_w[g->side_nw++] = w;
+    g->side_r[g->side_nr++] = r1;
+    g->side_r[g->side_nr++] = r2;
+  }
+  pthread_mutex_unlock(&g->mu);
+  return ok;
+}
+extern "C" void ct_cuda_side_join(int dev) {
+  if (dev >= 0 && dev < MAX_DEV && D[dev].side_pending) side_join(dev);
+}
+extern "C" int ct_cuda_side_pending(int dev) { return dev >= 0 && dev < MAX_DEV ? D[dev].side_pending : 0; }
+
+extern "C" ct_status ct_cuda_use(int dev) {
+  side_check(dev);
+  return dev_ready(dev);
+}
+extern "C" void *ct_cuda_stream(int dev) {
+  side_check(dev);
+  return (void *)D[dev].stream;
+}
 extern "C" int *ct_cuda_flag(int dev) { return D[dev].flag; }
 extern "C" int ct_cuda_call_dev(const ct_call *c) {
   const ct_tensor *t = c->n_out ? c->out[0] : c->in[0];
@@ -267,6 +373,31 @@ static void *cu_alloc(int dev, size_t nbytes) {
 
 static void cu_free(int dev, void *p, size_t nbytes) {
   if (!p || dev < 0 || dev >= n_dev) return;
+  seq_bump();
+  cu_dev *g = &D[dev];
+  if (__atomic_load_n(&side_any, __ATOMIC_ACQUIRE)) { /* the second stream may still use it: keep it until the join */
+    pthread_mutex_lock(&g->mu);
+    bool kept = false;
+    if (g->side_pending) {
+      if (g->side_qn == g->side_qcap) {
+        size_t nc = g->side_qcap ? 2 * g->side_qcap : 64;
+        side_qblk *nq = (side_qblk *)realloc(g->side_q, nc * sizeof *nq);
+        if (nq) g->side_q = nq, g->side_qcap = nc;
+      }
+      if (g->side_qn < g->side_qcap) {
+        g->side_q[g->side_qn].p = p;
+        g->side_q[g->side_qn++].n = nbytes;
+        kept = true;
+      }
+    }
+    pthread_mutex_unlock(&g->mu);
+    if (kept) return;
+    if (g->side_pending) side_join(dev); /* no room to keep it: join, then free */
+  }
+  cu_free_now(dev, p, nbytes);
+}
+
+static void cu_free_now(int dev, void *p, size_t nbytes) {
   cu_dev *g = &D[dev];
   size_t rounded;
   int c = size_class(nbytes ? nbytes : 1, &rounded);
@@ -306,6 +437,7 @@ extern "C" void ct_cuda_tmp_free(int dev, void *p, size_t nbytes) { cu_free(dev,
 
 static void cu_empty_cache(int dev) {
   if (dev < 0 || dev >= n_dev || !D[dev].ready) return;
+  ct_cuda_side_join(dev);
   cudaSetDevice(dev);
   cudaStreamSynchronize(D[dev].stream);
   pthread_mutex_lock(&D[dev].mu);
@@ -361,6 +493,8 @@ __global__ void k_set_bytes(unsigned char *dst, small_bytes v, int n) {
 
 static ct_status cu_upload(ct_storage *dst, size_t off, const void *src, size_t n) {
   int dev = dst->device.index;
+  seq_bump();
+  ct_cuda_side_join(dev);
   CT_TRY(dev_ready(dev));
   if (D[dev].capturing) {
     if (n > SMALL_UPLOAD) return capture_copy_error("a host-to-device copy");
@@ -393,6 +527,8 @@ static ct_status cu_upload(ct_storage *dst, size_t off, const void *src, size_t 
 
 static ct_status cu_download(const ct_storage *src, size_t off, void *dst, size_t n) {
   int dev = src->device.index;
+  seq_bump();
+  ct_cuda_side_join(dev);
   CT_TRY(dev_ready(dev));
   if (D[dev].capturing) return capture_copy_error("a device-to-host copy (a value read on the host)");
   prof_down_n++, prof_down_bytes += (int64_t)n;
@@ -417,6 +553,8 @@ static ct_status cu_download(const ct_storage *src, size_t off, void *dst, size_
 }
 
 static ct_status cu_sync(int dev) {
+  seq_bump();
+  ct_cuda_side_join(dev);
   CT_TRY(dev_ready(dev));
   if (D[dev].capturing) return capture_copy_error("a synchronize");
   cudaError_t e = cudaStreamSynchronize(D[dev].stream);
@@ -504,9 +642,43 @@ static void fill_table(void) {
     atexit(prof_report);
   }
 }
+/* While weight gradients run on a second stream: an op reading their dw, or writing any storage they use, joins
+ * first; every other op runs beside them, its own stream accesses not joining (side_guard_depth). */
+static bool side_hits(const void *p, const void *const *set, int n) {
+  for (int i = 0; i < n; i++)
+    if (set[i] == p) return true;
+  return false;
+}
+static ct_status side_guard_kernel(const ct_call *c) {
+  const ct_tensor *first = NULL;
+  for (int j = 0; j < c->n_out && !first; j++) first = c->out[j];
+  for (int i = 0; i < c->n_in && !first; i++) first = c->in[i];
+  int dev = first ? first->storage->device.index : -1;
+  if (dev >= 0 && dev < MAX_DEV && D[dev].side_pending) {
+    cu_dev *g = &D[dev];
+    bool hit = false;
+    pthread_mutex_lock(&g->mu);
+    for (int i = 0; i < c->n_in && !hit; i++)
+      if (c->in[i] && c->in[i]->storage->device.type == CT_DEVICE_CUDA)
+        hit = side_hits(c->in[i]->storage->data, g->side_w, g->side_nw);
+    for (int j = 0; j < c->n_out && !hit; j++)
+      if (c->out[j] && c->out[j]->storage->device.type == CT_DEVICE_CUDA)
+        hit = side_hits(c->out[j]->storage->data, g->side_w, g->side_nw) ||
+              side_hits(c->out[j]->storage->data, g->side_r, g->side_nr);
+    pthread_mutex_unlock(&g->mu);
+    if (hit) side_join(dev);
+  }
+  side_guard_depth++;
+  ct_status st = table[c->op](c);
+  side_guard_depth--;
+  return st;
+}
 static ct_kernel_fn cu_kernel(int op) {
+  seq_bump();
   pthread_once(&table_once, fill_table);
-  return op >= 0 && op < CT_OP_COUNT ? table[op] : NULL;
+  ct_kernel_fn f = op >= 0 && op < CT_OP_COUNT ? table[op] : NULL;
+  if (f && __builtin_expect(__atomic_load_n(&side_any, __ATOMIC_ACQUIRE) != 0, 0)) return side_guard_kernel;
+  return f;
 }
 
 extern "C" const ct_backend ct_cuda_backend = {
@@ -624,6 +796,8 @@ extern "C" ct_cuda_graph *ct_cuda_impl_graph_capture(int dev, ct_status (*fn)(vo
     return NULL;
   }
   cudaSetDevice(dev);
+  seq_bump(); /* nothing recorded before the capture pairs with a call inside it */
+  ct_cuda_side_join(dev);
   cudaError_t e = cudaStreamSynchronize(g->stream); /* the eager work before runs first */
   if (e == cudaSuccess) e = cudaStreamBeginCapture(g->stream, cudaStreamCaptureModeRelaxed);
   if (e != cudaSuccess) {
@@ -633,12 +807,15 @@ extern "C" ct_cuda_graph *ct_cuda_impl_graph_capture(int dev, ct_status (*fn)(vo
   g->capturing = true;
   ct_status st = fn(user);
   cudaGraph_t graph = NULL;
+  seq_bump();
+  ct_cuda_side_join(dev); /* the second stream's branch rejoins before the capture ends */
   e = cudaStreamEndCapture(g->stream, &graph);
   g->capturing = false;
   ct_cuda_graph *cg = NULL;
   if (st == CT_OK && e != cudaSuccess) st = ct_cuda_fail(e, "capturing a CUDA graph (a launch inside the step could not be recorded)");
   cudaGraphExec_t exec = NULL;
-  if (st == CT_OK && (e = cudaGraphInstantiate(&exec, graph, 0)) != cudaSuccess) st = ct_cuda_fail(e, "instantiating a CUDA graph");
+  if (st == CT_OK && (e = cudaGraphInstantiate(&exec, graph, stream_prio() ? cudaGraphInstantiateFlagUseNodePriority : 0)) != cudaSuccess)
+    st = ct_cuda_fail(e, "instantiating a CUDA graph");
   if (st == CT_OK && !(cg = (ct_cuda_graph *)calloc(1, sizeof *cg))) st = CT_ERR(CT_ERR_OOM, "out of memory");
   if (st != CT_OK) {
     (void)cudaGetLastError();
@@ -665,6 +842,8 @@ extern "C" ct_status ct_cuda_impl_graph_replay(ct_cuda_graph *cg) {
   CT_TRY(dev_ready(cg->dev));
   if (D[cg->dev].capturing) return CT_ERR(CT_ERR_RUNTIME, "CUDA graph replay: the device is capturing a graph");
   cudaSetDevice(cg->dev);
+  seq_bump();
+  ct_cuda_side_join(cg->dev);
   cudaError_t e = cudaGraphLaunch(cg->exec, D[cg->dev].stream);
   return e == cudaSuccess ? CT_OK : ct_cuda_fail(e, "replaying a CUDA graph");
 }
@@ -675,6 +854,7 @@ extern "C" void ct_cuda_impl_graph_free(ct_cuda_graph *cg) {
   if (!cg) return;
   cu_dev *g = &D[cg->dev];
   cudaSetDevice(cg->dev);
+  ct_cuda_side_join(cg->dev);
   cudaStreamSynchronize(g->stream);
   cudaGraphExecDestroy(cg->exec);
   cudaGraphDestroy(cg->graph);

@@ -369,8 +369,18 @@ struct BnCl {
   int64_t *count, inc;
 };
 
+/* Programmatic dependent launch (session 13, bn_pdl): each of the three kernels first waits for the grid
+ * before it (griddepcontrol.wait: returns at once where the launch was an ordinary one) and then lets the next
+ * grid start launching (launch_dependents), so the finish and apply grids are set up while the kernel before
+ * them still runs; no memory is touched before the wait. */
+__device__ __forceinline__ void bn_pdl_enter(void) {
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  asm volatile("griddepcontrol.launch_dependents;" :::);
+}
+
 __global__ void __launch_bounds__(BNC_TX *BNC_TY) k_bn_cl_sums(BnCl f, bool backward) {
   __shared__ double sh[2][BNC_TY][BNC_TX + 1];
+  bn_pdl_enter();
   unsigned tx = threadIdx.x, ty = threadIdx.y, c = blockIdx.x * BNC_TX + tx;
   double s1 = 0, s2 = 0;
   if (c < f.C) {
@@ -410,6 +420,7 @@ __global__ void __launch_bounds__(BNC_TX *BNC_TY) k_bn_cl_sums(BnCl f, bool back
 /* one warp per channel: lane l adds the slices r = l, l + 32, ... and the lanes meet in a fixed
  * shuffle tree (a thread walking all R slices alone waited R dependent L2 loads) */
 __global__ void __launch_bounds__(256) k_bn_cl_finish(BnCl f, bool backward) {
+  bn_pdl_enter();
   unsigned c = blockIdx.x * 8 + threadIdx.x / 32, lane = threadIdx.x % 32;
   if (c >= f.C) return; /* whole warps leave together (c is per warp) */
   const BnArgs &a = f.a;
@@ -465,6 +476,7 @@ __global__ void __launch_bounds__(256) k_bn_cl_finish(BnCl f, bool backward) {
 }
 
 __global__ void __launch_bounds__(256) k_bn_cl_apply(BnCl f, bool backward) {
+  bn_pdl_enter();
   size_t U = (size_t)f.M * f.C / f.V;
   const float *x = (const float *)f.a.x, *g = (const float *)f.a.g, *k = f.coef;
   float *y = (float *)f.a.y;
@@ -575,6 +587,35 @@ static void bn_fold_take(BnCl *f, int dev, const void *mean_out, const void *var
 }
 
 static int64_t bn_cl_n; /* channels-last launches (tests) */
+/* CT_CUDA_BN_PDL (read at each call): 1 (default) the finish and apply kernels launched as programmatic
+ * dependents of the kernel before them (sums -> finish -> apply, all three of this file); 2 also the sums
+ * kernel (after whatever came before: a cuDNN convolution, an elementwise kernel); 0 ordinary launches. */
+static int64_t bn_pdl_n; /* launches with the attribute (tests) */
+extern "C" int64_t ct_cuda_bn_pdl_count(void) { return __atomic_load_n(&bn_pdl_n, __ATOMIC_RELAXED); }
+static int bn_pdl_mode(void) {
+  const char *e = getenv("CT_CUDA_BN_PDL");
+  return e && *e ? atoi(e) : 1;
+}
+static void bn_launch(void (*k)(BnCl, bool), dim3 grid, dim3 block, cudaStream_t s, bool pdl, const BnCl &f, bool backward) {
+  if (!pdl) {
+    k<<<grid, block, 0, s>>>(f, backward);
+    return;
+  }
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.stream = s;
+  cudaLaunchAttribute at[1];
+  at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  at[0].val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = at;
+  cfg.numAttrs = 1;
+  if (cudaLaunchKernelEx(&cfg, k, f, backward) == cudaSuccess) __atomic_add_fetch(&bn_pdl_n, 1, __ATOMIC_RELAXED);
+  else { /* refused (a driver without it): an ordinary launch */
+    (void)cudaGetLastError();
+    k<<<grid, block, 0, s>>>(f, backward);
+  }
+}
 static int64_t bn_fold_n; /* running-statistics updates folded into a finish kernel (tests) */
 extern "C" int64_t ct_cuda_bn_fold_count(void) { return __atomic_load_n(&bn_fold_n, __ATOMIC_RELAXED); }
 extern "C" int64_t ct_cuda_bn_cl_count(void) { return __atomic_load_n(&bn_cl_n, __ATOMIC_RELAXED); }
@@ -602,11 +643,12 @@ static ct_status bn_cl_run(const BnArgs *a, bool backward, int dev, const char *
   f.coef = (float *)(ws + pbytes);
   if (!backward && a->training && a->mean && a->var) bn_fold_take(&f, dev, a->mean, a->var, a->y);
   cudaStream_t s = CU_STREAM(dev);
-  if (sums) k_bn_cl_sums<<<dim3(tiles, f.R), dim3(BNC_TX, BNC_TY), 0, s>>>(f, backward);
-  k_bn_cl_finish<<<(f.C + 7) / 8, 256, 0, s>>>(f, backward);
+  int pdl = bn_pdl_mode();
+  if (sums) bn_launch(k_bn_cl_sums, dim3(tiles, f.R), dim3(BNC_TX, BNC_TY), s, pdl >= 2, f, backward);
+  bn_launch(k_bn_cl_finish, dim3((f.C + 7) / 8), dim3(256), s, pdl >= 1 && sums, f, backward);
   if (a->y && f.M) {
     size_t U = (size_t)f.M * f.C / f.V, blocks = (U + 255) / 256;
-    k_bn_cl_apply<<<(unsigned)(blocks < 8192 ? blocks : 8192), 256, 0, s>>>(f, backward);
+    bn_launch(k_bn_cl_apply, dim3((unsigned)(blocks < 8192 ? blocks : 8192)), dim3(256), s, pdl >= 1, f, backward);
   }
   ct_cuda_tmp_free(dev, ws, bytes);
   __atomic_add_fetch(&bn_cl_n, 1, __ATOMIC_RELAXED);

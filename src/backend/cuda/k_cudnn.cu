@@ -30,6 +30,9 @@ extern "C" bool ct_suggests_channels_last(const ct_tensor *t);
 extern "C" int64_t ct_cuda_cudnn_calls(void) { return __atomic_load_n(&cudnn_calls, __ATOMIC_RELAXED); }
 
 #ifndef CT_HAVE_CUDNN_H
+extern "C" int64_t ct_cuda_conv2s_count(void) { return 0; } /* the two-stream backward needs cuDNN */
+extern "C" int64_t ct_cuda_conv2s_forks(void) { return 0; }
+extern "C" int64_t ct_cuda_conv2s_deferred(void) { return 0; }
 extern "C" bool ct_cuda_cudnn_conv(const ct_call *c, ct_status *st) { return false; }
 extern "C" const char *ct_cuda_cudnn_info(void) { return "built without cudnn.h"; }
 extern "C" ct_status ct_cuda_conv_bias_act(const ct_tensor *x, const ct_tensor *w, const ct_tensor *bias,
@@ -211,6 +214,83 @@ typedef struct {
 #define CACHE_N 256
 static centry cache[CACHE_N];
 static int cache_n;
+
+/* ---- Session 13: a convolution's weight gradient beside its input gradient, on a second stream ----
+ * conv2d's backward (src/ops/conv.c ct_bw_conv_fwd) calls backward_input(gy, w) and then backward_weight(x, gy):
+ * two independent results from operands that exist before either call. Each is a few small cuDNN kernels at
+ * batch 16, which leave most of the GPU idle, so they can overlap. The input gradient records an event on the
+ * device's stream just before its launch (the fork). The weight gradient that follows it for the same gy, with
+ * nothing else queued, copied or freed in between (ct_cuda_op_seq: exactly its own op lookup since the fork),
+ * runs on a second stream with a second cuDNN handle after waiting on that event. Mode 1: the device's stream
+ * then waits for it (the join) before the call returns, so everything after sees both results as before. Mode 2
+ * (the default): the join is left to cuda_backend.cu (ct_cuda_side_defer, side_*), which makes the device's
+ * stream wait only where something needs dw or the memory the weight gradient uses, so the weight gradients also
+ * run beside the batch norms and input gradients that follow (in the ResNet step, until the SGD step). Inside a
+ * capture the record / waits become graph edges: the weight gradient's kernels hang off the node before the
+ * input gradient, and a later node depends on both branches.
+ * Memory: the weight gradient writes only dw and its workspace, blocks handed out after the fork. Of the blocks
+ * the device's stream uses after the fork, dx is live and the input gradient's workspace is held back (freed
+ * after the join); any other free bumps ct_cuda_op_seq and cancels the overlap (the weight gradient then runs on
+ * the device's stream as before). Results do not change: the same deterministic algorithms on the same operands.
+ * CT_CUDA_CONV_2STREAM (read at each call): 0 the one-stream path, 1 joined at once, 2 (default) joined where
+ * needed. */
+extern "C" uint64_t ct_cuda_op_seq(void); /* cuda_backend.cu */
+typedef struct {
+  bool ready, failed;
+  cudaStream_t side;
+  cudnnHandle_t hs;
+  cudaEvent_t fork, join;
+  bool armed;        /* a fork recorded by an input gradient, not yet used */
+  const void *gy;    /* its gy, geometry and sequence number */
+  int gdims[5], xdims[5], wdims[5], dt, nb;
+  uint64_t seq;
+  void *ws;          /* its workspace, freed once the fork is used or dropped */
+  size_t wsn;
+} c2s_dev;
+static c2s_dev C2S[16];
+static pthread_mutex_t c2s_mu = PTHREAD_MUTEX_INITIALIZER;
+static int64_t c2s_forks, c2s_side, c2s_deferred; /* forks recorded; weight gradients run on the second stream; of
+                                                     * those, left unjoined (tests) */
+extern "C" int64_t ct_cuda_conv2s_deferred(void) { return __atomic_load_n(&c2s_deferred, __ATOMIC_RELAXED); }
+extern "C" int64_t ct_cuda_conv2s_count(void) { return __atomic_load_n(&c2s_side, __ATOMIC_RELAXED); }
+extern "C" int64_t ct_cuda_conv2s_forks(void) { return __atomic_load_n(&c2s_forks, __ATOMIC_RELAXED); }
+/* CT_CUDA_CONV_2STREAM: 0 one stream; 1 the join right after the weight gradient; 2 (default) the join left to
+ * cuda_backend.cu (ct_cuda_side_defer): the weight gradient also runs beside the ops after it (the next batch
+ * norm's backward, the next input gradient) until something needs its dw or its operands' memory */
+static int c2s_mode(void) {
+  const char *e = getenv("CT_CUDA_CONV_2STREAM");
+  return e && *e ? atoi(e) : 2;
+}
+static bool c2s_enabled(void) { return c2s_mode() != 0; }
+extern "C" bool ct_cuda_side_defer(int dev, void *stream, void *ev, const void *w, const void *r1, const void *r2);
+/* the second stream, its handle and the two events of a device (made once, outside a capture; false where
+ * that failed or the device's stream is capturing before they exist) */
+static bool c2s_ready(int dev, cudaStream_t ms) {
+  c2s_dev *d = &C2S[dev];
+  pthread_mutex_lock(&c2s_mu);
+  cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+  if (!d->ready && !d->failed && cudaStreamIsCapturing(ms, &cs) == cudaSuccess && cs == cudaStreamCaptureStatusNone) {
+    bool ok = cudaStreamCreateWithFlags(&d->side, cudaStreamNonBlocking) == cudaSuccess &&
+              cudaEventCreateWithFlags(&d->fork, cudaEventDisableTiming) == cudaSuccess &&
+              cudaEventCreateWithFlags(&d->join, cudaEventDisableTiming) == cudaSuccess &&
+              p_cudnnCreate(&d->hs) == CUDNN_STATUS_SUCCESS && p_cudnnSetStream(d->hs, d->side) == CUDNN_STATUS_SUCCESS;
+    if (!ok) (void)cudaGetLastError();
+    d->ready = ok;
+    d->failed = !ok;
+  }
+  bool r = d->ready;
+  pthread_mutex_unlock(&c2s_mu);
+  return r;
+}
+/* takes the device's armed fork (if any) out: *rec gets it, the device is disarmed */
+static void c2s_take(int dev, c2s_dev *rec) {
+  pthread_mutex_lock(&c2s_mu);
+  *rec = C2S[dev];
+  C2S[dev].armed = false;
+  C2S[dev].ws = NULL;
+  C2S[dev].wsn = 0;
+  pthread_mutex_unlock(&c2s_mu);
+}
 
 static bool contiguous(const ct_tensor *t) {
   int64_t e = 1;
@@ -398,12 +478,35 @@ extern "C" bool ct_cuda_cudnn_conv(const ct_call *c, ct_status *st) {
   if (ct_cuda_use(dev) != CT_OK) return false;
   cudnnHandle_t h;
   if (!handle_for(dev, &h)) return false;
+  /* the two-stream backward (above): an armed fork is used by the matching weight gradient or dropped */
+  uint64_t seq = ct_cuda_op_seq();
+  c2s_dev prev;
+  c2s_take(dev, &prev);
+  bool c2s = !bias && c2s_enabled() && (c->op == CT_OP_convolution_backward_input || c->op == CT_OP_convolution_backward_weight);
+  bool side = c2s && c->op == CT_OP_convolution_backward_weight && prev.armed && prev.gy == (const void *)((const char *)y->storage->data + y->offset * (int64_t)ct_dtype_size((ct_dtype)dt)) &&
+              seq == prev.seq + 1 && prev.dt == dt && prev.nb == k.nb && !memcmp(prev.gdims, k.y, sizeof k.y) &&
+              !memcmp(prev.xdims, k.x, sizeof k.x) && !memcmp(prev.wdims, k.w, sizeof k.w);
+  if (!side && prev.ws) ct_cuda_tmp_free(dev, prev.ws, prev.wsn); /* no overlap: the stream orders its reuse */
   const centry *e = lookup(&k, h);
-  if (!e) return false;
+  if (!e) {
+    if (side && prev.ws) ct_cuda_tmp_free(dev, prev.ws, prev.wsn);
+    return false;
+  }
   void *ws = NULL;
   if (e->ws && !(ws = ct_cuda_tmp_alloc(dev, e->ws))) {
+    if (side && prev.ws) ct_cuda_tmp_free(dev, prev.ws, prev.wsn);
     *st = ct_last_status();
     return true;
+  }
+  cudaStream_t ms = CU_STREAM(dev);
+  bool fork = c2s && c->op == CT_OP_convolution_backward_input && c2s_ready(dev, ms) && cudaEventRecord(C2S[dev].fork, ms) == cudaSuccess;
+  if (side) { /* the weight gradient on the second stream, after the fork */
+    side = cudaStreamWaitEvent(C2S[dev].side, C2S[dev].fork, 0) == cudaSuccess;
+    if (side) h = C2S[dev].hs;
+    else if (prev.ws) { /* could not wait: run on the device's stream (ordered after the input gradient) */
+      (void)cudaGetLastError();
+      ct_cuda_tmp_free(dev, prev.ws, prev.wsn);
+    }
   }
   double one64 = 1, zero64 = 0;
   float one32 = 1, zero32 = 0;
@@ -426,6 +529,45 @@ extern "C" bool ct_cuda_cudnn_conv(const ct_call *c, ct_status *st) {
     const char *bp = (const char *)bias->storage->data + bias->offset * (int64_t)ct_dtype_size((ct_dtype)dt);
     s = p_cudnnAddTensor(h, one, e->bd, bp, one, c->op == CT_OP_convolution ? e->yd : e->xd,
                          (void *)(c->op == CT_OP_convolution ? yp : xp));
+  }
+  if (side && s == CUDNN_STATUS_SUCCESS && c2s_mode() >= 2 &&
+      ct_cuda_side_defer(dev, (void *)C2S[dev].side, (void *)C2S[dev].join, w->storage->data, x->storage->data, y->storage->data)) {
+    /* left running: the blocks freed from here on wait for the join (cuda_backend.cu) */
+    if (prev.ws) ct_cuda_tmp_free(dev, prev.ws, prev.wsn);
+    __atomic_add_fetch(&c2s_side, 1, __ATOMIC_RELAXED);
+    __atomic_add_fetch(&c2s_deferred, 1, __ATOMIC_RELAXED);
+  } else if (side) { /* the join: the device's stream waits for the weight gradient */
+    cudaError_t je = cudaEventRecord(C2S[dev].join, C2S[dev].side);
+    if (je == cudaSuccess) je = cudaStreamWaitEvent(ms, C2S[dev].join, 0);
+    if (je != cudaSuccess) { /* cannot order the streams any more: wait for both (outside a capture) */
+      (void)cudaGetLastError();
+      cudaStreamSynchronize(C2S[dev].side);
+      if (s == CUDNN_STATUS_SUCCESS) {
+        *st = CT_ERR(CT_ERR_RUNTIME, "cuDNN %s: joining the second stream failed", ct_op_info_of(c->op)->id);
+        if (ws) ct_cuda_tmp_free(dev, ws, e->ws);
+        if (prev.ws) ct_cuda_tmp_free(dev, prev.ws, prev.wsn);
+        return true;
+      }
+    }
+    if (prev.ws) ct_cuda_tmp_free(dev, prev.ws, prev.wsn); /* after the join: ordered for the next user */
+    if (s == CUDNN_STATUS_SUCCESS) __atomic_add_fetch(&c2s_side, 1, __ATOMIC_RELAXED);
+  }
+  if (fork && s == CUDNN_STATUS_SUCCESS) { /* armed: the next call may be the matching weight gradient */
+    pthread_mutex_lock(&c2s_mu);
+    c2s_dev *d = &C2S[dev];
+    d->armed = true;
+    d->gy = yp;
+    memcpy(d->gdims, k.y, sizeof k.y);
+    memcpy(d->xdims, k.x, sizeof k.x);
+    memcpy(d->wdims, k.w, sizeof k.w);
+    d->dt = dt;
+    d->nb = k.nb;
+    d->seq = ct_cuda_op_seq();
+    d->ws = ws; /* held until the fork is used or dropped */
+    d->wsn = e->ws;
+    pthread_mutex_unlock(&c2s_mu);
+    __atomic_add_fetch(&c2s_forks, 1, __ATOMIC_RELAXED);
+    ws = NULL;
   }
   if (ws) ct_cuda_tmp_free(dev, ws, e->ws);
   if (s != CUDNN_STATUS_SUCCESS) {
