@@ -43,14 +43,28 @@ static ct_tensor *conv_bn(ct_module *conv, ct_module *bn, const ct_tensor *x, co
   }
   return relu ? vm_then(y, ct_relu) : y;
 }
+#ifdef CT_HAVE_CUDA
+/* src/backend/cuda/k_cudnn.cu (session 13b, CT_CUDA_DS_FORK): the launches between the two calls go to a second
+ * stream, which the device's stream meets where it reads what they wrote (the residual add) */
+int ct_cuda_fork_begin(int dev);
+int ct_cuda_fork_end(int dev, const ct_tensor *read);
+#endif
 static ct_tensor *block_forward(ct_module *m, const ct_tensor *x) {
   ct_scope *s = ct_scope_begin();
   ct_tensor *out = conv_bn(ct_module_child(m, "conv1"), ct_module_child(m, "bn1"), x, NULL, true);
   ct_module *ds = ct_module_child(m, "downsample");
   ct_tensor *ds_out = NULL;
-  if (out && ds && ct_module_num_children(ds) == 2)
+  if (out && ds && ct_module_num_children(ds) == 2) {
+#ifdef CT_HAVE_CUDA
+    /* CUDA: the downsample branch (1x1 convolution, batch norm) beside conv2 / bn2 on a second stream */
+    int fdev = x->storage->device.type == CT_DEVICE_CUDA ? x->storage->device.index : -1;
+    bool forked = fdev >= 0 && ct_cuda_fork_begin(fdev);
+#endif
     ds_out = conv_bn(ct_module_child(ds, "0"), ct_module_child(ds, "1"), x, NULL, false);
-  else if (out && ds) ds_out = ct_module_forward(ds, x);
+#ifdef CT_HAVE_CUDA
+    if (forked) ct_cuda_fork_end(fdev, x);
+#endif
+  } else if (out && ds) ds_out = ct_module_forward(ds, x);
   const ct_tensor *identity = ds ? ds_out : x;
   ct_tensor *r = out && identity ? conv_bn(ct_module_child(m, "conv2"), ct_module_child(m, "bn2"), out, identity, true) : NULL;
   ct_release(out);

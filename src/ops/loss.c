@@ -841,6 +841,12 @@ ct_tensor *ct_one_hot(const ct_tensor *t, int64_t num_classes) {
 /* ct_cross_entropy_unchecked's fused form (loss_fused.h): NULL with no error set where the
  * fused kernel does not apply (the caller then builds the one-hot form). */
 ct_tensor *ct_cross_entropy_fused_unchecked(const ct_tensor *x, const ct_tensor *t) {
-  if (x->storage->device.type != CT_DEVICE_WEBGPU || x->ndim != 2 || !ce_fusable(x, t, NULL, 0.0)) return NULL;
+  /* CUDA float32 too (session 13b, k_fast.cu cu_ce_fused with a.k[2] = 1: an out-of-range target is a zero row
+   * counted in the mean, as here): 3 kernels instead of the one-hot form's ~20; CT_CUDA_CE_FUSED=0 keeps the one-hot
+   * form. (bfloat16 logits keep the one-hot form, whose ct_cross_entropy upcasts them under autocast.) */
+  const char *cu_off = x->storage->device.type == CT_DEVICE_CUDA ? getenv("CT_CUDA_CE_FUSED") : NULL;
+  bool dev_ok = x->storage->device.type == CT_DEVICE_WEBGPU ||
+                (x->storage->device.type == CT_DEVICE_CUDA && x->dtype == CT_FLOAT32 && !(cu_off && *cu_off == '0'));
+  if (!dev_ok || x->ndim != 2 || !ce_fusable(x, t, NULL, 0.0)) return NULL;
   return ce_fused(x, t, NULL, CT_REDUCTION_MEAN, -100, 0.0, true);
 }

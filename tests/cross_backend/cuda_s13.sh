@@ -4,7 +4,8 @@
 # its switch-off path in the same call, beside PyTorch eager (two processes, medians).
 #   tests/cross_backend/cuda_s13.sh BUILD [parts]
 # parts (default "t13 step torch t"); CT_CUDA_CONV_2STREAM: 0 one stream, 1 joined at once, 2 (default) joined where
-# needed; CT_CUDA_BN_PDL 0/1 (default)/2; CT_CUDA_STREAM_PRIO=1 the device's stream at the highest priority:
+# needed; CT_CUDA_BN_PDL 0/1/2 (1 was the default in session 13, 2 since 13b); CT_CUDA_STREAM_PRIO=1 (removed in
+# session 13b: its rows now repeat the default) was the device's stream at the highest priority:
 #   t13 = test_ctorch cuda13 (the new tests) first, so that a wrong path shows before any timing;
 #   step = the graph's nodes once, then bench_cuda_gpt resnet 16 50 graph tf32 cl reps=7 over the variants, twice round;
 #   torch = bench_cuda_gpt_torch.py resnet 16 20 tf32 reps=7 in two processes, then the default once more;

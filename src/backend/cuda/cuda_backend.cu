@@ -65,6 +65,9 @@ typedef struct {
   int side_nw, side_nr;
   side_qblk *side_q;
   size_t side_qn, side_qcap;
+  /* session 13b (ct_cuda_region_begin / end): while set, every launch of the device (ct_cuda_stream) goes to
+   * side_stream, and the blocks handed out are added to side_w */
+  bool region;
 } cu_dev;
 
 /* convolution and max-pool kernels (k_conv.cu) */
@@ -114,11 +117,6 @@ static void discover(void) {
   cache_enabled = !(nc && *nc && *nc != '0');
 }
 
-static bool stream_prio(void) {
-  const char *e = getenv("CT_CUDA_STREAM_PRIO");
-  return e && *e == '1';
-}
-
 /* Streams, staging and the flag are made on first use of a device. */
 static ct_status dev_ready(int dev) {
   pthread_once(&once, discover);
@@ -132,14 +130,8 @@ static ct_status dev_ready(int dev) {
   ct_status st = CT_OK;
   cudaError_t e = cudaSetDevice(dev);
   if (!g->ready && e == cudaSuccess) {
-    /* CT_CUDA_STREAM_PRIO=1 (session 13, an A/B knob): the device's stream at the highest priority, so that its
-     * kernels (the critical path) go before the second stream's weight gradients; graphs then keep the nodes'
-     * priorities (cudaGraphInstantiateFlagUseNodePriority) */
-    int lo = 0, hi = 0;
-    if (stream_prio() && cudaDeviceGetStreamPriorityRange(&lo, &hi) == cudaSuccess)
-      e = cudaStreamCreateWithPriority(&g->stream, cudaStreamNonBlocking, hi);
-    else
-      e = cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking);
+    /* (session 13's CT_CUDA_STREAM_PRIO, the stream at the highest priority, measured no gain and was removed) */
+    e = cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking);
     for (int i = 0; i < 2 && e == cudaSuccess; i++) {
       e = cudaHostAlloc((void **)&g->stage[i], STAGE_BYTES, cudaHostAllocDefault);
       if (e == cudaSuccess) e = cudaEventCreateWithFlags(&g->stage_ev[i], cudaEventDisableTiming);
@@ -179,9 +171,14 @@ extern "C" ct_status ct_cuda_check_launch(const char *what) {
 static __thread int side_guard_depth; /* > 0: inside a table kernel that side_guard_kernel checked */
 static int side_any;                  /* devices with pending work (a fast check for the hot paths) */
 static void cu_free_now(int dev, void *p, size_t nbytes);
+static int64_t region_n, region_cut; /* regions ended as planned; regions cut short by a join inside (tests) */
 static void side_join(int dev) {
   cu_dev *g = &D[dev];
   pthread_mutex_lock(&g->mu);
+  if (g->region) { /* a join inside a region ends it: what follows runs on the device's stream, after the join */
+    g->region = false;
+    __atomic_add_fetch(&region_cut, 1, __ATOMIC_RELAXED);
+  }
   int pend = g->side_pending;
   g->side_pending = 0;
   g->side_nw = g->side_nr = 0;
@@ -203,7 +200,7 @@ static void side_join(int dev) {
 }
 static inline void side_check(int dev) {
   if (__builtin_expect(__atomic_load_n(&side_any, __ATOMIC_ACQUIRE) != 0, 0) && side_guard_depth == 0 && dev >= 0 &&
-      dev < MAX_DEV && D[dev].side_pending)
+      dev < MAX_DEV && D[dev].side_pending && !D[dev].region) /* inside a region the accesses are the region's own */
     side_join(dev);
 }
 /* k_cudnn.cu: a launch on `stream` left unjoined, writing the storage data pointer w and reading r1, r2; the
@@ -226,6 +223,71 @@ extern "C" bool ct_cuda_side_defer(int dev, void *stream, void *ev, const void *
   pthread_mutex_unlock(&g->mu);
   return ok;
 }
+/* ---- session 13b: a forked region (CT_CUDA_DS_FORK: the ResNet downsample branch's forward, src/models/resnet.c
+ * through k_cudnn.cu ct_cuda_fork_begin / end) ----
+ * begin: `stream` (k_cudnn.cu's second stream, the one its weight gradients use) waits on `fork_ev` recorded on the
+ * device's stream, and from then on ct_cuda_stream returns `stream`: every kernel of the region (cuDNN through the
+ * second handle, the batch-norm kernels, ...) runs there, after all the work queued before. The region counts as
+ * pending second-stream work (side_*): blocks freed meanwhile wait for the join (side_q), and each block handed out
+ * inside it is registered as written (side_w). end: the launches go back to the device's stream, which continues
+ * beside the region; `read` (the region's input) is registered as read. The join follows the session-13 rules: the
+ * first table op that reads a block the region wrote (the residual add reading the branch's output) or writes
+ * what it read, any access from outside the table, copies, synchronizes, capture end, replays. A join inside the
+ * region (a copy, a synchronize, no room in the lists) cuts it short: the rest runs on the device's stream after
+ * the join, so the ordering is always that of one stream where it matters. One thread drives a device. */
+extern "C" bool ct_cuda_region_begin(int dev, void *stream, void *fork_ev, void *join_ev) {
+  if (dev < 0 || dev >= MAX_DEV || dev >= n_dev || !D[dev].ready) return false;
+  cu_dev *g = &D[dev];
+  if (g->region) return false;
+  if (g->side_pending && g->side_stream != (cudaStream_t)stream) side_join(dev);
+  if (cudaEventRecord((cudaEvent_t)fork_ev, g->stream) != cudaSuccess ||
+      cudaStreamWaitEvent((cudaStream_t)stream, (cudaEvent_t)fork_ev, 0) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  seq_bump();
+  pthread_mutex_lock(&g->mu);
+  if (!g->side_pending) __atomic_add_fetch(&side_any, 1, __ATOMIC_ACQ_REL);
+  g->side_pending++;
+  g->side_stream = (cudaStream_t)stream;
+  g->side_ev = (cudaEvent_t)join_ev;
+  g->region = true;
+  pthread_mutex_unlock(&g->mu);
+  return true;
+}
+/* false where the region was cut short (it joined inside) */
+extern "C" bool ct_cuda_region_end(int dev, const void *read) {
+  if (dev < 0 || dev >= MAX_DEV || !D[dev].region) return false;
+  cu_dev *g = &D[dev];
+  seq_bump();
+  pthread_mutex_lock(&g->mu);
+  g->region = false;
+  bool room = !read || g->side_nr < 128;
+  if (read && room) g->side_r[g->side_nr++] = read;
+  pthread_mutex_unlock(&g->mu);
+  if (!room) {
+    side_join(dev);
+    __atomic_add_fetch(&region_cut, 1, __ATOMIC_RELAXED);
+    return false;
+  }
+  __atomic_add_fetch(&region_n, 1, __ATOMIC_RELAXED);
+  return true;
+}
+extern "C" void ct_cuda_region_counts(int64_t out[2]) {
+  out[0] = __atomic_load_n(&region_n, __ATOMIC_RELAXED);
+  out[1] = __atomic_load_n(&region_cut, __ATOMIC_RELAXED);
+}
+/* a block handed out inside a region: registered as written (no room: the region is cut, joined) */
+static void region_note(int dev, void *p) {
+  cu_dev *g = &D[dev];
+  pthread_mutex_lock(&g->mu);
+  bool room = !g->region || g->side_nw < 64;
+  if (g->region && room) g->side_w[g->side_nw++] = p;
+  pthread_mutex_unlock(&g->mu);
+  if (!room) side_join(dev);
+}
+extern "C" bool ct_cuda_region_active(int dev) { return dev >= 0 && dev < MAX_DEV && D[dev].region; }
+
 extern "C" void ct_cuda_side_join(int dev) {
   if (dev >= 0 && dev < MAX_DEV && D[dev].side_pending) side_join(dev);
 }
@@ -237,7 +299,7 @@ extern "C" ct_status ct_cuda_use(int dev) {
 }
 extern "C" void *ct_cuda_stream(int dev) {
   side_check(dev);
-  return (void *)D[dev].stream;
+  return (void *)(D[dev].region ? D[dev].side_stream : D[dev].stream);
 }
 extern "C" int *ct_cuda_flag(int dev) { return D[dev].flag; }
 extern "C" int ct_cuda_call_dev(const ct_call *c) {
@@ -246,6 +308,7 @@ extern "C" int ct_cuda_call_dev(const ct_call *c) {
 }
 
 extern "C" ct_status ct_cuda_flag_take(int dev, int *value) {
+  if (D[dev].region) side_join(dev); /* the flag is read on the device's stream */
   if (D[dev].capturing) {
     /* inside a CUDA graph the check cannot wait for the kernel: the kernels skip a bad index
      * (never reading or writing out of bounds) and the flag stays set for the next eager check */
@@ -293,7 +356,13 @@ static void release_cached(cu_dev *g) {
   g->cached = 0;
 }
 
+static void *cu_alloc_raw(int dev, size_t nbytes);
 static void *cu_alloc(int dev, size_t nbytes) {
+  void *p = cu_alloc_raw(dev, nbytes);
+  if (p && D[dev].region) region_note(dev, p);
+  return p;
+}
+static void *cu_alloc_raw(int dev, size_t nbytes) {
   if (dev_ready(dev) != CT_OK) return NULL;
   cu_dev *g = &D[dev];
   size_t rounded;
@@ -654,7 +723,7 @@ static ct_status side_guard_kernel(const ct_call *c) {
   for (int j = 0; j < c->n_out && !first; j++) first = c->out[j];
   for (int i = 0; i < c->n_in && !first; i++) first = c->in[i];
   int dev = first ? first->storage->device.index : -1;
-  if (dev >= 0 && dev < MAX_DEV && D[dev].side_pending) {
+  if (dev >= 0 && dev < MAX_DEV && D[dev].side_pending && !D[dev].region) {
     cu_dev *g = &D[dev];
     bool hit = false;
     pthread_mutex_lock(&g->mu);
@@ -814,7 +883,7 @@ extern "C" ct_cuda_graph *ct_cuda_impl_graph_capture(int dev, ct_status (*fn)(vo
   ct_cuda_graph *cg = NULL;
   if (st == CT_OK && e != cudaSuccess) st = ct_cuda_fail(e, "capturing a CUDA graph (a launch inside the step could not be recorded)");
   cudaGraphExec_t exec = NULL;
-  if (st == CT_OK && (e = cudaGraphInstantiate(&exec, graph, stream_prio() ? cudaGraphInstantiateFlagUseNodePriority : 0)) != cudaSuccess)
+  if (st == CT_OK && (e = cudaGraphInstantiate(&exec, graph, 0)) != cudaSuccess)
     st = ct_cuda_fail(e, "instantiating a CUDA graph");
   if (st == CT_OK && !(cg = (ct_cuda_graph *)calloc(1, sizeof *cg))) st = CT_ERR(CT_ERR_OOM, "out of memory");
   if (st != CT_OK) {

@@ -34,6 +34,8 @@ extern "C" int64_t ct_cuda_conv2s_count(void) { return 0; } /* the two-stream ba
 extern "C" int64_t ct_cuda_conv2s_forks(void) { return 0; }
 extern "C" int64_t ct_cuda_conv2s_deferred(void) { return 0; }
 extern "C" bool ct_cuda_cudnn_conv(const ct_call *c, ct_status *st) { return false; }
+extern "C" int ct_cuda_fork_begin(int dev) { return 0; } /* the forked region (session 13b) uses the second handle */
+extern "C" int ct_cuda_fork_end(int dev, const ct_tensor *read) { return 0; }
 extern "C" const char *ct_cuda_cudnn_info(void) { return "built without cudnn.h"; }
 extern "C" ct_status ct_cuda_conv_bias_act(const ct_tensor *x, const ct_tensor *w, const ct_tensor *bias,
                                            const ct_tensor *z, bool relu, int stride, int pad, ct_tensor *y) {
@@ -183,8 +185,12 @@ extern "C" const char *ct_cuda_cudnn_info(void) {
   return D.info;
 }
 
+extern "C" bool ct_cuda_region_active(int dev); /* cuda_backend.cu */
+extern "C" void ct_cuda_side_join(int dev);
 static bool handle_for(int dev, cudnnHandle_t *h) {
   if (dev < 0 || dev >= 16) return false;
+  /* the handle is bound to the stream current at its creation: never create it inside a forked region */
+  if (!D.h[dev] && ct_cuda_region_active(dev)) ct_cuda_side_join(dev);
   pthread_mutex_lock(&D.mu);
   if (!D.h[dev]) {
     cudnnHandle_t n = NULL;
@@ -239,7 +245,7 @@ typedef struct {
   bool ready, failed;
   cudaStream_t side;
   cudnnHandle_t hs;
-  cudaEvent_t fork, join;
+  cudaEvent_t fork, join, rfork; /* rfork: a forked region's (session 13b) */
   bool armed;        /* a fork recorded by an input gradient, not yet used */
   const void *gy;    /* its gy, geometry and sequence number */
   int gdims[5], xdims[5], wdims[5], dt, nb;
@@ -273,6 +279,7 @@ static bool c2s_ready(int dev, cudaStream_t ms) {
     bool ok = cudaStreamCreateWithFlags(&d->side, cudaStreamNonBlocking) == cudaSuccess &&
               cudaEventCreateWithFlags(&d->fork, cudaEventDisableTiming) == cudaSuccess &&
               cudaEventCreateWithFlags(&d->join, cudaEventDisableTiming) == cudaSuccess &&
+              cudaEventCreateWithFlags(&d->rfork, cudaEventDisableTiming) == cudaSuccess &&
               p_cudnnCreate(&d->hs) == CUDNN_STATUS_SUCCESS && p_cudnnSetStream(d->hs, d->side) == CUDNN_STATUS_SUCCESS;
     if (!ok) (void)cudaGetLastError();
     d->ready = ok;
@@ -290,6 +297,37 @@ static void c2s_take(int dev, c2s_dev *rec) {
   C2S[dev].ws = NULL;
   C2S[dev].wsn = 0;
   pthread_mutex_unlock(&c2s_mu);
+}
+
+/* ---- Session 13b: a forked region on the second stream (CT_CUDA_DS_FORK; src/models/resnet.c runs the downsample
+ * branch's forward, its 1x1 convolution and batch norm, there while the device's stream goes on with the main
+ * branch; cuda_backend.cu ct_cuda_region_begin has the rules). The region uses the weight gradients' stream, so
+ * pending weight gradients stay ordered before it, and its cuDNN handle (region_handle). ----
+ * CT_CUDA_DS_FORK (read at each call): 1 (default) the fork, 0 none (the branch on the device's stream). */
+extern "C" bool ct_cuda_region_begin(int dev, void *stream, void *fork_ev, void *join_ev);
+extern "C" bool ct_cuda_region_end(int dev, const void *read);
+static bool region_handle(int dev, cudnnHandle_t *h) {
+  if (!ct_cuda_region_active(dev)) return false;
+  pthread_mutex_lock(&c2s_mu);
+  bool ok = C2S[dev].ready && CU_STREAM(dev) == C2S[dev].side;
+  if (ok) *h = C2S[dev].hs;
+  pthread_mutex_unlock(&c2s_mu);
+  return ok;
+}
+extern "C" int ct_cuda_fork_begin(int dev) {
+  const char *e = getenv("CT_CUDA_DS_FORK");
+  if ((e && *e == '0') || dev < 0 || dev >= 16 || ct_cuda_region_active(dev)) return 0;
+  cudnnHandle_t h;
+  if (ct_cuda_use(dev) != CT_OK || !handle_for(dev, &h)) {
+    ct_clear_error();
+    return 0;
+  }
+  cudaStream_t ms = CU_STREAM(dev);
+  if (!c2s_ready(dev, ms)) return 0;
+  return ct_cuda_region_begin(dev, (void *)C2S[dev].side, (void *)C2S[dev].rfork, (void *)C2S[dev].join) ? 1 : 0;
+}
+extern "C" int ct_cuda_fork_end(int dev, const ct_tensor *read) {
+  return ct_cuda_region_end(dev, read ? read->storage->data : NULL) ? 1 : 0;
 }
 
 static bool contiguous(const ct_tensor *t) {
@@ -478,11 +516,13 @@ extern "C" bool ct_cuda_cudnn_conv(const ct_call *c, ct_status *st) {
   if (ct_cuda_use(dev) != CT_OK) return false;
   cudnnHandle_t h;
   if (!handle_for(dev, &h)) return false;
+  /* inside a forked region (session 13b, ct_cuda_fork_begin) the launches go to the second stream: its handle */
+  bool in_region = region_handle(dev, &h);
   /* the two-stream backward (above): an armed fork is used by the matching weight gradient or dropped */
   uint64_t seq = ct_cuda_op_seq();
   c2s_dev prev;
   c2s_take(dev, &prev);
-  bool c2s = !bias && c2s_enabled() && (c->op == CT_OP_convolution_backward_input || c->op == CT_OP_convolution_backward_weight);
+  bool c2s = !in_region && !bias && c2s_enabled() && (c->op == CT_OP_convolution_backward_input || c->op == CT_OP_convolution_backward_weight);
   bool side = c2s && c->op == CT_OP_convolution_backward_weight && prev.armed && prev.gy == (const void *)((const char *)y->storage->data + y->offset * (int64_t)ct_dtype_size((ct_dtype)dt)) &&
               seq == prev.seq + 1 && prev.dt == dt && prev.nb == k.nb && !memcmp(prev.gdims, k.y, sizeof k.y) &&
               !memcmp(prev.xdims, k.x, sizeof k.x) && !memcmp(prev.wdims, k.w, sizeof k.w);
@@ -621,6 +661,7 @@ extern "C" ct_status ct_cuda_conv_bias_act(const ct_tensor *x, const ct_tensor *
   CT_TRY(ct_cuda_use(dev));
   cudnnHandle_t h;
   if (!handle_for(dev, &h)) return CT_ERR(CT_ERR_RUNTIME, "fused convolution: cudnnCreate failed");
+  region_handle(dev, &h);
   const centry *e = lookup(&k, h);
   if (!e) return CT_ERR(CT_ERR_RUNTIME, "fused convolution: cuDNN has no algorithm for this geometry");
   static cudnnActivationDescriptor_t act[2];

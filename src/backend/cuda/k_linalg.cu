@@ -57,7 +57,11 @@ static void load_cublas(void) {
     snprintf(B.err, sizeof B.err, "cuBLAS was loaded but lacks cublasGemmStridedBatchedEx and friends");
 }
 
+extern "C" bool ct_cuda_region_active(int dev); /* cuda_backend.cu */
+extern "C" void ct_cuda_side_join(int dev);
 static ct_status handle_for(int dev, cublasHandle_t *h) {
+  /* the handle is bound to the device's stream: a forked region (session 13b, ct_cuda_region_begin) ends here */
+  if (ct_cuda_region_active(dev)) ct_cuda_side_join(dev);
   pthread_once(&B.once, load_cublas);
   if (B.err[0]) return CT_ERR(CT_ERR_RUNTIME, "%s", B.err);
   if (dev < 0 || dev >= 16) return CT_ERR(CT_ERR_RUNTIME, "cuBLAS: device %d out of range", dev);
