@@ -411,6 +411,9 @@ static pair_stat stat_of(double *t, int n) {
 enum { PAIR_MAX_ROUNDS = 64 };
 /* out: [0] op wall, [1] op CPU, [2] memcpy wall, [3] memcpy CPU */
 static void time_pairs(bench_fn op, void *op_ctx, bench_fn peer, void *peer_ctx, int rounds, pair_stat out[4]) {
+  /* CT_BENCH_ALTERNATE=1: the former protocol (no untimed call), for A/B runs of the protocol itself */
+  const char *alt = getenv("CT_BENCH_ALTERNATE");
+  bool strict_alternation = alt && alt[0] == '1';
   double t[4][PAIR_MAX_ROUNDS];
   if (rounds > PAIR_MAX_ROUNDS) rounds = PAIR_MAX_ROUNDS;
   op(op_ctx); /* warm: the output's pages, the pool's threads */
@@ -418,8 +421,10 @@ static void time_pairs(bench_fn op, void *op_ctx, bench_fn peer, void *peer_ctx,
   for (int r = 0; r < rounds; r++)
     for (int k = 0; k < 2; k++) {
       bool is_op = (k == 0) == (r % 2 == 1);
-      if (is_op) op(op_ctx); /* untimed: the previous side's write-backs land here */
-      else peer(peer_ctx);
+      if (!strict_alternation) { /* untimed: the previous side's write-backs land here */
+        if (is_op) op(op_ctx);
+        else peer(peer_ctx);
+      }
       double t0 = now(), c0 = cpu_now();
       if (is_op) op(op_ctx);
       else peer(peer_ctx);
