@@ -603,6 +603,34 @@ static void profile_graph(ct_webgpu_graph *g, double replay_s) {
   free(us), free(ord);
 }
 
+/* --profile with --conv-ab (session 13): each A/B variant's graph profiled too, summed by convolution
+ * kind (fwd / dgrad / wgrad / columns gather / other) and every convolution dispatch on one line */
+static void profile_compact(ct_webgpu_graph *g, const char *lab) {
+  int n = (int)ct_webgpu_graph_dispatches(g);
+  double *us = calloc((size_t)n, sizeof *us);
+  if (!us || ct_webgpu_graph_profile(g, 10, us) != CT_OK) {
+    printf("profile failed: %s\n", ct_last_error());
+    free(us);
+    return;
+  }
+  static const char *kn[] = {"fwd", "dgrad", "wgrad", "other"};
+  double by[4] = {0}, tot = 0;
+  int cnt[4] = {0};
+  printf("  ab-prof %s:", lab);
+  for (int i = 0; i < n; i++) {
+    uint32_t gr[3];
+    const char *w = ct_webgpu_graph_kernel(g, i, gr);
+    int k = 3;
+    if (strstr(w, "fn la(m")) k = strstr(w, "let oo = k /") ? 1 : (strstr(w, "let n = k /") || strstr(w, "let hk = tid")) ? 2 : 0;
+    by[k] += us[i], cnt[k]++, tot += us[i];
+    if (k < 3) printf(" d%d:%s:%ux%ux%u:%.1f", i, kn[k], gr[0], gr[1], gr[2], us[i]);
+  }
+  printf("\n  ab-prof %s sums: total %.3f ms;", lab, tot * 1e-3);
+  for (int k = 0; k < 4; k++) printf(" %s %d %.3f ms;", kn[k], cnt[k], by[k] * 1e-3);
+  printf("\n");
+  free(us);
+}
+
 /* ---- (3) the models of the Performance section ---- */
 static ct_module *model_on(int kind, ct_device dev) {
   ct_manual_seed(0); /* the same weights on both devices */
@@ -676,7 +704,7 @@ static ct_optim *sgd_of(ct_module *m, ct_dict *pd) {
  * split's minimum slice 128 or 64 instead of 256 (CONV_SLICE), 32-deep slices per step (CONV_BK);
  * each re-captured and timed in this process */
 static bool conv_ab;
-static const char *const conv_ab_env[][4] = {{"CT_WEBGPU_CONV_POLICY", "7"}, {"CT_WEBGPU_CONV_PREFETCH", "0"},
+static const char *const conv_ab_env[][14] = {{"CT_WEBGPU_CONV_POLICY", "7"}, {"CT_WEBGPU_CONV_PREFETCH", "0"},
                                              {"CT_WEBGPU_CONV_T", "2"},      {"CT_WEBGPU_CONV_FWD_T", "2"},
                                              {"CT_WEBGPU_GEMM_SMALL", "0"},  {"CT_WEBGPU_CONV_BN", "0"},
                                              {"CT_WEBGPU_GEMM_GELU", "0"},   {"CT_WEBGPU_SPLITK_SHORT", "0"},
@@ -696,7 +724,19 @@ static const char *const conv_ab_env[][4] = {{"CT_WEBGPU_CONV_POLICY", "7"}, {"C
                                               * dispatch per parameter again (multi-tensor off), BN's count
                                               * as its own dispatch again */
                                              {"CT_WEBGPU_SGD_MT", "0"},       {"CT_WEBGPU_BN_FOLD", "0"},
-                                             {"CT_WEBGPU_SGD_MT", "0", "CT_WEBGPU_BN_FOLD", "0"}};
+                                             {"CT_WEBGPU_SGD_MT", "0", "CT_WEBGPU_BN_FOLD", "0"},
+                                             /* session 13: the weight gradient's split summed in its
+                                              * dispatch again (the separate pass is the default now), the
+                                              * forward's/input gradient's splits likewise (their pass from
+                                              * 2^20 partials is the default), every split through the pass
+                                              * (n = 2 slices), the weight gradient's T = 2, each of the hoisted
+                                              * loads and B's j-walking loads off, all of session 13 off */
+                                             {"CT_WEBGPU_WGRAD_SUM_PASS", "0"}, {"CT_WEBGPU_CONV_PASS_MIN", "0"},
+                                             {"CT_WEBGPU_CONV_PASS_S", "2"},  {"CT_WEBGPU_WGRAD_T", "2"},
+                                             {"CT_WEBGPU_WGRAD_HOIST", "0"},  {"CT_WEBGPU_CONV_HOIST", "0"},
+                                             {"CT_WEBGPU_CONV_BJ", "0"},
+                                             {"CT_WEBGPU_S13", "0", "CT_WEBGPU_CONV_HOIST", "0", "CT_WEBGPU_WGRAD_HOIST", "0",
+                                              "CT_WEBGPU_CONV_BJ", "0", "CT_WEBGPU_WGRAD_SUM_PASS", "0", "CT_WEBGPU_CONV_PASS_MIN", "0"}};
 static ct_webgpu_graph *ab_graph;
 static ct_status ab_replay(void *u) {
   (void)u;
@@ -710,6 +750,8 @@ static void conv_ab_step(void *ms, ct_status (*step)(void *), int steps) {
     if (only && *only && !strstr(only, conv_ab_env[v][0])) continue;
     setenv(conv_ab_env[v][0], conv_ab_env[v][1], 1);
     if (conv_ab_env[v][2]) setenv(conv_ab_env[v][2], conv_ab_env[v][3], 1);
+    for (int q = 4; q < 14; q += 2)
+      if (conv_ab_env[v][q]) setenv(conv_ab_env[v][q], conv_ab_env[v][q + 1], 1);
     OK(ct_webgpu_synchronize());
     OK(ct_webgpu_capture_begin());
     OK(step(ms));
@@ -721,19 +763,24 @@ static void conv_ab_step(void *ms, ct_status (*step)(void *), int steps) {
     }
     OK(ab_replay(NULL));
     double t = time_calls(ab_replay, NULL, steps);
-    char lab[160];
+    char lab[400];
     snprintf(lab, sizeof lab, "%s=%s", conv_ab_env[v][0], conv_ab_env[v][1]);
     if (conv_ab_env[v][2]) snprintf(lab + strlen(lab), sizeof lab - strlen(lab), " %s=%s", conv_ab_env[v][2], conv_ab_env[v][3]);
+    for (int q = 4; q < 14; q += 2)
+      if (conv_ab_env[v][q]) snprintf(lab + strlen(lab), sizeof lab - strlen(lab), " %s=%s", conv_ab_env[v][q], conv_ab_env[v][q + 1]);
     printf("  conv A/B %s: replay %.3f ms (%lld dispatches)", lab, t * 1e3, (long long)ct_webgpu_graph_dispatches(ab_graph));
     if (ab_ref && ab_out && *ab_out) {
       double e = rel_err(*ab_out, ab_ref);
       printf("; output vs cpu rel err %.2e %s", e, e < 1e-4 ? "ok" : "FAIL");
     }
     printf("\n");
+    if (do_profile && ab_ref == NULL) profile_compact(ab_graph, lab);
     ct_webgpu_graph_free(ab_graph);
     ab_graph = NULL;
     unsetenv(conv_ab_env[v][0]);
     if (conv_ab_env[v][2]) unsetenv(conv_ab_env[v][2]);
+    for (int q = 4; q < 14; q += 2)
+      if (conv_ab_env[v][q]) unsetenv(conv_ab_env[v][q]);
   }
 }
 

@@ -2761,6 +2761,104 @@ static void cv_epi_bind_all(bindset *bs, const wg_conv_epi *ep, cv_epi_bind *eb)
   eb->res = ep->res ? bind_of(bs, ep->res) : -1;
 }
 
+/* Session 13: the weight gradient's operand loads with their index math hoisted
+ * (CT_WEBGPU_WGRAD_HOIST=0: the la/lb loads). In the weight gradient each thread's loads of one
+ * 16-deep step share one k (kk = kb = tid % BK, since a step's NT2 * r offsets are multiples of BK)
+ * and load rows mm = jb = tid / BK + r * NT2 / BK that do not change from step to step. So the rows'
+ * parts (gy's row base, x's channel base and tap offsets, their bounds) are computed once before
+ * the walk over K (cv_emit_whoist) and each step splits its k into (n, position) once for all R
+ * loads of both operands (cv_emit_wfetch) where la/lb split k and j per element. The same elements
+ * into the same places: the same bits. Needs gy's spatial dims contiguous (la's ysp path). */
+static bool cv_dim_on(const cv_geom *g, int i) { return g->in[i] > 1 || g->out[i] > 1 || g->k[i] > 1 || g->p[i] != 0; }
+static void cv_emit_whoist(sb *s, const cv_geom *g, int R, int BK, int NT2, int64_t M, int64_t Nc, int b1, int b2) {
+  (void)b1, (void)b2;
+  sbf(s, "  let hk = tid %% %du;\n", BK);
+  for (int r = 0; r < R; r++) {
+    sbf(s, "  let hr%d = tid / %du + %du;\n", r, BK, NT2 / BK * r);
+    sbf(s, "  let hav%d = m0 + hr%d < %lldu; let hab%d = %lldu + (grp * %lldu + m0 + hr%d) * %lldu;\n", r, r, (long long)M, r,
+        (long long)g->yo, (long long)g->og, r, (long long)g->ys[1]);
+    sbf(s, "  let hbv%d = j0 + hr%d < %lldu; let hc%d = (j0 + hr%d) / %lldu; let ht%d = (j0 + hr%d) %% %lldu;\n", r, r,
+        (long long)Nc, r, r, (long long)g->ksp, r, r, (long long)g->ksp);
+    char pre[16], v[16];
+    snprintf(pre, sizeof pre, "hq%d_", r), snprintf(v, sizeof v, "ht%d", r);
+    cv_split3(s, pre, v, g->k);
+    sbf(s, "  let hbb%d = %lldu + (grp * %lldu + hc%d) * %lldu;\n", r, (long long)g->xo, (long long)g->cg, r, (long long)g->xs[1]);
+    for (int i = 0; i < 3; i++)
+      if (cv_dim_on(g, i))
+        sbf(s, "  let hd%d_%d = i32(hq%d_%d * %lldu) - %lld;\n", r, i, r, i, (long long)g->d[i], (long long)g->p[i]);
+  }
+}
+static void cv_emit_wfetch(sb *s, const cv_geom *g, const char *kf, int R, int b1, int b2) {
+  sbf(s, "    {\n    let k = %s + hk; let kv = k < khi;\n    let n = k / %lldu; let q = k %% %lldu;\n", kf, (long long)g->outsp,
+      (long long)g->outsp);
+  cv_split3(s, "o", "q", g->out);
+  for (int r = 0; r < R; r++) {
+    sbf(s, "    pa[%d] = 0.0; if (kv && hav%d) { pa[%d] = bitcast<f32>(b%d[hab%d + n * %lldu + q]); }\n", r, r, r, b1, r,
+        (long long)g->ys[0]);
+    sbf(s, "    pb[%d] = 0.0;\n    {\n", r);
+    char cond[600] = "", addr[600];
+    int cl = 0, al = snprintf(addr, sizeof addr, "hbb%d + n * %lldu", r, (long long)g->xs[0]);
+    for (int i = 0; i < 3; i++) {
+      if (!cv_dim_on(g, i)) continue;
+      sbf(s, "      let x%d = i32(o%d * %lldu) + hd%d_%d;\n", i, i, (long long)g->s[i], r, i);
+      cl += snprintf(cond + cl, sizeof cond - (size_t)cl, " && x%d >= 0 && x%d < %lld", i, i, (long long)g->in[i]);
+      al += snprintf(addr + al, sizeof addr - (size_t)al, " + u32(x%d) * %lldu", i, (long long)g->xs[2 + i]);
+    }
+    sbf(s, "      if (kv && hbv%d%s) { pb[%d] = bitcast<f32>(b%d[%s]); }\n    }\n", r, cond, r, b2, addr);
+  }
+  sbf(s, "    }\n");
+}
+
+/* Session 13: the forward's and the implicit input gradient's A loads (the x / gy operand, rows
+ * m = (n, position) along neighbouring threads) with the row's part hoisted (CT_WEBGPU_CONV_HOIST=0:
+ * la): each thread loads the one row mm = tid % TS in every step (NT2 * r is a multiple of TS), so
+ * its (n, position) split, base offset and bounds are computed once before the walk over K; each
+ * load then splits only its k into (channel, tap). B keeps lb. The same elements: the same bits. */
+static void cv_emit_ahoist(sb *s, int op, const cv_geom *g, int64_t TS, int64_t M) {
+  bool fwd = op == CT_OP_convolution;
+  int64_t sp = fwd ? g->outsp : g->insp;
+  sbf(s, "  let hm = m0 + tid %% %lldu; let hmv = hm < %lldu; let hkk = tid / %lldu;\n"
+         "  let hn = hm / %lldu; let hqq = hm %% %lldu;\n",
+      (long long)TS, (long long)M, (long long)TS, (long long)sp, (long long)sp);
+  cv_split3(s, "hp", "hqq", fwd ? g->out : g->in);
+  if (fwd) {
+    sbf(s, "  let hxb = %lldu + hn * %lldu + grp * %lldu;\n", (long long)g->xo, (long long)g->xs[0], (long long)(g->cg * g->xs[1]));
+    for (int i = 0; i < 3; i++)
+      if (cv_dim_on(g, i)) sbf(s, "  let hs%d = i32(hp%d * %lldu) - %lld;\n", i, i, (long long)g->s[i], (long long)g->p[i]);
+  } else {
+    sbf(s, "  let hxb = %lldu + hn * %lldu + grp * %lldu;\n", (long long)g->yo, (long long)g->ys[0], (long long)(g->og * g->ys[1]));
+    for (int i = 0; i < 3; i++)
+      if (cv_dim_on(g, i)) sbf(s, "  let hs%d = i32(hp%d) + %lld;\n", i, i, (long long)g->p[i]);
+  }
+}
+/* pa[r] for the hoisted rows (kf: the step's first k) */
+static void cv_emit_afetch(sb *s, int op, const cv_geom *g, const char *kf, int R, int64_t TS, int NT2, int b1) {
+  bool fwd = op == CT_OP_convolution;
+  for (int r = 0; r < R; r++) {
+    sbf(s, "    {\n      let k = %s + hkk + %lldu; pa[%d] = 0.0;\n      let c = k / %lldu; let t = k %% %lldu;\n", kf,
+        (long long)(NT2 / TS * r), r, (long long)g->ksp, (long long)g->ksp);
+    cv_split3(s, "w", "t", g->k);
+    char cond[600] = "", addr[600];
+    int cl = 0, al = snprintf(addr, sizeof addr, "hxb + c * %lldu", (long long)(fwd ? g->xs[1] : g->ys[1]));
+    for (int i = 0; i < 3; i++) {
+      if (!cv_dim_on(g, i)) continue;
+      if (fwd) {
+        sbf(s, "      let x%d = hs%d + i32(w%d * %lldu);\n", i, i, i, (long long)g->d[i]);
+        cl += snprintf(cond + cl, sizeof cond - (size_t)cl, " && x%d >= 0 && x%d < %lld", i, i, (long long)g->in[i]);
+        al += snprintf(addr + al, sizeof addr - (size_t)al, " + u32(x%d) * %lldu", i, (long long)g->xs[2 + i]);
+      } else { /* a = i + p - k d: a whole output position a / s in range */
+        sbf(s, "      let x%d = hs%d - i32(w%d * %lldu);\n", i, i, i, (long long)g->d[i]);
+        if (g->s[i] == 1) cl += snprintf(cond + cl, sizeof cond - (size_t)cl, " && x%d >= 0 && x%d < %lld", i, i, (long long)g->out[i]);
+        else
+          cl += snprintf(cond + cl, sizeof cond - (size_t)cl, " && x%d >= 0 && x%d %% %lld == 0 && x%d / %lld < %lld", i, i,
+                         (long long)g->s[i], i, (long long)g->s[i], (long long)g->out[i]);
+        al += snprintf(addr + al, sizeof addr - (size_t)al, " + u32(x%d / %lld) * %lldu", i, (long long)g->s[i], (long long)g->ys[2 + i]);
+      }
+    }
+    sbf(s, "      if (hmv && k < khi%s) { pa[%d] = bitcast<f32>(b%d[%s]); }\n    }\n", cond, r, b1, addr);
+  }
+}
+
 /* A strided convolution's input gradient through columns (the default since session 12, whose
  * H200 call measured the b16 step at 5.24 ms with it against 5.63 without;
  * CT_WEBGPU_CONV_DGRAD_COL=0: the implicit GEMM): the implicit GEMM walks K = O * taps for every input
@@ -2890,6 +2988,9 @@ static ct_status k_conv(const ct_call *c) {
   if (!(te && *te) && op == CT_OP_convolution) te = getenv("CT_WEBGPU_CONV_FWD_T");
   if (!(te && *te) && op == CT_OP_convolution && !ct_is_grad_enabled() && !(pol && !strcmp(pol, "7"))) te = "2";
   bool old_policy = pol && !strcmp(pol, "7");
+  /* session 13: CT_WEBGPU_WGRAD_T=1|2|4 forces T for the weight gradient only (A/B) */
+  const char *wte = op == CT_OP_convolution_backward_weight ? getenv("CT_WEBGPU_WGRAD_T") : NULL;
+  if (wte && (*wte == '1' || *wte == '2' || *wte == '4')) te = wte;
   if (te && (*te == '1' || *te == '2' || *te == '4')) T = *te - '0';
   else if (old_policy)
     while (T > 1 && ((Nc + 16 * T - 1) / (16 * T)) * ((M + 16 * T - 1) / (16 * T)) * g.G < 264) T /= 2;
@@ -2920,6 +3021,14 @@ static ct_status k_conv(const ct_call *c) {
     KC = ((K + S - 1) / S + 15) / 16 * 16;
     S = (K + KC - 1) / KC;
   }
+  /* session 13: CT_WEBGPU_WGRAD_S=n forces the weight gradient's split into n slices (1..64; A/B):
+   * slices of whole 16-deep steps, so fewer where K is short; the sums run in slice order as above */
+  const char *wse = op == CT_OP_convolution_backward_weight ? getenv("CT_WEBGPU_WGRAD_S") : NULL;
+  if (wse && *wse && atoll(wse) >= 1 && atoll(wse) <= 64) {
+    S = atoll(wse);
+    KC = ((K + S - 1) / S + 15) / 16 * 16;
+    S = (K + KC - 1) / KC;
+  }
   if (KC == 0) KC = 16;
   if (gx > wg_max_groups() || gy > wg_max_groups() || g.G * S > wg_max_groups())
     return unsupported(c, "The convolution is too large for one dispatch.");
@@ -2941,6 +3050,27 @@ static ct_status k_conv(const ct_call *c) {
    * device's limit; else the separate pass runs. */
   const char *fse = getenv("CT_WEBGPU_CONV_FUSED_SUM");
   bool fsum = false;
+  /* Session 13: the weight gradient's split sums in the separate pass by default
+   * (CT_WEBGPU_WGRAD_SUM_PASS=0: in the dispatch, as sessions 10-12): on the H200 the b16 step's split
+   * weight gradients took 67-68 us with the pass (+ ~5 us for the pass) against 79-101 us summing in
+   * the dispatch (its last workgroup per tile adds S partials of 16T x 16T outputs alone, through
+   * atomics: 9 workgroups for layer1's 64 slices), step 4.98 -> 4.72 ms. The same order of the
+   * sum: the same bits. The forward's and input gradient's splits take the pass where their
+   * partials reach CT_WEBGPU_CONV_PASS_MIN floats (default 2^20, 4 MB; 0: never, sessions 10-12's
+   * in-dispatch sum): every split forward/input gradient of the b16 step (1.2-3.1M partials; its
+   * 3-slice layer1 convolutions 79 -> 62 us) but none of ResNet-224 b1's (0.45-0.6M), where the
+   * pass measured equal within noise (0.524 vs 0.520 ms) for 16 dispatches more (H200, call 2).
+   * CT_WEBGPU_CONV_PASS_S=n (A/B): the pass for every split of n or more slices. */
+  if (op == CT_OP_convolution_backward_weight) {
+    const char *wpe = getenv("CT_WEBGPU_WGRAD_SUM_PASS");
+    if (!(wpe && *wpe == '0')) fse = "0";
+  } else if (S > 1) {
+    const char *pse = getenv("CT_WEBGPU_CONV_PASS_S"), *pme = getenv("CT_WEBGPU_CONV_PASS_MIN");
+    long long pmin = pme && *pme ? atoll(pme) : 1LL << 20;
+    if (pse && *pse) {
+      if (atoll(pse) >= 2 && S >= atoll(pse)) fse = "0";
+    } else if (pmin > 0 && S * g.G * M * Nc >= pmin) fse = "0";
+  }
   if (S > 1 && !(fse && *fse == '0') && gx * gy * g.G < WG_COUNTERS) { /* the last counter: always 0 */
     uint32_t need = 2 + 1 + 1 + 1 + (bias ? 1 : 0) + (ep ? 4 + (ep->res ? 1 : 0) : 0), lim = wg_max_storage_buffers();
     fsum = need <= (lim < WG_MAX_BINDINGS ? lim : WG_MAX_BINDINGS);
@@ -2983,6 +3113,20 @@ static ct_status k_conv(const ct_call *c) {
      * loads T elements of each (the index order that walks each operand's contiguous dim
      * across neighbouring threads) and owns outputs (lid.y + 16 i, lid.x + 16 j) */
     bool a_kfast = op == CT_OP_convolution_backward_weight; /* gy[n, m, p]: k runs along p */
+    /* session 13: the weight gradient's hoisted loads (above; CT_WEBGPU_WGRAD_HOIST=0: off) */
+    const char *whe = getenv("CT_WEBGPU_WGRAD_HOIST");
+    bool whoist = a_kfast && v2 && NT == 16 && !(whe && *whe == '0') && cv_sp_contig(g.ys, g.out);
+    /* session 13: where the weights' j (the output's channel) is their contiguous dim (the column
+     * path's transposed weights, a 1x1 input gradient's), B's loads walk j across neighbouring
+     * threads (coalesced) instead of k (a weight column); the same elements into the same places
+     * (CT_WEBGPU_CONV_BJ=0: along k as before) */
+    const char *bje = getenv("CT_WEBGPU_CONV_BJ");
+    int64_t bjs = op == CT_OP_convolution ? g.ws[0] : op == CT_OP_convolution_backward_input ? g.ws[1] : 0;
+    bool b_jfast = !a_kfast && !(bje && *bje == '0') && bjs == 1 && Nc > 1;
+    const char *ahe = getenv("CT_WEBGPU_CONV_HOIST");
+    bool x11f = op == CT_OP_convolution && v2 && cv_sp_contig(g.xs, g.in) && g.ksp == 1 && g.insp == g.outsp;
+    for (int i = 0; i < 3; i++) x11f = x11f && g.s[i] == 1 && g.p[i] == 0 && g.in[i] == g.out[i];
+    bool ahoist = !a_kfast && v2 && NT == 16 && !(ahe && *ahe == '0') && !x11f;
     /* Prefetch (default; CT_WEBGPU_CONV_PREFETCH=0 turns it off for A/B): the next slice's
      * operands are loaded into registers (pa, pb) before the current slice's products, so the
      * global loads' latency overlaps the arithmetic instead of stalling every 16-deep step (the
@@ -2994,7 +3138,11 @@ static ct_status k_conv(const ct_call *c) {
      * of each operand per step (more loads in flight). Each output's sum still runs over k in order
      * and the slices (KC) do not move, so the values are the same bits. */
     const char *bke = getenv("CT_WEBGPU_CONV_BK");
+    if (a_kfast && getenv("CT_WEBGPU_WGRAD_BK") && *getenv("CT_WEBGPU_WGRAD_BK")) bke = getenv("CT_WEBGPU_WGRAD_BK"); /* A/B (s13) */
     int BK = bke && !strcmp(bke, "32") ? 32 : 16, R = T * BK / NT, NT2 = NT * NT;
+    /* the hoisted loads for the default 16-deep steps only (32: SwiftShader's compiler does not come
+     * back from their unrolled loads; BK = 32 is an A/B setting) */
+    if (BK != 16) whoist = ahoist = false;
     /* v2: workgroup memory as vecT (T consecutive rows or columns of one k), read whole */
     const char *vt = T == 4 ? "vec4<f32>" : T == 2 ? "vec2<f32>" : "f32";
     int VT = v2 ? T : 1;
@@ -3021,6 +3169,9 @@ static ct_status k_conv(const ct_call *c) {
     /* the operand indices of element r of this thread's share: mm, kk (A) and kb, jb (B) */
     char idx[200];
     if (a_kfast) snprintf(idx, sizeof idx, "let kk = e %% %du; let mm = e / %du; let kb = e %% %du; let jb = e / %du;", BK, BK, BK, BK);
+    else if (b_jfast)
+      snprintf(idx, sizeof idx, "let mm = e %% %lldu; let kk = e / %lldu; let jb = e %% %lldu; let kb = e / %lldu;",
+               (long long)TS, (long long)TS, (long long)TS, (long long)TS);
     else
       snprintf(idx, sizeof idx, "let mm = e %% %lldu; let kk = e / %lldu; let kb = e %% %du; let jb = e / %du;",
                (long long)TS, (long long)TS, BK, BK);
@@ -3031,9 +3182,24 @@ static ct_status k_conv(const ct_call *c) {
         "      pa[r] = 0.0; pb[r] = 0.0;\n"
         "      if (m0 + mm < %%lldu && %%s + kk < khi) { pa[r] = la(m0 + mm, %%s + kk, grp); }\n"
         "      if (j0 + jb < %%lldu && %%s + kb < khi) { pb[r] = lb(%%s + kb, j0 + jb, grp); }\n    }\n%%s", NT2);
-    if (prefetch) sbf(&s, fetch_fmt, "  {\n", R, idx, (long long)M, "klo", "klo", (long long)Nc, "klo", "klo", "  }\n");
+    /* B's loads alone (after the hoisted A loads) */
+    char fetchb_fmt[600];
+    snprintf(fetchb_fmt, sizeof fetchb_fmt,
+        "%%s    for (var r: u32 = 0u; r < %%du; r = r + 1u) {\n      let e = tid + %du * r; %%s\n"
+        "      pb[r] = 0.0;\n"
+        "      if (j0 + jb < %%lldu && %%s + kb < khi) { pb[r] = lb(%%s + kb, j0 + jb, grp); }\n    }\n%%s", NT2);
+#define CV_AFETCH(pre, kf, post)                                                                     \
+  (sbf(&s, "%s", pre), cv_emit_afetch(&s, op, &g, kf, R, TS, NT2, b1),                                \
+   sbf(&s, fetchb_fmt, "", R, idx, (long long)Nc, kf, kf, ""), sbf(&s, "%s", post))
+    if (whoist) cv_emit_whoist(&s, &g, R, BK, NT2, M, Nc, b1, b2);
+    if (ahoist) cv_emit_ahoist(&s, op, &g, TS, M);
+    if (prefetch && ahoist) CV_AFETCH("  {\n", "klo", "  }\n");
+    else if (prefetch && whoist) cv_emit_wfetch(&s, &g, "klo", R, b1, b2);
+    else if (prefetch) sbf(&s, fetch_fmt, "  {\n", R, idx, (long long)M, "klo", "klo", (long long)Nc, "klo", "klo", "  }\n");
     sbf(&s, "  for (var k0: u32 = klo; k0 < khi; k0 = k0 + %du) {\n", BK);
-    if (!prefetch) sbf(&s, fetch_fmt, "", R, idx, (long long)M, "k0", "k0", (long long)Nc, "k0", "k0", "");
+    if (!prefetch && ahoist) CV_AFETCH("", "k0", "");
+    else if (!prefetch && whoist) cv_emit_wfetch(&s, &g, "k0", R, b1, b2);
+    else if (!prefetch) sbf(&s, fetch_fmt, "", R, idx, (long long)M, "k0", "k0", (long long)Nc, "k0", "k0", "");
     if (VT == 1)
       sbf(&s, "    for (var r: u32 = 0u; r < %du; r = r + 1u) {\n      let e = tid + %du * r; %s\n"
               "      As[kk * %lldu + mm] = pa[r]; Bs[kb * %lldu + jb] = pb[r];\n    }\n    workgroupBarrier();\n",
@@ -3045,7 +3211,10 @@ static ct_status k_conv(const ct_call *c) {
           R, NT2, idx, RS, T, T, RS, T, T);
     char nxt[96];
     snprintf(nxt, sizeof nxt, "    if (k0 + %du < khi) {\n    let kn = k0 + %du;\n", BK, BK);
-    if (prefetch) sbf(&s, fetch_fmt, nxt, R, idx, (long long)M, "kn", "kn", (long long)Nc, "kn", "kn", "    }\n");
+    if (prefetch && ahoist) CV_AFETCH(nxt, "kn", "    }\n");
+    else if (prefetch && whoist) sbf(&s, "%s", nxt), cv_emit_wfetch(&s, &g, "kn", R, b1, b2), sbf(&s, "    }\n");
+    else if (prefetch) sbf(&s, fetch_fmt, nxt, R, idx, (long long)M, "kn", "kn", (long long)Nc, "kn", "kn", "    }\n");
+#undef CV_AFETCH
     if (!v2)
       sbf(&s, "    for (var kk: u32 = 0u; kk < %du; kk = kk + 1u) {\n"
               "      var av: array<f32, %d>; var bv: array<f32, %d>;\n"
