@@ -393,10 +393,10 @@ static double time_it_cpu(bench_fn fn, void *ctx, int reps) {
  * are then paid by that side. glibc's memcpy switches to non-temporal stores only above a
  * threshold derived from the L3 size the CPU reports; on a VM that reports the host's L3 (session
  * 13's AMD VM: 508 MiB, threshold 127 MiB, `ld.so --list-tunables`) a 64 MiB memcpy goes through
- * the caches, and the tens of MiB of dirty lines it leaves
- * were written back during the next call. With the calls strictly alternating, that next call was
- * always the op: a clean 64 MiB read pass took 1.6 ms after the op but 2.7 ms after a memcpy
- * (bench/results/s13_cpu.md), which made the op look 0.73-0.77 of memcpy where it is 0.85-0.95. */
+ * the caches, likely leaving tens of MiB of dirty lines for the next call to write back. With the
+ * calls strictly alternating, that next call was always the op: a gelu timed right after a memcpy
+ * ran 15-40% slower than one timed after a gelu, while memcpy's own time hardly moved
+ * (bench/rows_wb.c, bench/results/s13_cpu.md). */
 typedef struct {
   double med, min;
 } pair_stat;

@@ -3,14 +3,17 @@
  * pays for? Calls run in a repeated pattern of letters; an upper-case letter is timed, a lower-case
  * one is not: g = ct_gelu of a [16384, 1024] float32 tensor (non-temporal stores), m = glibc memcpy
  * of 64 MiB, r = an AVX-512 read pass over a clean 64 MiB buffer. "mR" times the read pass right
- * after a memcpy, "gR" after a gelu, "rR" after a read pass; "gmGM" is the steady-state protocol
+ * after a memcpy, "gR" after a gelu, "rR" after a read pass; "gGmM" is the steady-state protocol
  * of bench_ctorch (each timed call after an untimed one of its own kind), "GM" the old alternating
- * one. Median and minimum ms over the rounds. Session 13's numbers: bench/results/s13_cpu.md.
+ * one. The memcpy buffers come from malloc as bench_ctorch's (16 bytes past a page boundary here);
+ * ALIGNED_BUFS=1 takes them 64-byte aligned. Median and minimum ms over the rounds. Session 13's
+ * numbers: bench/results/s13_cpu.md.
  * Build: cc -O2 -Iinclude bench/rows_wb.c build/B/libctorch.a -lm -lpthread -ldl -o build/B/rows_wb
- * Run:   build/B/rows_wb PATTERN [PATTERN...]   (e.g. rR mR gR GM gmGM), 25 rounds each */
+ * Run:   build/B/rows_wb PATTERN [PATTERN...]   (e.g. rR mR gR GM gGmM), 25 rounds each */
 #include "ctorch.h"
 #include "bench_clock.h"
 #include <immintrin.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,7 +41,8 @@ int main(int argc, char **argv) {
   int64_t shape[2] = {16384, 1024};
   size_t nb = (size_t)64 << 20;
   ct_tensor *x = ct_randn(2, shape, ct_opts(), NULL);
-  char *src = aligned_alloc(64, nb), *dst = aligned_alloc(64, nb);
+  bool aligned = getenv("ALIGNED_BUFS") && getenv("ALIGNED_BUFS")[0] == '1';
+  char *src = aligned ? aligned_alloc(64, nb) : malloc(nb), *dst = aligned ? aligned_alloc(64, nb) : malloc(nb);
   float *clean = aligned_alloc(64, nb);
   if (!x || !src || !dst || !clean) return 1;
   memset(src, 1, nb), memset(dst, 0, nb), memset(clean, 0, nb);
