@@ -4,6 +4,7 @@
 #define CT_TEST_H
 #include "ctorch.h"
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -18,6 +19,28 @@ void ct_test_fail(const char *file, int line, const char *fmt, ...);
     ct_test_register(#name, __FILE__, test_##name);                        \
   }                                                                        \
   static void test_##name(void)
+
+/* Tests that need a CUDA GPU: a file declares its group once, CT_GPU_GROUP(tag), then each test with
+ * CT_GPU_TEST(tag, name) { ... }, registered as tag_name. Without a GPU the group's tests pass as
+ * skipped, and the first of them prints "test_tag: skipping N GPU test(s): <reason>". */
+#define CT_GPU_GROUP(tag)                                                                               \
+  static int tag##_gpu_n;                                                                               \
+  static bool tag##_gpu(void) {                                                                         \
+    static bool said;                                                                                   \
+    if (ct_cuda_is_available()) return true;                                                            \
+    if (!said) {                                                                                        \
+      printf("test_%s: skipping %d GPU test(s): %s\n", #tag, tag##_gpu_n, ct_cuda_unavailable_reason()); \
+      said = true;                                                                                      \
+    }                                                                                                   \
+    return false;                                                                                       \
+  }
+#define CT_GPU_TEST(tag, name)                                                             \
+  static void tag##_body_##name(void);                                                     \
+  __attribute__((constructor)) static void tag##_count_##name(void) { tag##_gpu_n++; }     \
+  TEST(tag##_##name) {                                                                     \
+    if (tag##_gpu()) tag##_body_##name();                                                  \
+  }                                                                                        \
+  static void tag##_body_##name(void)
 
 #define CHECK(cond)                                                        \
   do {                                                                     \

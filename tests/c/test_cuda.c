@@ -14,23 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int n_gpu_tests;
-static bool gpu(void) {
-  static bool said;
-  if (ct_cuda_is_available()) return true;
-  if (!said) {
-    printf("test_cuda: skipping %d GPU test(s): %s\n", n_gpu_tests, ct_cuda_unavailable_reason());
-    said = true;
-  }
-  return false;
-}
-#define CUDA_TEST(name)                                                               \
-  static void cuda_body_##name(void);                                                 \
-  __attribute__((constructor)) static void cuda_count_##name(void) { n_gpu_tests++; } \
-  TEST(cuda_##name) {                                                                 \
-    if (gpu()) cuda_body_##name();                                                    \
-  }                                                                                   \
-  static void cuda_body_##name(void)
+CT_GPU_GROUP(cuda)
+#define CUDA_TEST(name) CT_GPU_TEST(cuda, name)
 
 static ct_tensor *G(const ct_tensor *t) { return ct_to_device(t, ct_cuda(0)); }
 static ct_tensor *H(const ct_tensor *t) { return ct_to_device(t, ct_cpu()); }

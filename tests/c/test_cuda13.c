@@ -10,23 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int n_gpu13;
-static bool gpu13(void) {
-  static bool said;
-  if (ct_cuda_is_available()) return true;
-  if (!said) {
-    printf("test_cuda13: skipping %d GPU test(s): %s\n", n_gpu13, ct_cuda_unavailable_reason());
-    said = true;
-  }
-  return false;
-}
-#define CUDA13_TEST(name)                                                         \
-  static void c13_body_##name(void);                                              \
-  __attribute__((constructor)) static void c13_count_##name(void) { n_gpu13++; } \
-  TEST(cuda13_##name) {                                                           \
-    if (gpu13()) c13_body_##name();                                               \
-  }                                                                               \
-  static void c13_body_##name(void)
+CT_GPU_GROUP(cuda13)
+#define CUDA13_TEST(name) CT_GPU_TEST(cuda13, name)
 
 #ifdef CT_HAVE_CUDA
 int64_t ct_cuda_conv2s_count(void);

@@ -9,23 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int n_gpu13b;
-static bool gpu13b(void) {
-  static bool said;
-  if (ct_cuda_is_available()) return true;
-  if (!said) {
-    printf("test_cuda13b: skipping %d GPU test(s): %s\n", n_gpu13b, ct_cuda_unavailable_reason());
-    said = true;
-  }
-  return false;
-}
-#define CUDA13B_TEST(name)                                                          \
-  static void c13b_body_##name(void);                                               \
-  __attribute__((constructor)) static void c13b_count_##name(void) { n_gpu13b++; } \
-  TEST(cuda13b_##name) {                                                            \
-    if (gpu13b()) c13b_body_##name();                                               \
-  }                                                                                 \
-  static void c13b_body_##name(void)
+CT_GPU_GROUP(cuda13b)
+#define CUDA13B_TEST(name) CT_GPU_TEST(cuda13b, name)
 
 #ifdef CT_HAVE_CUDA
 int64_t ct_cuda_ew_pdl_count(void);
