@@ -33,13 +33,6 @@ typedef struct {
   bool bias, cl; /* cl: x and w as channels-last views (permuted), the loads' generic paths */
   const char *name;
 } conv_case;
-static const int64_t to_nhwc[4] = {0, 2, 3, 1}, to_nchw[4] = {0, 3, 1, 2};
-/* x [N, C, H, W] (w likewise) on the device, as a channels-last view when cl; *lf: the leaf */
-static ct_tensor *dev_view(const ct_tensor *t, bool cl, ct_tensor **lf) {
-  if (!cl) return *lf = leaf(W(t));
-  *lf = leaf(W(ct_contiguous(ct_permute(t, 4, to_nhwc))));
-  return ct_permute(*lf, 4, to_nchw);
-}
 /* y, dx, dw of sum(y^2) on the device (grad enabled), on the CPU (the gradients as NCHW) */
 static void conv_run(const conv_case *k, ct_tensor *x, ct_tensor *w, ct_tensor *b, ct_tensor **out) {
   ct_tensor *lx, *lw;

@@ -34,7 +34,8 @@
   static void wt_body_##name(void)
 
 /* The tensor helpers several files share, on a generator of the file's own seed: gen(), rnd(nd, shape)
- * (float32 normal), f64 / f32 (dtype copies), cpu (to the CPU), leaf (a detached copy requiring grad). */
+ * (float32 normal), f64 / f32 (dtype copies), cpu (to the CPU), leaf (a detached copy requiring grad),
+ * dev_view(t, cl, &leaf) (an NCHW tensor on the device, as a channels-last view when cl; leaf: the leaf under it). */
 #define WEBGPU_TEST_TENSORS(seed)                                                                                  \
   __attribute__((unused)) static ct_generator *gen(void) {                                                         \
     static ct_generator *g;                                                                                        \
@@ -51,6 +52,12 @@
     ct_tensor *d = ct_detach(t);                                                                                   \
     CHECK_OK(ct_requires_grad_(d, true));                                                                          \
     return d;                                                                                                      \
+  }                                                                                                                \
+  __attribute__((unused)) static const int64_t to_nhwc[4] = {0, 2, 3, 1}, to_nchw[4] = {0, 3, 1, 2};             \
+  __attribute__((unused)) static ct_tensor *dev_view(const ct_tensor *t, bool cl, ct_tensor **lf) {               \
+    if (!cl) return *lf = leaf(W(t));                                                                              \
+    *lf = leaf(W(ct_contiguous(ct_permute(t, 4, to_nhwc))));                                                       \
+    return ct_permute(*lf, 4, to_nchw);                                                                            \
   }
 
 #define SAME(what, ref, got, rtol, atol) tt_same_as_cpu(__FILE__, __LINE__, "webgpu", what, ref, got, rtol, atol)
