@@ -54,6 +54,13 @@ ct_tensor *ct_adaptive_max_pool2d(const ct_tensor *x, const int64_t *output_size
  * weight, bias and (in training) the running statistics may be NULL. */
 ct_tensor *ct_batch_norm(const ct_tensor *x, ct_tensor *running_mean, ct_tensor *running_var, const ct_tensor *weight,
                          const ct_tensor *bias, bool training, double momentum, double eps);
+/* relu(batch_norm(x, ...) + residual) (a ResNet BasicBlock's tail), with the values, gradients and running
+ * statistics of the three ops; one fused op on the CPU and CUDA where residual has x's shape, dtype and
+ * device (otherwise the three ops: broadcasting and type promotion as ct_add's). CT_CUDA_BN_ADD_RELU=0 (CUDA)
+ * or CT_BN_ADD_RELU=0 (every device), read at each call, run the three ops. */
+ct_tensor *ct_batch_norm_add_relu(const ct_tensor *x, const ct_tensor *residual, ct_tensor *running_mean,
+                                  ct_tensor *running_var, const ct_tensor *weight, const ct_tensor *bias, bool training,
+                                  double momentum, double eps);
 /* layer_norm over the last n dims (normalized_shape); weight / bias of that shape or NULL. */
 ct_tensor *ct_layer_norm(const ct_tensor *x, int n, const int64_t *normalized_shape, const ct_tensor *weight,
                          const ct_tensor *bias, double eps);

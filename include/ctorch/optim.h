@@ -97,6 +97,12 @@ ct_status ct_optim_add_param_group(ct_optim *opt, int64_t n_params, ct_tensor *c
 
 /* optimizer.step(): one update of every parameter that has a .grad. */
 ct_status ct_optim_step(ct_optim *opt);
+/* loss.backward() then optimizer.step(), with the same values, where each parameter's update may start as soon as
+ * the backward has made its final gradient (the optimizer in backward): on CUDA, large float32 SGD parameters
+ * are updated on a second stream beside the rest of the backward. A fused optimizer only (else, or with
+ * CT_OPTIM_OVERLAP=0, the two calls). ct_optim_early_updates: how many updates started early so far (tests). */
+ct_status ct_optim_backward_step(ct_optim *opt, ct_tensor *loss);
+int64_t ct_optim_early_updates(void);
 /* optimizer.zero_grad(set_to_none). */
 ct_status ct_optim_zero_grad(ct_optim *opt, bool set_to_none);
 /* Fused multi-tensor loops (default true) or the per-op reference path. */

@@ -54,6 +54,10 @@ struct ct_node {
   uint8_t grad_unused_mask;
   bool released;          /* saved tensors freed after a backward without retain_graph */
   uint64_t seq;           /* creation order: later nodes run first among ready ones */
+  /* non-zero: recorded inside a forked region (src/backend/stream_region.c) on region_dev; the engine runs each
+   * maximal run of consecutive nodes with one tag as a backward region on that device */
+  uint32_t region;
+  ct_device region_dev;
   ct_tensor *leaf;        /* AccumulateGrad: the leaf (strong) */
   /* weak: the non-leaf tensor handle of each output that retains grad */
   ct_tensor *watch[CT_MAX_OP_OUT];
@@ -70,6 +74,17 @@ struct ct_node {
 };
 
 ct_node *ct_node_new(int op, int n_in, int n_out);
+/* The region tag ct_node_new gives the nodes this thread records from now on (0: none; stream_region.c). */
+void ct_autograd_set_region(uint32_t tag, ct_device dev);
+/* fn(leaf, user) after each leaf's AccumulateGrad of the backwards this thread runs from now on (the leaf's .grad
+ * is then final for that backward: every contribution was summed first); NULL: none. An error it returns stops the
+ * backward. */
+typedef ct_status (*ct_leaf_grad_fn)(ct_tensor *leaf, void *user);
+void ct_autograd_on_leaf_grad(ct_leaf_grad_fn fn, void *user);
+/* Inside such a callback: whether a node of the running backward that has not run yet saved a tensor on t's storage
+ * (an in-place update of t now would make it fail its version check). Conservative: nodes that ran keep their
+ * saved tensors only with retain_graph, which the callback is not called with. */
+bool ct_autograd_saved_pending(const ct_tensor *t);
 void ct_node_retain(ct_node *n);
 void ct_node_release(ct_node *n);
 const char *ct_node_name(const ct_node *n);

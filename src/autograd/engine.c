@@ -1,6 +1,7 @@
 /* The backward engine: dependency counts over the reachable graph, then nodes in
  * topological order (latest-created first among the ready ones, like PyTorch). */
 #include "autograd.h"
+#include "../backend/stream_region.h"
 #include "../ops/layout.h"
 #include <stdlib.h>
 
@@ -24,6 +25,29 @@ bool ct_set_inference_mode(bool on) {
   bool prev = inference;
   inference = on;
   return prev;
+}
+
+/* ct_autograd_on_leaf_grad: called after each AccumulateGrad of a backward on this thread (src/optim's updates
+ * overlapped with the backward) */
+static __thread ct_leaf_grad_fn leaf_grad_fn;
+static __thread void *leaf_grad_user;
+void ct_autograd_on_leaf_grad(ct_leaf_grad_fn fn, void *user) {
+  leaf_grad_fn = fn;
+  leaf_grad_user = user;
+}
+/* the nodes of the backward running on this thread (ct_autograd_saved_pending) */
+static __thread ct_node *const *run_nodes;
+static __thread int64_t run_n;
+bool ct_autograd_saved_pending(const ct_tensor *t) {
+  for (int64_t k = 0; k < run_n; k++) {
+    const ct_node *n = run_nodes[k];
+    if (n->released) continue; /* ran (its saved tensors are freed right after) */
+    for (int i = 0; i < CT_MAX_OP_IN; i++)
+      if (n->saved_in[i].t && n->saved_in[i].t->storage == t->storage) return true;
+    for (int j = 0; j < CT_MAX_OP_OUT; j++)
+      if (n->saved_out[j].t && n->saved_out[j].t->storage == t->storage) return true;
+  }
+  return false;
 }
 
 /* ---- a max-heap of nodes by seq ---- */
@@ -145,6 +169,31 @@ typedef struct {
   ct_tensor **out;
 } capture;
 
+/* A backward region (stream_region.h): the run of consecutive nodes recorded in one forward region (the
+ * AccumulateGrads popped among them included). The
+ * gradients its nodes read are registered as read by it before each node runs (no reference is kept: the
+ * AccumulateGrads still steal theirs, the backward formulas still see their gradients' counts). */
+typedef struct {
+  uint32_t tag; /* the run's tag (0: untagged nodes) */
+  bool open;    /* the region forked */
+  ct_device dev;
+} region_run;
+static void region_close(region_run *r) {
+  if (r->open) ct_stream_region_leave(r->dev, 0, NULL);
+  r->open = false;
+}
+/* called for each node popped, before it runs */
+static void region_step(region_run *r, ct_node *x) {
+  if (x->region != r->tag) {
+    region_close(r);
+    r->tag = x->region;
+    if (r->tag) {
+      r->dev = x->region_dev;
+      r->open = ct_stream_region_enter(r->dev);
+    }
+  }
+}
+
 static ct_status check_grad_shape(ct_node *n, int i, ct_tensor *g) {
   const ct_meta *m = &n->in_meta[i];
   bool ok = g->ndim == m->ndim;
@@ -241,8 +290,13 @@ static ct_status run_engine(int n_roots, ct_tensor *const *roots, ct_tensor *con
   bool prev_mode = ct_set_grad_enabled(create_graph);
   const bool prof = ct_op_profile_on();
   int64_t pm[2];
+  region_run reg = {0};
   while (ready.n > 0 && st == CT_OK) {
     ct_node *x = heap_pop(&ready);
+    /* AccumulateGrad neither opens nor closes a region: it runs in the one open (if any). A leaf's node made by an
+     * earlier forward (held by that step's graph) is reused by the next one, with the old creation order: it runs
+     * late and would otherwise split or open regions */
+    if (!x->leaf) region_step(&reg, x);
     /* tensor hooks and retain_grad of non-leaf outputs, in registration order (1.13 runs
      * retain_grad as one of the hooks); they live on the node, so they run even when the
      * tensor's handle is gone */
@@ -271,6 +325,7 @@ static ct_status run_engine(int n_roots, ct_tensor *const *roots, ct_tensor *con
     for (int c = 0; c < n_cap && st == CT_OK; c++)
       if (caps[c].fn == x && x->gbuf[caps[c].nr] && !*caps[c].out) *caps[c].out = ct_retain(x->gbuf[caps[c].nr]);
     if (st) break;
+    if (reg.open) ct_stream_region_read(reg.dev, x->n_out, (const ct_tensor *const *)x->gbuf);
     if (x->leaf) {
       /* AccumulateGrad */
       if (accumulate_leaves && x->gbuf[0]) {
@@ -281,6 +336,13 @@ static ct_status run_engine(int n_roots, ct_tensor *const *roots, ct_tensor *con
         st = accumulate_into_grad(x->leaf, g, create_graph);
         if (prof) ct_op_profile_leave(pm, "engine:AccumulateGrad");
         ct_release(g);
+        if (st == CT_OK && leaf_grad_fn && !retain_graph) { /* its .grad is final */
+          run_nodes = all;
+          run_n = n_all;
+          st = leaf_grad_fn(x->leaf, leaf_grad_user);
+          run_nodes = NULL;
+          run_n = 0;
+        }
       }
     } else {
       bool any = false;
@@ -356,6 +418,7 @@ static ct_status run_engine(int n_roots, ct_tensor *const *roots, ct_tensor *con
         st = CT_ERR(CT_ERR_OOM, "out of memory in backward");
     }
   }
+  region_close(&reg);
   ct_set_grad_enabled(prev_mode);
 done:
   for (int64_t k = 0; k < n_all; k++) {

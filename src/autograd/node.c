@@ -4,6 +4,12 @@
 #include <stdlib.h>
 
 static uint64_t next_seq = 1;
+static _Thread_local uint32_t region_tag; /* src/backend/stream_region.c */
+static _Thread_local ct_device region_dev;
+void ct_autograd_set_region(uint32_t tag, ct_device dev) {
+  region_tag = tag;
+  region_dev = dev;
+}
 
 ct_node *ct_node_new(int op, int n_in, int n_out) {
   ct_node *n = ct_xcalloc(1, sizeof *n);
@@ -13,6 +19,8 @@ ct_node *ct_node_new(int op, int n_in, int n_out) {
   n->n_in = n_in;
   n->n_out = n_out;
   n->seq = __atomic_fetch_add(&next_seq, 1, __ATOMIC_RELAXED);
+  n->region = region_tag;
+  n->region_dev = region_dev;
   for (int i = 0; i < CT_MAX_OP_IN; i++) n->saved_in[i].out_index = -1;
   for (int j = 0; j < CT_MAX_OP_OUT; j++) n->saved_out[j].out_index = j;
   if (op >= 0) {
@@ -160,6 +168,7 @@ ct_edge ct_tensor_edge(ct_tensor *t) {
       ct_node *acc = ct_node_new(-1, 0, 1);
       if (!acc) return e;
       acc->name = "AccumulateGrad";
+      acc->region = 0; /* no region tag: it outlives the forward that made it while the graph is held */
       acc->leaf = ct_hold(t);
       /* the node holds the leaf; the leaf points back weakly */
       t->grad_acc = acc;

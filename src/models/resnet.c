@@ -35,6 +35,12 @@ static ct_tensor *conv_bn(ct_module *conv, ct_module *bn, const ct_tensor *x, co
   ct_tensor *y = ct_webgpu_conv_bn(conv, bn, 1e-5 /* every BatchNorm2d of this file */, x, res, relu, &fused);
   if (!y || fused) return y;
   if (relu && !res) return bn_relu_then(bn, y);
+  if (relu && ct_is_grad_enabled()) { /* training: relu(bn(y) + res) as one op on the CPU and CUDA (layers.c) */
+    ct_tensor *ct_module_forward_bn_add_relu(ct_module *m, const ct_tensor *x, const ct_tensor *residual);
+    ct_tensor *r = ct_module_forward_bn_add_relu(bn, y, res);
+    ct_release(y);
+    return r;
+  }
   y = vm_forward_then(bn, y);
   if (res) {
     ct_tensor *sum = y ? ct_add(y, res) : NULL;
@@ -43,27 +49,22 @@ static ct_tensor *conv_bn(ct_module *conv, ct_module *bn, const ct_tensor *x, co
   }
   return relu ? vm_then(y, ct_relu) : y;
 }
-#ifdef CT_HAVE_CUDA
-/* src/backend/cuda/k_cudnn.cu (session 13b, CT_CUDA_DS_FORK): the launches between the two calls go to a second
- * stream, which the device's stream meets where it reads what they wrote (the residual add) */
-int ct_cuda_fork_begin(int dev);
-int ct_cuda_fork_end(int dev, const ct_tensor *read);
-#endif
+/* src/backend/stream_region.c: the launches between the two calls may run on another stream of on's device (CUDA,
+ * session 13b: CT_CUDA_DS_FORK), which the device's stream meets where it reads what they wrote (the residual add);
+ * the backward of the nodes recorded between them may fork the same way (session 14: CT_CUDA_DS_BWD_FORK). begin:
+ * true when end must follow; nothing happens on the CPU and WebGPU. */
+bool ct_stream_region_begin(const ct_tensor *on);
+void ct_stream_region_end(const ct_tensor *on, const ct_tensor *read);
 static ct_tensor *block_forward(ct_module *m, const ct_tensor *x) {
   ct_scope *s = ct_scope_begin();
   ct_tensor *out = conv_bn(ct_module_child(m, "conv1"), ct_module_child(m, "bn1"), x, NULL, true);
   ct_module *ds = ct_module_child(m, "downsample");
   ct_tensor *ds_out = NULL;
   if (out && ds && ct_module_num_children(ds) == 2) {
-#ifdef CT_HAVE_CUDA
-    /* CUDA: the downsample branch (1x1 convolution, batch norm) beside conv2 / bn2 on a second stream */
-    int fdev = x->storage->device.type == CT_DEVICE_CUDA ? x->storage->device.index : -1;
-    bool forked = fdev >= 0 && ct_cuda_fork_begin(fdev);
-#endif
+    /* the downsample branch (1x1 convolution, batch norm) beside conv2 / bn2 (CUDA: on a second stream) */
+    bool region = ct_stream_region_begin(x);
     ds_out = conv_bn(ct_module_child(ds, "0"), ct_module_child(ds, "1"), x, NULL, false);
-#ifdef CT_HAVE_CUDA
-    if (forked) ct_cuda_fork_end(fdev, x);
-#endif
+    if (region) ct_stream_region_end(x, x);
   } else if (out && ds) ds_out = ct_module_forward(ds, x);
   const ct_tensor *identity = ds ? ds_out : x;
   ct_tensor *r = out && identity ? conv_bn(ct_module_child(m, "conv2"), ct_module_child(m, "bn2"), out, identity, true) : NULL;

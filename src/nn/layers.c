@@ -268,7 +268,8 @@ int ct_webgpu_bn_count_finish(ct_tensor *count);
 ct_tensor *ct_batch_norm_relu(const ct_tensor *x, ct_tensor *running_mean, ct_tensor *running_var,
                               const ct_tensor *weight, const ct_tensor *bias, bool training, double momentum, double eps);
 
-static ct_tensor *bn_forward_impl(ct_module *m, const ct_tensor *x, bool relu) {
+/* res (with relu): relu(bn(x) + res) through ct_batch_norm_add_relu */
+static ct_tensor *bn_forward_impl(ct_module *m, const ct_tensor *x, bool relu, const ct_tensor *res) {
   const bn_cfg *c = m->user;
   if (ct_check_tensor(x, "BatchNorm")) return NULL;
   int nd = ct_ndim(x);
@@ -313,8 +314,10 @@ static ct_tensor *bn_forward_impl(ct_module *m, const ct_tensor *x, bool relu) {
   bool fold = m->training && use_stats && (rm || rv) && x->storage->device.type == CT_DEVICE_CUDA &&
               ct_cuda_bn_running_defer(rm, rv, factor) == 1;
 #endif
-  ct_tensor *y = (relu ? ct_batch_norm_relu : ct_batch_norm)(x, use_stats ? rm : NULL, use_stats ? rv : NULL, w, b,
-                                                           bn_training, factor, c->eps);
+  ct_tensor *y = res ? ct_batch_norm_add_relu(x, res, use_stats ? rm : NULL, use_stats ? rv : NULL, w, b, bn_training,
+                                             factor, c->eps)
+                    : (relu ? ct_batch_norm_relu : ct_batch_norm)(x, use_stats ? rm : NULL, use_stats ? rv : NULL, w, b,
+                                                                 bn_training, factor, c->eps);
 #ifdef CT_HAVE_CUDA
   if (fold) ct_cuda_bn_running_defer(NULL, NULL, 0);
   /* also after a failed batch norm: the eager add above happens before it too */
@@ -335,7 +338,7 @@ static ct_tensor *bn_forward_impl(ct_module *m, const ct_tensor *x, bool relu) {
   return y;
 }
 
-static ct_tensor *bn_forward(ct_module *m, const ct_tensor *x) { return bn_forward_impl(m, x, false); }
+static ct_tensor *bn_forward(ct_module *m, const ct_tensor *x) { return bn_forward_impl(m, x, false, NULL); }
 
 static bool bn_optional(const ct_module *m, const char *name) { return !strcmp(name, "num_batches_tracked"); }
 static const ct_mod_hooks bn_hooks = {NULL, bn_optional};
@@ -344,10 +347,24 @@ static const ct_module_vtable bn_vt = {bn_forward, NULL, destroy_free, NULL};
 /* relu(m(x)) for a BatchNorm module m (the models' bn -> relu pairs): one fused pass on the CPU,
  * the same values, gradients and module state as the module then ct_relu; any other module: that. */
 ct_tensor *ct_module_forward_bn_relu(ct_module *m, const ct_tensor *x) {
-  if (m && m->vt == &bn_vt) return bn_forward_impl(m, x, true);
+  if (m && m->vt == &bn_vt) return bn_forward_impl(m, x, true, NULL);
   ct_tensor *y = ct_module_forward(m, x);
   ct_tensor *r = y ? ct_relu(y) : NULL;
   ct_release(y);
+  return r;
+}
+
+/* relu(m(x) + residual) for a BatchNorm module m (ResNet's block tails): one fused op on the CPU and CUDA
+ * (ct_batch_norm_add_relu), the same values, gradients and module state as the module, ct_add and ct_relu;
+ * any other module: those. */
+ct_tensor *ct_module_forward_bn_add_relu(ct_module *m, const ct_tensor *x, const ct_tensor *residual) {
+  if (ct_check_tensor(residual, "BatchNorm add relu")) return NULL;
+  if (m && m->vt == &bn_vt) return bn_forward_impl(m, x, true, residual);
+  ct_tensor *y = ct_module_forward(m, x);
+  ct_tensor *a = y ? ct_add(y, residual) : NULL;
+  ct_release(y);
+  ct_tensor *r = a ? ct_relu(a) : NULL;
+  ct_release(a);
   return r;
 }
 

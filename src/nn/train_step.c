@@ -36,8 +36,8 @@ ct_status ct_classifier_train_step(ct_module *m, ct_optim *opt, const ct_tensor 
   ct_tensor *out = ct_module_forward(m, x);
   ct_tensor *l = out ? ct_cross_entropy_unchecked(out, y) : NULL;
   ct_status st = l ? ct_optim_zero_grad(opt, set_to_none) : ct_last_status();
-  if (st == CT_OK) st = ct_backward(l, NULL, false, false);
-  if (st == CT_OK && step) st = ct_optim_step(opt);
+  /* with the step: each large parameter's update beside the rest of the backward where the backend can */
+  if (st == CT_OK) st = step ? ct_optim_backward_step(opt, l) : ct_backward(l, NULL, false, false);
   if (st == CT_OK && loss) {
     ct_release(*loss);
     *loss = ct_retain(l);

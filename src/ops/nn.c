@@ -537,9 +537,20 @@ static ct_tensor *bn_flat(const ct_tensor *t) {
 }
 
 /* The op with a ReLU fused behind it (kernels_bn.c, k3): the node also saves the output (relu(y)),
- * whose sign is the ReLU's mask in the backward. */
-static ct_status bn_relu_dispatch(ct_call *c) {
+ * whose sign is the ReLU's mask in the backward. restride: the kernel wrote a contiguous y for a
+ * channels-last x (CPU), given x's layout before autograd records (what the separate ops return). */
+static ct_status bn_relu_dispatch(ct_call *c, bool restride) {
   ct_status st = ct_run_kernel(c);
+  if (st == CT_OK && restride && c->out[0]->ndim == 4 && !ct_is_channels_last(c->out[0])) {
+    ct_tensor *t = ct_new_channels_last(c->out[0]->shape, c->out[0]->dtype, c->out[0]->storage->device);
+    bool prev = ct_set_grad_enabled(false);
+    st = t ? ct_copy_(t, c->out[0]) : ct_last_status();
+    ct_set_grad_enabled(prev);
+    if (st == CT_OK) {
+      ct_release(c->out[0]);
+      c->out[0] = t;
+    } else ct_release(t);
+  }
   if (st == CT_OK) {
     ct_clear_error();
     uint32_t save = ct_op_info_of(c->op)->save | CT_SAVE_OUT(0);
@@ -554,34 +565,47 @@ static ct_status bn_relu_dispatch(ct_call *c) {
   return st;
 }
 
+/* res in xc's layout (the kernels read both as one flat array): itself, or a differentiable copy */
+static ct_tensor *bn_res_like(const ct_tensor *res, const ct_tensor *xc) {
+  if (ct_dense_same_layout(res, xc)) return ct_retain((ct_tensor *)res);
+  return ct_is_contiguous(xc) ? ct_contiguous(res) : ct_to_channels_last(res);
+}
+
+/* res: NULL, or (with relu) the residual added before the ReLU (k4, in[5]; ct_batch_norm_add_relu) */
 static ct_tensor *bn_fused(const ct_tensor *x, ct_tensor *running_mean, ct_tensor *running_var, const ct_tensor *weight,
-                           const ct_tensor *bias, bool training, double momentum, double eps, bool relu) {
+                           const ct_tensor *bias, bool training, double momentum, double eps, bool relu,
+                           const ct_tensor *res) {
   int64_t C = x->shape[1], per_channel = ct_numel(x) / C;
   /* channels-last float32 on CUDA: the kernels read NHWC as it is and write the output so */
   bool cl = ct_suggests_channels_last(x) && x->storage->device.type == CT_DEVICE_CUDA && x->dtype == CT_FLOAT32;
   ct_tensor *xc = cl ? ct_retain((ct_tensor *)x) : ct_contiguous(x), *wc = bn_flat(weight), *bc = bn_flat(bias);
   ct_tensor *rm = training ? NULL : bn_flat(running_mean), *rv = training ? NULL : bn_flat(running_var);
+  ct_tensor *rc = res && xc ? bn_res_like(res, xc) : NULL;
   ct_call c = ct_call_make(CT_OP_native_batch_norm);
-  c.n_in = 5;
+  c.n_in = res ? 6 : 5;
   c.n_out = 4;
   c.in[0] = xc;
   c.in[1] = wc;
   c.in[2] = bc;
   c.in[3] = rm;
   c.in[4] = rv;
+  c.in[5] = rc;
   c.a.k[0] = training;
   c.a.k[1] = weight != NULL;
   c.a.k[2] = bias != NULL;
   c.a.k[3] = relu; /* only for devices whose kernels read it (batch_norm_impl decides) */
+  c.a.k[4] = res != NULL; /* CPU and CUDA only (batch_norm_impl decides) */
   c.a.f[0] = eps;
   ct_status st = CT_ERR_RUNTIME;
-  if (xc && (!weight || wc) && (!bias || bc) && (training || (rm && rv))) {
+  if (xc && (!weight || wc) && (!bias || bc) && (training || (rm && rv)) && (!res || rc)) {
     bool ok = (c.out[0] = cl ? ct_new_channels_last(x->shape, x->dtype, x->storage->device)
                              : nn_new_out(x, x->ndim, x->shape, x->dtype)) != NULL;
     for (int j = 1; j < 4; j++) ok = (c.out[j] = nn_new_out(x, 1, &C, x->dtype)) != NULL && ok;
-    /* other backends: a channels-last x still gives a channels-last y (PyTorch's layout) */
-    if (ok) st = relu ? bn_relu_dispatch(&c) : !cl && ct_suggests_channels_last(x) ? ct_dispatch_channels_last_out0(&c)
-                                                                                    : nn_dispatch(&c);
+    /* other backends: a channels-last x still gives a channels-last y (PyTorch's layout; the ReLU-only
+     * form keeps the contiguous y it always gave) */
+    if (ok) st = relu ? bn_relu_dispatch(&c, res && !cl && ct_suggests_channels_last(x))
+                 : !cl && ct_suggests_channels_last(x) ? ct_dispatch_channels_last_out0(&c)
+                                                       : nn_dispatch(&c);
     else
       for (int j = 0; j < 4; j++) {
         ct_release(c.out[j]);
@@ -609,7 +633,7 @@ static ct_tensor *bn_fused(const ct_tensor *x, ct_tensor *running_mean, ct_tenso
       c.out[0] = NULL;
     }
   }
-  nn_release_n(5, xc, wc, bc, rm, rv);
+  nn_release_n(6, xc, wc, bc, rm, rv, rc);
   for (int j = 1; j < 4; j++) ct_release(c.out[j]); /* the node keeps what it saved */
   if (c.out[0] && c.out[0]->grad_fn) {
     c.out[0]->grad_fn->name = relu ? "ReluBackward0" : "NativeBatchNormBackward0"; /* the output's last op */
@@ -677,73 +701,161 @@ fail:
   return norm_bw_fail(s, gin);
 }
 
+/* ReluBackward0's gradient at the saved output r: threshold_backward (r <= 0 -> 0), the ReLU's own op */
+static ct_tensor *bn_relu_grad(const ct_tensor *g, const ct_tensor *r) {
+  ct_attrs a;
+  memset(&a, 0, sizeof a);
+  a.k[4] = 1;
+  a.k[5] = CT_OP_relu;
+  const ct_tensor *in[2] = {g, r};
+  return ct_pointwise(CT_OP_unary_deriv, 2, in, &a, CT_OUT_SAME);
+}
+
+/* t in x's layout for the kernels: contiguous, or x's channels-last layout (CUDA) */
+static ct_tensor *bn_bw_like(const ct_tensor *t, const ct_tensor *x, bool cl) {
+  return !cl ? ct_contiguous(t) : ct_dense_same_layout(t, x) ? ct_retain((ct_tensor *)t) : ct_to_channels_last(t);
+}
+
+/* With a residual (k4, ct_batch_norm_add_relu) the node's input 5 is the residual, whose gradient is
+ * g' = relu's gradient of g, exactly what ReluBackward0 then AddBackward0 hand it: the backward kernel
+ * writes g' (out[3]) in its sums pass and reads it back for dx, so g' costs no pass of its own. */
 ct_status ct_bw_native_batch_norm(ct_node *n, ct_tensor *const *g, ct_tensor **gin) {
-  bool has_w = n->a.k[1], relu = n->a.k[3];
+  bool has_w = n->a.k[1], relu = n->a.k[3], add = relu && n->a.k[4];
   ct_tensor *x = ct_node_saved_in(n, 0), *w = has_w ? ct_node_saved_in(n, 1) : NULL;
   if (!x || (has_w && !w)) return ct_last_status();
   if (!g[0]) return CT_OK; /* only the statistics were used: they carry no gradient here */
   ct_tensor *r = relu ? ct_node_saved_out(n, 0) : NULL; /* the fused ReLU's output */
   if (relu && !r) return ct_last_status();
+  bool need[3];
+  for (int j = 0; j < 3; j++)
+    need[j] = ct_node_needs_grad(n, j) && (j == 0 || (j == 1 && has_w) || (j == 2 && n->a.k[2]));
+  bool need_bn = need[0] || need[1] || need[2], need_res = add && ct_node_needs_grad(n, 5);
   if (ct_is_grad_enabled()) {
     if (!relu) return bn_bw_composed(n, x, w, g[0], gin);
     /* the ReLU's gradient first, as ReluBackward0 forms it (threshold_backward at its output) */
-    ct_attrs a;
-    memset(&a, 0, sizeof a);
-    a.k[4] = 1;
-    a.k[5] = CT_OP_relu;
-    const ct_tensor *in[2] = {g[0], r};
-    ct_tensor *gr = ct_pointwise(CT_OP_unary_deriv, 2, in, &a, CT_OUT_SAME);
+    ct_tensor *gr = bn_relu_grad(g[0], r);
     if (!gr) return ct_last_status();
-    ct_status st = bn_bw_composed(n, x, w, gr, gin);
-    ct_release(gr);
+    ct_status st = need_bn || !add ? bn_bw_composed(n, x, w, gr, gin) : CT_OK;
+    if (st == CT_OK && need_res) gin[5] = gr;
+    else ct_release(gr);
     return st;
   }
   ct_tensor *mean = ct_node_saved_out(n, 1), *rstd = ct_node_saved_out(n, 2);
   if (!mean || !rstd) return ct_last_status();
   /* a channels-last x (CUDA, bn_fused): the gradient in x's layout, dx written so */
   bool cl = ct_suggests_channels_last(x);
-  ct_tensor *gc = !cl ? ct_contiguous(g[0]) : ct_dense_same_layout(g[0], x) ? ct_retain(g[0]) : ct_to_channels_last(g[0]);
+  ct_tensor *gc = bn_bw_like(g[0], x, cl);
   if (!gc) return ct_last_status();
+  ct_tensor *rc = r ? bn_bw_like(r, x, cl) : NULL; /* a CPU add op re-strided its output to x's user layout */
+  if (r && !rc) {
+    ct_release(gc);
+    return ct_last_status();
+  }
+  ct_tensor *gp = NULL;
+  /* the kernels write g' in their sums pass: without one (eval dx alone, or only the residual's gradient) g' comes
+   * from the ReLU's gradient op and the plain backward runs on it */
+  bool sums = need[1] || need[2] || (need[0] && n->a.k[0]);
+  if (add && !sums) {
+    gp = bn_relu_grad(gc, rc);
+    ct_release(gc);
+    ct_release(rc);
+    if (!gp) return ct_last_status();
+    if (need_res) gin[5] = ct_retain(gp);
+    if (!need_bn) {
+      ct_release(gp);
+      return CT_OK;
+    }
+    gc = gp; /* the call below takes it */
+    rc = NULL;
+    relu = add = false;
+  }
   ct_call c = norm_bw_call(CT_OP_native_batch_norm_backward, n, gc, x, w, mean, rstd);
+  c.a.k[3] = relu;
+  c.a.k[4] = add;
   if (relu) {
     c.n_in = 6;
-    c.in[5] = r;
+    c.in[5] = rc;
   }
   bool ok = true;
   for (int j = 0; j < 3 && ok; j++)
-    if (ct_node_needs_grad(n, j) && (j == 0 || (j == 1 && has_w) || (j == 2 && n->a.k[2])))
+    if (need[j])
       ok = (c.out[j] = j == 0 && cl ? ct_new_channels_last(x->shape, x->dtype, x->storage->device)
                                     : nn_new_out(x, n->in_meta[j].ndim, n->in_meta[j].shape, x->dtype)) != NULL;
+  if (ok && add) {
+    c.n_out = 4;
+    ok = (c.out[3] = cl ? ct_new_channels_last(x->shape, x->dtype, x->storage->device)
+                        : nn_new_out(x, x->ndim, x->shape, x->dtype)) != NULL;
+  }
   ct_status st = norm_bw_dispatch(&c, ok, gc);
-  if (st != CT_OK) return st;
+  ct_release(rc);
+  if (st != CT_OK) {
+    ct_release(c.out[3]);
+    ct_release(gin[5]);
+    gin[5] = NULL;
+    return st;
+  }
   for (int j = 0; j < 3; j++) gin[j] = c.out[j];
+  if (add && need_res) gin[5] = c.out[3];
+  else if (add) ct_release(c.out[3]);
   return CT_OK;
 }
 
 static ct_tensor *batch_norm_impl(const ct_tensor *x, ct_tensor *running_mean, ct_tensor *running_var,
                                   const ct_tensor *weight, const ct_tensor *bias, bool training, double momentum,
-                                  double eps, bool relu);
-static ct_tensor *bn_relu_then(ct_tensor *y) { /* relu(y), y released */
-  ct_tensor *r = y ? ct_relu(y) : NULL;
-  ct_release(y);
+                                  double eps, bool relu, const ct_tensor *res);
+/* y (+ res) (-> relu) as the separate ops, y released */
+static ct_tensor *bn_add_relu_then(ct_tensor *y, const ct_tensor *res, bool relu) {
+  if (y && res) {
+    ct_tensor *t = ct_add(y, res);
+    ct_release(y);
+    y = t;
+  }
+  ct_tensor *r = y && relu ? ct_relu(y) : y;
+  if (relu) ct_release(y);
   return r;
 }
 
 ct_tensor *ct_batch_norm(const ct_tensor *x, ct_tensor *running_mean, ct_tensor *running_var, const ct_tensor *weight,
                          const ct_tensor *bias, bool training, double momentum, double eps) {
-  return batch_norm_impl(x, running_mean, running_var, weight, bias, training, momentum, eps, false);
+  return batch_norm_impl(x, running_mean, running_var, weight, bias, training, momentum, eps, false, NULL);
 }
 
 /* relu(batch_norm(...)) (ResNet's bn -> relu pairs, src/nn/layers.c): on the CPU one fused op whose
  * values and gradients are those of the two ops apart; elsewhere the two ops. */
 ct_tensor *ct_batch_norm_relu(const ct_tensor *x, ct_tensor *running_mean, ct_tensor *running_var,
                               const ct_tensor *weight, const ct_tensor *bias, bool training, double momentum, double eps) {
-  return batch_norm_impl(x, running_mean, running_var, weight, bias, training, momentum, eps, true);
+  return batch_norm_impl(x, running_mean, running_var, weight, bias, training, momentum, eps, true, NULL);
+}
+
+/* relu(batch_norm(x) + residual) (ResNet's block tails, src/nn/layers.c ct_module_forward_bn_add_relu): where the
+ * fused batch norm runs on the CPU or CUDA and the residual has x's shape, dtype and device, one op (k3 + k4) whose
+ * values, gradients (x, residual, weight, bias) and running statistics are the three ops' to the bit; otherwise
+ * (WebGPU, other dtypes, broadcasting, CT_CUDA_BN_ADD_RELU=0 on CUDA, CT_BN_ADD_RELU=0 anywhere) the three ops. */
+ct_tensor *ct_batch_norm_add_relu(const ct_tensor *x, const ct_tensor *residual, ct_tensor *running_mean,
+                                  ct_tensor *running_var, const ct_tensor *weight, const ct_tensor *bias, bool training,
+                                  double momentum, double eps) {
+  if (ct_check_tensor(residual, "batch_norm_add_relu")) return NULL;
+  return batch_norm_impl(x, running_mean, running_var, weight, bias, training, momentum, eps, true, residual);
+}
+
+/* the residual in the fused op: x's shape, dtype and device, on a backend whose kernels read k4 */
+static bool bn_add_fusable(const ct_tensor *x, const ct_tensor *res) {
+  const char *all = getenv("CT_BN_ADD_RELU"), *cu = getenv("CT_CUDA_BN_ADD_RELU"); /* "0": the separate ops */
+  ct_device_type dv = x->storage->device.type;
+  if ((all && !strcmp(all, "0")) || (dv != CT_DEVICE_CPU && dv != CT_DEVICE_CUDA) ||
+      (dv == CT_DEVICE_CUDA && cu && !strcmp(cu, "0")))
+    return false;
+  if (res->dtype != x->dtype || res->ndim != x->ndim || res->storage->device.type != dv ||
+      res->storage->device.index != x->storage->device.index)
+    return false;
+  for (int d = 0; d < x->ndim; d++)
+    if (res->shape[d] != x->shape[d]) return false;
+  return true;
 }
 
 static ct_tensor *batch_norm_impl(const ct_tensor *x, ct_tensor *running_mean, ct_tensor *running_var,
                                   const ct_tensor *weight, const ct_tensor *bias, bool training, double momentum,
-                                  double eps, bool relu) {
+                                  double eps, bool relu, const ct_tensor *res) {
   if (ct_check_tensor(x, "batch_norm")) return NULL;
   char a[160];
   if (x->ndim < 2) {
@@ -768,16 +880,26 @@ static ct_tensor *batch_norm_impl(const ct_tensor *x, ct_tensor *running_mean, c
     ct_set_error(CT_ERR_RUNTIME, "%s must be defined in evaluation mode", running_mean ? "running_var" : "running_mean");
     return NULL;
   }
+  if (res) { /* the add's own checks first, so a refused residual changes no running statistics */
+    int nb;
+    int64_t bshape[CT_MAX_DIMS];
+    const ct_tensor *pair[2] = {x, res};
+    if (ct_broadcast_shapes(x->ndim, x->shape, res->ndim, res->shape, &nb, bshape) ||
+        ct_check_same_device("add", 2, pair))
+      return NULL;
+  }
   if (check_norm_dtype(x, "batch_norm")) return NULL;
   const ct_tensor *bn_others[4] = {weight, bias, running_mean, running_var};
   if (bn_fusable(x, bn_others)) {
     /* the ReLU fused into the op: CPU, WebGPU (webgpu_kernels.c's k_native_bn, k3) and CUDA (k_bn.cu;
-     * CT_CUDA_BN_RELU=0: the two ops, for A/B and the tests) */
+     * CT_CUDA_BN_RELU=0: the two ops, for A/B and the tests); a residual before it (k4): CPU and CUDA */
     const char *cu_off = getenv("CT_CUDA_BN_RELU");
     bool cpu = x->storage->device.type == CT_DEVICE_CPU || x->storage->device.type == CT_DEVICE_WEBGPU ||
                (x->storage->device.type == CT_DEVICE_CUDA && !(cu_off && !strcmp(cu_off, "0")));
-    ct_tensor *y = bn_fused(x, running_mean, running_var, weight, bias, training, momentum, eps, relu && cpu);
-    return relu && !cpu ? bn_relu_then(y) : y;
+    bool add = res && relu && cpu && bn_add_fusable(x, res), fuse_relu = relu && cpu && (!res || add);
+    ct_tensor *y = bn_fused(x, running_mean, running_var, weight, bias, training, momentum, eps, fuse_relu,
+                            add ? res : NULL);
+    return fuse_relu ? y : bn_add_relu_then(y, res, relu);
   }
   ct_dtype cdt = nn_is_reduced_float(x->dtype) ? CT_FLOAT32 : x->dtype;
   ct_tensor *xc = compute_view(x, cdt);
@@ -813,7 +935,7 @@ done:
   }
   /* PyTorch 1.13 runs one native op: its name on the result's node (users print it) */
   if (y && y->grad_fn) y->grad_fn->name = "NativeBatchNormBackward0";
-  return relu ? bn_relu_then(y) : y;
+  return bn_add_relu_then(y, res, relu);
 }
 
 /* ---- rms_norm ---- */

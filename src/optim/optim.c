@@ -2,9 +2,11 @@
  * (dispatching each parameter to the fused loops or the per-op reference path) and the
  * flattened state_dict. PyTorch 1.13's torch/optim/optimizer.py is the model. */
 #include "optim_internal.h"
+#include "../autograd/autograd.h"
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* ---- names and defaults ----------------------------------------------------------- */
 static const char *const KEYS_SGD[CT_OPTIM_NSLOT] = {"momentum_buffer", NULL, NULL, NULL};
@@ -491,17 +493,81 @@ ct_status ct_optim_step(ct_optim *opt) {
     }
   for (int gi = 0; gi < opt->n_groups; gi++) {
     ct_pgroup *g = &opt->g[gi];
-    int whole = ct_optim_group_fused(opt, g); /* CUDA SGD: the group in one launch */
+    int whole = ct_optim_group_fused(opt, g); /* CUDA SGD: the group in one launch (without the early ones) */
     if (whole < 0) return ct_last_status() != CT_OK ? ct_last_status() : CT_ERR_RUNTIME;
     if (whole) continue;
     for (int64_t i = 0; i < g->n; i++) {
-      if (!g->params[i]->grad) continue; /* untouched: no decay, no momentum, no state */
+      if (!g->params[i]->grad || g->st[i].early) continue; /* untouched: no decay, no momentum, no state */
       if (!g->st[i].init) CT_TRY(ct_optim_init_state(opt, g, i));
       if (opt->fused && ct_optim_update_fused(opt, g, i)) continue;
       CT_TRY(ct_optim_update_ref(opt, g, i));
     }
   }
   return CT_OK;
+}
+
+/* ---- the step overlapped with the backward ------------------------------------------
+ * Each parameter's update depends only on its own gradient, which is final once its AccumulateGrad has run (every
+ * contribution is summed before it): from then on nothing in the backward reads the parameter (its consumers'
+ * backward nodes ran first), so the update may start there, beside the rest of the backward, where a backend can run
+ * it so (ct_optim_update_early: CUDA, on a second stream). The values are those of backward() then step(): the same
+ * kernels on the same operands. A parameter also read through a detached alias by a node that runs later is
+ * left to the step (ct_autograd_saved_pending). */
+typedef struct {
+  ct_optim *opt;
+  int64_t early;
+} overlap_ctx;
+static int64_t early_total; /* updates started during a backward, over the process (tests) */
+int64_t ct_optim_early_updates(void) { return __atomic_load_n(&early_total, __ATOMIC_RELAXED); }
+
+static ct_status early_update(ct_tensor *leaf, void *user) {
+  overlap_ctx *c = user;
+  ct_optim *opt = c->opt;
+  ct_tensor *g = leaf->grad;
+  if (!g) return CT_OK;
+  for (int gi = 0; gi < opt->n_groups; gi++)
+    for (int64_t i = 0; i < opt->g[gi].n; i++) {
+      if (opt->g[gi].params[i] != leaf) continue;
+      ct_pgroup *gr = &opt->g[gi];
+      if (gr->st[i].early) return CT_OK;
+      /* what the step would refuse is left to it */
+      bool same = g->ndim == leaf->ndim && g->dtype == leaf->dtype && g->storage->device.type == leaf->storage->device.type &&
+                  g->storage->device.index == leaf->storage->device.index;
+      for (int d = 0; same && d < leaf->ndim; d++) same = g->shape[d] == leaf->shape[d];
+      /* a node still to run saved it (a detached alias read later): updating it now would fail that node's
+       * version check, where backward() then step() works */
+      if (!same || ct_autograd_saved_pending(leaf)) return CT_OK;
+      if (!gr->st[i].init) CT_TRY(ct_optim_init_state(opt, gr, i));
+      if (ct_optim_update_early(opt, gr, i)) {
+        gr->st[i].early = true;
+        c->early++;
+      }
+      return ct_last_status() == CT_OK ? CT_OK : ct_last_status();
+    }
+  return CT_OK;
+}
+
+static void early_clear(ct_optim *opt) {
+  for (int gi = 0; gi < opt->n_groups; gi++)
+    for (int64_t i = 0; i < opt->g[gi].n; i++) opt->g[gi].st[i].early = false;
+}
+
+ct_status ct_optim_backward_step(ct_optim *opt, ct_tensor *loss) {
+  CT_TRY(check_opt(opt));
+  const char *e = getenv("CT_OPTIM_OVERLAP");
+  if (!opt->fused || (e && !strcmp(e, "0"))) {
+    CT_TRY(ct_backward(loss, NULL, false, false));
+    return ct_optim_step(opt);
+  }
+  overlap_ctx c = {opt, 0};
+  early_clear(opt);
+  ct_autograd_on_leaf_grad(early_update, &c);
+  ct_status st = ct_backward(loss, NULL, false, false);
+  ct_autograd_on_leaf_grad(NULL, NULL);
+  __atomic_add_fetch(&early_total, c.early, __ATOMIC_RELAXED);
+  if (st == CT_OK) st = ct_optim_step(opt);
+  early_clear(opt); /* also after a failed backward: the updates made stay made, as with any error mid-step */
+  return st;
 }
 
 /* ---- state_dict ------------------------------------------------------------------ */

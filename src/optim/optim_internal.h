@@ -14,6 +14,7 @@ enum { EX_INITIAL_LR = 0, EX_MAX_LR, EX_MIN_LR, EX_MAX_MOMENTUM, EX_BASE_MOMENTU
 typedef struct {
   ct_tensor *t[CT_OPTIM_NSLOT]; /* owned; NULL where absent */
   bool init;                    /* state created (PyTorch's len(state) != 0) */
+  bool early;                   /* updated during the backward (ct_optim_backward_step): the step skips it once */
 } ct_pstate;
 
 typedef struct {
@@ -45,6 +46,10 @@ bool ct_optim_update_fused(ct_optim *opt, ct_pgroup *g, int64_t i);
 /* A whole group at once (CUDA SGD: one multi-tensor launch): 1 done, 0 use the per-parameter
  * loop (nothing changed), -1 failed (the error is set). */
 int ct_optim_group_fused(ct_optim *opt, ct_pgroup *g);
+/* One parameter's update as soon as backward has made its gradient (ct_optim_backward_step), where the backend
+ * runs it beside the rest of the backward: true if it did (CUDA SGD, large parameters), false to leave it to the
+ * step. */
+bool ct_optim_update_early(ct_optim *opt, ct_pgroup *g, int64_t i);
 /* state['step'] += 1 on a 0-dim float32 (Adam, AdamW, Adagrad: float32 arithmetic,
  * as PyTorch's tensor step) or int64 (RMSprop) tensor; returns the new value. */
 double ct_optim_bump_step(ct_tensor *step);

@@ -325,6 +325,21 @@ int ct_optim_group_fused(ct_optim *opt, ct_pgroup *gr) {
 #endif
 }
 
+#ifdef CT_HAVE_CUDA
+/* k_fast.cu: SGD on one large float32 CUDA parameter on the second stream */
+bool ct_cuda_optim_update_early(ct_optim *opt, ct_pgroup *gr, int64_t i);
+#endif
+bool ct_optim_update_early(ct_optim *opt, ct_pgroup *gr, int64_t i) {
+#ifdef CT_HAVE_CUDA
+  ct_tensor *p = gr->params[i];
+  if (opt->fused && p->grad && p->storage->device.type == CT_DEVICE_CUDA) return ct_cuda_optim_update_early(opt, gr, i);
+#endif
+  (void)opt;
+  (void)gr;
+  (void)i;
+  return false; /* elsewhere nothing would run beside the backward: the step does it */
+}
+
 bool ct_optim_update_fused(ct_optim *opt, ct_pgroup *gr, int64_t i) {
   ct_tensor *p = gr->params[i], *g = p->grad;
   ct_pstate *s = &gr->st[i];

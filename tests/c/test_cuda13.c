@@ -7,6 +7,7 @@
 #include "ctorch/cuda.h"
 #include "ctorch/models.h"
 #include "ctorch/train.h"
+#include "resnet_step_fixture.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -181,16 +182,6 @@ CUDA13_TEST(bn_pdl) {
  * [3] eager with the second stream joined at once (CT_CUDA_CONV_2STREAM=1). Losses and every weight after each
  * step equal to the bit across all four; the graph used both paths (the weight gradients on the second stream:
  * 19 of the 20 convolutions, the stem's input needing no gradient). */
-typedef struct {
-  ct_module *m;
-  ct_optim *opt;
-  ct_tensor *x, *y, *loss;
-  ct_dict *pd;
-} step13;
-static ct_status step13_run(void *u) {
-  step13 *r = u;
-  return ct_classifier_train_step(r->m, r->opt, r->x, r->y, true, true, &r->loss);
-}
 static void both_switches(const char *v) {
   set_switch("CT_CUDA_CONV_2STREAM", v);
   set_switch("CT_CUDA_BN_PDL", v);
@@ -204,39 +195,18 @@ CUDA13_TEST(resnet_step_graph) {
   unsetenv("CT_CUDA_CONV_2STREAM");
   unsetenv("CT_CUDA_BN_PDL");
   enum { STEPS = 3 };
-  int64_t B = 8, xs[4] = {B, 3, 32, 32};
+  int64_t B = 8;
   ct_tensor *bx[STEPS + 1], *by[STEPS + 1];
-  ct_generator *gen = ct_generator_new(1313);
-  for (int k = 0; k <= STEPS; k++) {
-    bx[k] = ct_randn(4, xs, ct_opts(), gen);
-    by[k] = ct_randint(0, 10, 1, &B, NULL, gen);
-  }
-  ct_generator_free(gen);
-  step13 r[4];
+  rn_step_batches(1313, B, STEPS + 1, bx, by);
+  rn_step r[4]; /* tests/c/resnet_step_fixture.h */
   memset(r, 0, sizeof r);
   static const char *mode[4] = {"0", NULL, NULL, "1"};
   int64_t side0 = C2S_COUNT(), pdl0 = PDL_COUNT();
   for (int d = 0; d < 4; d++) {
     both_switches(d == 0 ? "0" : NULL);
     set_switch("CT_CUDA_CONV_2STREAM", mode[d]);
-    ct_manual_seed(13);
-    r[d].m = ct_resnet18_cifar_new(10);
-    CHECK(r[d].m && ct_module_to_device(r[d].m, ct_cuda(0)) == CT_OK);
-    if (!r[d].m) break;
-    CHECK_OK(ct_module_to_channels_last(r[d].m));
-    ct_module_train(r[d].m, true);
-    r[d].pd = ct_dict_new();
-    ct_module_named_parameters(r[d].m, r[d].pd);
-    int64_t np = ct_dict_len(r[d].pd);
-    ct_tensor **ps = malloc(sizeof *ps * (size_t)np);
-    for (int64_t i = 0; i < np; i++) ps[i] = ct_dict_tensor(r[d].pd, i);
-    r[d].opt = ct_optim_sgd(np, ps, 0.05, 0.9, 0.0);
-    free(ps);
-    ct_tensor *xg = ct_to_device(bx[0], ct_cuda(0));
-    r[d].x = ct_to_channels_last(xg);
-    ct_release(xg);
-    r[d].y = ct_to_device(by[0], ct_cuda(0));
-    CHECK_OK(step13_run(&r[d]));
+    if (!rn_step_init(&r[d], 13, true, bx[0], by[0])) break;
+    CHECK_OK(rn_step_run(&r[d]));
   }
   ct_cuda_synchronize(0);
   int64_t side1 = C2S_COUNT(), pdl1 = PDL_COUNT();
@@ -247,7 +217,7 @@ CUDA13_TEST(resnet_step_graph) {
   if (r[0].loss && r[1].loss)
     tt_same_as_cpu(__FILE__, __LINE__, "cuda", "first loss, switches off vs on", ct_to_device(r[0].loss, ct_cpu()), ct_to_device(r[1].loss, ct_cpu()), 0, 0);
   both_switches(NULL);
-  ct_cuda_graph *g = r[2].opt ? ct_cuda_graph_capture(0, step13_run, &r[2]) : NULL;
+  ct_cuda_graph *g = r[2].opt ? ct_cuda_graph_capture(0, rn_step_run, &r[2]) : NULL;
   if (!g) ct_test_fail(__FILE__, __LINE__, "resnet step capture with the session-13 paths failed: %s", ct_last_error());
   int64_t side2 = C2S_COUNT(), pdl2 = PDL_COUNT();
   if (g) {
@@ -260,12 +230,12 @@ CUDA13_TEST(resnet_step_graph) {
         CHECK_OK(ct_copy_(r[d].y, by[k]));
       }
       both_switches("0");
-      CHECK_OK(step13_run(&r[0]));
+      CHECK_OK(rn_step_run(&r[0]));
       both_switches(NULL);
-      CHECK_OK(step13_run(&r[1]));
+      CHECK_OK(rn_step_run(&r[1]));
       CHECK_OK(ct_cuda_graph_replay(g));
       set_switch("CT_CUDA_CONV_2STREAM", "1");
-      CHECK_OK(step13_run(&r[3]));
+      CHECK_OK(rn_step_run(&r[3]));
       both_switches(NULL);
       ct_tensor *l0 = ct_to_device(r[0].loss, ct_cpu()), *l1 = ct_to_device(r[1].loss, ct_cpu()), *l2 = ct_to_device(r[2].loss, ct_cpu());
       ct_tensor *l3 = ct_to_device(r[3].loss, ct_cpu());
@@ -273,27 +243,14 @@ CUDA13_TEST(resnet_step_graph) {
       tt_same_as_cpu(__FILE__, __LINE__, "cuda", "graph replay loss vs eager", l1, l2, 0, 0);
       tt_same_as_cpu(__FILE__, __LINE__, "cuda", "eager loss, joined at once vs off", l0, l3, 0, 0);
     }
-    int64_t bad01 = 0, bad12 = 0, bad03 = 0;
-    for (int64_t i = 0; i < ct_dict_len(r[1].pd); i++) {
-      ct_tensor *w0 = ct_to_device(ct_dict_tensor(r[0].pd, i), ct_cpu()), *w1 = ct_to_device(ct_dict_tensor(r[1].pd, i), ct_cpu());
-      ct_tensor *w2 = ct_to_device(ct_dict_tensor(r[2].pd, i), ct_cpu()), *w3 = ct_to_device(ct_dict_tensor(r[3].pd, i), ct_cpu());
-      bad01 += !(w0 && w1 && tt_allclose(w1, w0, 0, 0));
-      bad12 += !(w1 && w2 && tt_allclose(w2, w1, 0, 0));
-      bad03 += !(w0 && w3 && tt_allclose(w3, w0, 0, 0));
-    }
+    int64_t bad01 = rn_step_weights_differ(&r[0], &r[1]), bad12 = rn_step_weights_differ(&r[1], &r[2]);
+    int64_t bad03 = rn_step_weights_differ(&r[0], &r[3]);
     if (bad01 || bad12 || bad03)
       ct_test_fail(__FILE__, __LINE__, "weights after %d steps: %lld differ on vs off (eager), %lld graph vs eager, %lld joined at once vs off",
                    STEPS, (long long)bad01, (long long)bad12, (long long)bad03);
   }
   ct_cuda_graph_free(g);
-  for (int d = 0; d < 4; d++) {
-    ct_optim_free(r[d].opt);
-    ct_release(r[d].loss);
-    ct_release(r[d].x);
-    ct_release(r[d].y);
-    ct_module_free(r[d].m);
-    ct_dict_free(r[d].pd);
-  }
+  for (int d = 0; d < 4; d++) rn_step_free(&r[d]);
   set_switch("CT_CUDA_CONV_2STREAM", s1);
   set_switch("CT_CUDA_BN_PDL", s2);
   free(s1);

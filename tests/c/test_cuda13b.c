@@ -6,6 +6,7 @@
 #include "ctorch/cuda.h"
 #include "ctorch/models.h"
 #include "ctorch/train.h"
+#include "resnet_step_fixture.h"
 #include <stdlib.h>
 #include <string.h>
 
@@ -144,16 +145,6 @@ CUDA13B_TEST(ew_pdl) {
  * three downsample branches), none cut short, nothing pending after a synchronize. [3] eager with every session-13b
  * switch off (the one-hot cross-entropy too): losses within 1e-5 of [1] (the loss alone is computed another way).
  * And the forward in training mode with the fork against the CPU's (TF32 off; 20 convolutions in float32). */
-typedef struct {
-  ct_module *m;
-  ct_optim *opt;
-  ct_tensor *x, *y, *loss;
-  ct_dict *pd;
-} step13b;
-static ct_status step13b_run(void *u) {
-  step13b *r = u;
-  return ct_classifier_train_step(r->m, r->opt, r->x, r->y, true, true, &r->loss);
-}
 static void all_13b(const char *v, bool ce_too) {
   set_env("CT_CUDA_DS_FORK", v);
   set_env("CT_CUDA_EW_PDL", v);
@@ -200,38 +191,17 @@ CUDA13B_TEST(resnet_step_fork) {
   }
   ct_cuda_set_allow_tf32(true); /* as the bench */
   enum { STEPS = 3 };
-  int64_t B = 8, xs[4] = {B, 3, 32, 32};
+  int64_t B = 8;
   ct_tensor *bx[STEPS + 1], *by[STEPS + 1];
-  ct_generator *gen = ct_generator_new(1314);
-  for (int k = 0; k <= STEPS; k++) {
-    bx[k] = ct_randn(4, xs, ct_opts(), gen);
-    by[k] = ct_randint(0, 10, 1, &B, NULL, gen);
-  }
-  ct_generator_free(gen);
-  step13b r[4];
+  rn_step_batches(1314, B, STEPS + 1, bx, by);
+  rn_step r[4]; /* tests/c/resnet_step_fixture.h */
   memset(r, 0, sizeof r);
   int64_t g0[2], g1[2], g2[2];
   region_counts(g0);
   for (int d = 0; d < 4; d++) {
     all_13b(d == 0 ? "0" : d == 3 ? "0" : NULL, d == 3);
-    ct_manual_seed(13);
-    r[d].m = ct_resnet18_cifar_new(10);
-    CHECK(r[d].m && ct_module_to_device(r[d].m, ct_cuda(0)) == CT_OK);
-    if (!r[d].m) break;
-    CHECK_OK(ct_module_to_channels_last(r[d].m));
-    ct_module_train(r[d].m, true);
-    r[d].pd = ct_dict_new();
-    ct_module_named_parameters(r[d].m, r[d].pd);
-    int64_t np = ct_dict_len(r[d].pd);
-    ct_tensor **ps = malloc(sizeof *ps * (size_t)np);
-    for (int64_t i = 0; i < np; i++) ps[i] = ct_dict_tensor(r[d].pd, i);
-    r[d].opt = ct_optim_sgd(np, ps, 0.05, 0.9, 0.0);
-    free(ps);
-    ct_tensor *xg = ct_to_device(bx[0], ct_cuda(0));
-    r[d].x = ct_to_channels_last(xg);
-    ct_release(xg);
-    r[d].y = ct_to_device(by[0], ct_cuda(0));
-    CHECK_OK(step13b_run(&r[d]));
+    if (!rn_step_init(&r[d], 13, true, bx[0], by[0])) break;
+    CHECK_OK(rn_step_run(&r[d]));
   }
   ct_cuda_synchronize(0);
   region_counts(g1);
@@ -240,7 +210,7 @@ CUDA13B_TEST(resnet_step_fork) {
     ct_test_fail(__FILE__, __LINE__, "eager: %lld regions, %lld cut (expected 6, 0)", (long long)(g1[0] - g0[0]), (long long)(g1[1] - g0[1]));
   CHECK(SIDE_PENDING() == 0);
   all_13b(NULL, true);
-  ct_cuda_graph *g = r[2].opt ? ct_cuda_graph_capture(0, step13b_run, &r[2]) : NULL;
+  ct_cuda_graph *g = r[2].opt ? ct_cuda_graph_capture(0, rn_step_run, &r[2]) : NULL;
   if (!g) ct_test_fail(__FILE__, __LINE__, "resnet step capture with the session-13b paths failed: %s", ct_last_error());
   region_counts(g2);
   if (g) {
@@ -252,12 +222,12 @@ CUDA13B_TEST(resnet_step_fork) {
         CHECK_OK(ct_copy_(r[d].y, by[k]));
       }
       all_13b("0", false);
-      CHECK_OK(step13b_run(&r[0]));
+      CHECK_OK(rn_step_run(&r[0]));
       all_13b(NULL, true);
-      CHECK_OK(step13b_run(&r[1]));
+      CHECK_OK(rn_step_run(&r[1]));
       CHECK_OK(ct_cuda_graph_replay(g));
       all_13b("0", true);
-      CHECK_OK(step13b_run(&r[3]));
+      CHECK_OK(rn_step_run(&r[3]));
       all_13b(NULL, true);
       ct_tensor *l0 = ct_to_device(r[0].loss, ct_cpu()), *l1 = ct_to_device(r[1].loss, ct_cpu()), *l2 = ct_to_device(r[2].loss, ct_cpu());
       ct_tensor *l3 = ct_to_device(r[3].loss, ct_cpu());
@@ -265,13 +235,7 @@ CUDA13B_TEST(resnet_step_fork) {
       tt_same_as_cpu(__FILE__, __LINE__, "cuda", "graph replay loss vs eager", l1, l2, 0, 0);
       tt_same_as_cpu(__FILE__, __LINE__, "cuda", "eager loss, one-hot CE and all off vs defaults", l1, l3, 1e-4, 1e-5);
     }
-    int64_t bad01 = 0, bad12 = 0;
-    for (int64_t i = 0; i < ct_dict_len(r[1].pd); i++) {
-      ct_tensor *w0 = ct_to_device(ct_dict_tensor(r[0].pd, i), ct_cpu()), *w1 = ct_to_device(ct_dict_tensor(r[1].pd, i), ct_cpu());
-      ct_tensor *w2 = ct_to_device(ct_dict_tensor(r[2].pd, i), ct_cpu());
-      bad01 += !(w0 && w1 && tt_allclose(w1, w0, 0, 0));
-      bad12 += !(w1 && w2 && tt_allclose(w2, w1, 0, 0));
-    }
+    int64_t bad01 = rn_step_weights_differ(&r[0], &r[1]), bad12 = rn_step_weights_differ(&r[1], &r[2]);
     if (bad01 || bad12)
       ct_test_fail(__FILE__, __LINE__, "weights after %d steps: %lld differ on vs off (eager), %lld graph vs eager", STEPS, (long long)bad01,
                    (long long)bad12);
@@ -279,14 +243,7 @@ CUDA13B_TEST(resnet_step_fork) {
     CHECK(SIDE_PENDING() == 0);
   }
   ct_cuda_graph_free(g);
-  for (int d = 0; d < 4; d++) {
-    ct_optim_free(r[d].opt);
-    ct_release(r[d].loss);
-    ct_release(r[d].x);
-    ct_release(r[d].y);
-    ct_module_free(r[d].m);
-    ct_dict_free(r[d].pd);
-  }
+  for (int d = 0; d < 4; d++) rn_step_free(&r[d]);
   restore_env("CT_CUDA_DS_FORK", s1);
   restore_env("CT_CUDA_EW_PDL", s2);
   restore_env("CT_CUDA_CE_FUSED", s3);

@@ -8,6 +8,7 @@
 #include "ctorch/memory_format.h"
 #include "ctorch/models.h"
 #include "ctorch/train.h"
+#include "resnet_step_fixture.h"
 #include <stdlib.h>
 
 static void check_strides(const char *what, const ct_tensor *t, const int64_t *want) {
@@ -239,53 +240,22 @@ TEST(cuda_channels_last_conv_bn) {
  * default layout's (float32 convolutions in other algorithms and orders: 1e-4), its weights stay
  * channels-last through SGD (one multi-tensor launch), and the step captured as a CUDA graph
  * replays equal to the bit to an eager channels-last twin. */
-typedef struct {
-  ct_module *m;
-  ct_optim *opt;
-  ct_tensor *x, *y, *loss;
-  ct_dict *pd;
-} cl_step;
-static ct_status cl_step_run(void *u) {
-  cl_step *r = u;
-  return ct_classifier_train_step(r->m, r->opt, r->x, r->y, true, true, &r->loss);
-}
 TEST(cuda_channels_last_resnet_step) {
   if (!cl_gpu()) return;
   ct_scope *s = ct_scope_begin();
   bool tf32 = ct_cuda_allow_tf32();
   ct_cuda_set_allow_tf32(false);
   enum { STEPS = 3 };
-  int64_t B = 4, xs[4] = {B, 3, 32, 32};
+  int64_t B = 4;
   ct_tensor *bx[STEPS + 1], *by[STEPS + 1];
-  ct_generator *gen = ct_generator_new(78);
-  for (int k = 0; k <= STEPS; k++) {
-    bx[k] = ct_randn(4, xs, ct_opts(), gen);
-    by[k] = ct_randint(0, 10, 1, &B, NULL, gen);
-  }
-  ct_generator_free(gen);
-  cl_step r[3]; /* 0: default layout, 1: channels-last eager, 2: channels-last graph */
+  rn_step_batches(78, B, STEPS + 1, bx, by);
+  rn_step r[3]; /* 0: default layout, 1: channels-last eager, 2: channels-last graph (tests/c/resnet_step_fixture.h) */
   memset(r, 0, sizeof r);
   int64_t c0, b0, s0, c1, b1, s1;
   CL_COUNTS(c0, b0, s0);
   for (int d = 0; d < 3; d++) {
-    ct_manual_seed(6);
-    r[d].m = ct_resnet18_cifar_new(10);
-    CHECK(r[d].m && ct_module_to_device(r[d].m, ct_cuda(0)) == CT_OK);
-    if (!r[d].m) break;
-    if (d) CHECK_OK(ct_module_to_channels_last(r[d].m));
-    ct_module_train(r[d].m, true);
-    r[d].pd = ct_dict_new();
-    ct_module_named_parameters(r[d].m, r[d].pd);
-    int64_t np = ct_dict_len(r[d].pd);
-    ct_tensor **ps = malloc(sizeof *ps * (size_t)np);
-    for (int64_t i = 0; i < np; i++) ps[i] = ct_dict_tensor(r[d].pd, i);
-    r[d].opt = ct_optim_sgd(np, ps, 0.05, 0.9, 0.0);
-    free(ps);
-    ct_tensor *xg = ct_to_device(bx[0], ct_cuda(0));
-    r[d].x = d ? ct_to_channels_last(xg) : ct_retain(xg);
-    ct_release(xg);
-    r[d].y = ct_to_device(by[0], ct_cuda(0));
-    CHECK_OK(cl_step_run(&r[d]));
+    if (!rn_step_init(&r[d], 6, d > 0, bx[0], by[0])) break;
+    CHECK_OK(rn_step_run(&r[d]));
   }
   CL_COUNTS(c1, b1, s1);
   CHECK(b1 > b0 && s1 - s0 >= 3); /* the channels-last batch norm ran; every model's SGD is one launch */
@@ -293,7 +263,7 @@ TEST(cuda_channels_last_resnet_step) {
   if (r[0].loss && r[1].loss) tt_same_as_cpu(__FILE__, __LINE__, "cuda", "first loss, cl vs default", ct_to_device(r[0].loss, ct_cpu()), ct_to_device(r[1].loss, ct_cpu()), 1e-4, 1e-5);
   ct_tensor *w1 = r[1].m ? ct_module_param(r[1].m, "layer1.0.conv1.weight") : NULL;
   CHECK(w1 && ct_suggests_channels_last(w1) && ct_grad(w1) && ct_suggests_channels_last(ct_grad(w1)));
-  ct_cuda_graph *g = r[2].opt ? ct_cuda_graph_capture(0, cl_step_run, &r[2]) : NULL;
+  ct_cuda_graph *g = r[2].opt ? ct_cuda_graph_capture(0, rn_step_run, &r[2]) : NULL;
   if (!g) ct_test_fail(__FILE__, __LINE__, "channels-last resnet step capture failed: %s", ct_last_error());
   if (g) {
     CHECK(ct_cuda_graph_num_nodes(g) > 100);
@@ -302,7 +272,7 @@ TEST(cuda_channels_last_resnet_step) {
         CHECK_OK(ct_copy_(r[d].x, bx[k]));
         CHECK_OK(ct_copy_(r[d].y, by[k]));
       }
-      CHECK_OK(cl_step_run(&r[1]));
+      CHECK_OK(rn_step_run(&r[1]));
       CHECK_OK(ct_cuda_graph_replay(g));
       tt_same_as_cpu(__FILE__, __LINE__, "cuda", "cl graph replay loss", ct_to_device(r[1].loss, ct_cpu()), ct_to_device(r[2].loss, ct_cpu()), 0, 0);
     }
@@ -311,14 +281,7 @@ TEST(cuda_channels_last_resnet_step) {
                      ct_to_device(ct_dict_tensor(r[2].pd, i), ct_cpu()), 0, 0);
   }
   ct_cuda_graph_free(g);
-  for (int d = 0; d < 3; d++) {
-    ct_optim_free(r[d].opt);
-    ct_release(r[d].loss);
-    ct_release(r[d].x);
-    ct_release(r[d].y);
-    ct_module_free(r[d].m);
-    ct_dict_free(r[d].pd);
-  }
+  for (int d = 0; d < 3; d++) rn_step_free(&r[d]);
   ct_cuda_set_allow_tf32(tf32);
   ct_scope_end(s);
 }

@@ -141,7 +141,7 @@ static ct_kernel_fn cpu_kernel(int op) {
 
 const ct_backend ct_cpu_backend = {
     "cpu", CT_DEVICE_CPU, cpu_available, cpu_alloc, cpu_free, cpu_upload, cpu_download, cpu_sync,
-    cpu_kernel, cpu_stats, cpu_empty_cache,
+    cpu_kernel, cpu_stats, cpu_empty_cache, NULL, NULL, NULL, /* no forked regions */
 };
 
 /* ---- device registry ---- */

@@ -19,7 +19,11 @@
  * relu(y) (v <= 0 ? 0 : v, as the ReLU kernels) and the backward reads the saved relu output r
  * (in[5]) and uses g' = r <= 0 ? 0 : g (threshold_backward) wherever it read g: the same
  * operations in the same order as the two ops apart, one pass over the activation fewer each way
- * and no batch-norm output tensor. */
+ * and no batch-norm output tensor.
+ * With a residual added before that ReLU (k4, ct_batch_norm_add_relu: ResNet's block tails) the
+ * forward writes relu(y + res) (y rounded to the dtype first, as the add reads it) from in[5]; the
+ * backward writes g' = r <= 0 ? 0 : g into out[3] (the residual's gradient, as ReluBackward0 then
+ * AddBackward0 hand it on) while it forms the sums, and its dx pass reads g' back. */
 #if defined(__GNUC__) && !defined(__clang__)
 /* vectorise the elementwise loops (GCC 12 -O2's very-cheap cost model leaves them scalar); the same bits: no
  * reassociation, no contraction into FMA */
@@ -121,6 +125,33 @@
       T gi = g[i], ri = r[i];                                                                         \
       dx[i] = (ri <= 0 ? (T)0 : gi) * a;                                                              \
     }                                                                                                 \
+  }                                                                                                   \
+  /* the residual-add forms: y = relu(bn(x) + res); g' = r <= 0 ? 0 : g written to gp on the way */  \
+  ATTR static void bn_apply_add_relu_##SUF(T *restrict y, const T *restrict x, const T *restrict res, int64_t n, T m, \
+                                           T sc, T b) {                                               \
+    for (int64_t i = 0; i < n; i++) {                                                                 \
+      T v = (x[i] - m) * sc + b;                                                                      \
+      v = v + res[i];                                                                                 \
+      y[i] = v <= 0 ? (T)0 : v;                                                                       \
+    }                                                                                                 \
+  }                                                                                                   \
+  /* g' = r <= 0 ? 0 : g into gp (a select by bit mask: vectorised) */                            \
+  ATTR static void bn_mask_##SUF(T *restrict gp, const T *restrict g, const T *restrict r, int64_t n) { \
+    for (int64_t i = 0; i < n; i++) {                                                                 \
+      T gi = g[i], gm;                                                                                \
+      UT gb;                                                                                          \
+      memcpy(&gb, &gi, sizeof gb);                                                                    \
+      gb &= (UT)0 - (UT)!(r[i] <= 0);                                                                 \
+      memcpy(&gm, &gb, sizeof gb);                                                                    \
+      gp[i] = gm;                                                                                     \
+    }                                                                                                 \
+  }                                                                                                   \
+  /* g' into gp, then the plain sums over gp while it is in cache: the same values in the same order  \
+   * as bn_gsums_relu's */                                                                            \
+  ATTR static void bn_gsums_relu_w_##SUF(const T *restrict g, const T *restrict r, const T *restrict x, T *restrict gp, \
+                                         int64_t n, double mean, double *s1, double *s2) {            \
+    bn_mask_##SUF(gp, g, r, n);                                                                       \
+    bn_gsums_##SUF(gp, x, n, mean, s1, s2);                                                           \
   }
 
 /* A wider-vector copy for x86-64 CPUs with AVX2 (no FMA, so no contraction: the same bits as the
@@ -139,6 +170,8 @@ typedef struct {
   double eps;
   const char *x, *g, *w, *b, *rm, *rv; /* rm/rv: running stats (eval); in backward rm/rv = mean/rstd */
   const char *r;                       /* backward with relu: the saved relu output */
+  const char *res;                     /* forward with k4: the residual added before the ReLU */
+  char *gp;                            /* backward with k4: g' (masked gradient) written here */
   char *y, *mean, *rstd, *var;         /* backward: y = dx, mean = dw, rstd = db */
 } bn_ctx;
 
@@ -167,7 +200,8 @@ typedef struct {
     ((T *)q->var)[c] = (T)var;                                                                         \
     for (int64_t n = 0; n < q->N; n++) {                                                               \
       int64_t o = (n * q->C + c) * S;                                                                  \
-      if (q->relu) apply_relu((T *)q->y + o, x + o, S, m, sc, bb);                                     \
+      if (q->res) apply_add_relu((T *)q->y + o, x + o, (const T *)q->res + o, S, m, sc, bb);           \
+      else if (q->relu) apply_relu((T *)q->y + o, x + o, S, m, sc, bb);                                \
       else apply((T *)q->y + o, x + o, S, m, sc, bb);                                                  \
     }                                                                                                  \
   }
@@ -180,16 +214,26 @@ static void bn_fwd_range(void *vq, int64_t begin, int64_t end) {
       void (*stats)(const double *, int64_t, double, double *, double *) = bn_stats_f64;
       void (*apply)(double *, const double *, int64_t, double, double, double) = bn_apply_f64;
       void (*apply_relu)(double *, const double *, int64_t, double, double, double) = bn_apply_relu_f64;
+      void (*apply_add_relu)(double *, const double *, const double *, int64_t, double, double, double) =
+          bn_apply_add_relu_f64;
 #ifdef BN_HAVE_AVX2
-      if (q->avx2) stats = bn_stats_f64_avx2, apply = bn_apply_f64_avx2, apply_relu = bn_apply_relu_f64_avx2;
+      if (q->avx2) {
+        stats = bn_stats_f64_avx2, apply = bn_apply_f64_avx2, apply_relu = bn_apply_relu_f64_avx2;
+        apply_add_relu = bn_apply_add_relu_f64_avx2;
+      }
 #endif
       BN_FWD(double, f64)
     } else {
       void (*stats)(const float *, int64_t, double, double *, double *) = bn_stats_f32;
       void (*apply)(float *, const float *, int64_t, float, float, float) = bn_apply_f32;
       void (*apply_relu)(float *, const float *, int64_t, float, float, float) = bn_apply_relu_f32;
+      void (*apply_add_relu)(float *, const float *, const float *, int64_t, float, float, float) =
+          bn_apply_add_relu_f32;
 #ifdef BN_HAVE_AVX2
-      if (q->avx2) stats = bn_stats_f32_avx2, apply = bn_apply_f32_avx2, apply_relu = bn_apply_relu_f32_avx2;
+      if (q->avx2) {
+        stats = bn_stats_f32_avx2, apply = bn_apply_f32_avx2, apply_relu = bn_apply_relu_f32_avx2;
+        apply_add_relu = bn_apply_add_relu_f32_avx2;
+      }
 #endif
       BN_FWD(float, f32)
     }
@@ -205,9 +249,11 @@ static void bn_fwd_range(void *vq, int64_t begin, int64_t end) {
     bool need_sums = q->mean || q->rstd || (q->y && q->training);                                      \
     for (int64_t n = 0; need_sums && n < q->N; n++) {                                                  \
       int64_t o = (n * q->C + c) * S;                                                                  \
-      if (r) gsums_relu(g + o, r + o, x + o, S, (double)m, &s1, &s2);                                  \
+      if (q->gp) gsums_relu_w(g + o, r + o, x + o, (T *)q->gp + o, S, (double)m, &s1, &s2);            \
+      else if (r) gsums_relu(g + o, r + o, x + o, S, (double)m, &s1, &s2);                             \
       else gsums(g + o, x + o, S, (double)m, &s1, &s2);                                                \
     }                                                                                                  \
+    if (q->gp) g = (const T *)q->gp, r = NULL; /* g' from here on: no mask left to apply */            \
     if (q->mean) ((T *)q->mean)[c] = (T)(s2 * rstd);                                                   \
     if (q->rstd) ((T *)q->rstd)[c] = (T)s1;                                                            \
     if (q->y) {                                                                                        \
@@ -236,10 +282,13 @@ static void bn_bwd_range(void *vq, int64_t begin, int64_t end) {
       void (*dx_relu)(double *, const double *, const double *, const double *, int64_t, double, double, double,
                       double) = bn_dx_relu_f64;
       void (*scale_relu)(double *, const double *, const double *, int64_t, double) = bn_scale_relu_f64;
+      void (*gsums_relu_w)(const double *, const double *, const double *, double *, int64_t, double, double *,
+                           double *) = bn_gsums_relu_w_f64;
 #ifdef BN_HAVE_AVX2
       if (q->avx2) {
         gsums = bn_gsums_f64_avx2, dx = bn_dx_f64_avx2, scale = bn_scale_f64_avx2;
         gsums_relu = bn_gsums_relu_f64_avx2, dx_relu = bn_dx_relu_f64_avx2, scale_relu = bn_scale_relu_f64_avx2;
+        gsums_relu_w = bn_gsums_relu_w_f64_avx2;
       }
 #endif
       BN_BWD(double, f64)
@@ -252,14 +301,41 @@ static void bn_bwd_range(void *vq, int64_t begin, int64_t end) {
       void (*dx_relu)(float *, const float *, const float *, const float *, int64_t, float, float, float, float) =
           bn_dx_relu_f32;
       void (*scale_relu)(float *, const float *, const float *, int64_t, float) = bn_scale_relu_f32;
+      void (*gsums_relu_w)(const float *, const float *, const float *, float *, int64_t, double, double *, double *) =
+          bn_gsums_relu_w_f32;
 #ifdef BN_HAVE_AVX2
       if (q->avx2) {
         gsums = bn_gsums_f32_avx2, dx = bn_dx_f32_avx2, scale = bn_scale_f32_avx2;
         gsums_relu = bn_gsums_relu_f32_avx2, dx_relu = bn_dx_relu_f32_avx2, scale_relu = bn_scale_relu_f32_avx2;
+        gsums_relu_w = bn_gsums_relu_w_f32_avx2;
       }
 #endif
       BN_BWD(float, f32)
     }
+  }
+}
+
+/* g' over the whole tensor (the backward with k4 where a plane is short: per-plane calls would cost more than the
+ * pass they save), in chunks of whole vectors */
+static void bn_mask_range(void *vq, int64_t begin, int64_t end) {
+  const bn_ctx *q = vq;
+  int64_t b = begin * 64, e = end * 64, n = q->N * q->C * q->S;
+  if (e > n) e = n;
+  size_t es = q->dbl ? 8 : 4;
+  const char *g = q->g + b * es, *r = q->r + b * es;
+  char *gp = q->gp + b * es;
+  if (q->dbl) {
+    void (*mask)(double *, const double *, const double *, int64_t) = bn_mask_f64;
+#ifdef BN_HAVE_AVX2
+    if (q->avx2) mask = bn_mask_f64_avx2;
+#endif
+    mask((double *)gp, (const double *)g, (const double *)r, e - b);
+  } else {
+    void (*mask)(float *, const float *, const float *, int64_t) = bn_mask_f32;
+#ifdef BN_HAVE_AVX2
+    if (q->avx2) mask = bn_mask_f32_avx2;
+#endif
+    mask((float *)gp, (const float *)g, (const float *)r, e - b);
   }
 }
 
@@ -294,8 +370,13 @@ static void bn_geom(bn_ctx *q, const ct_tensor *x) {
 
 static const char *opt_ptr(const ct_tensor *t) { return t ? ct_cpu_ptr(t) : NULL; }
 
-/* in x, weight?, bias?, running_mean?, running_var? (eval) -> y, mean, rstd, var (each [C]);
- * k0 training, f0 eps */
+/* a tensor like x (its dtype, contiguous, numel) for the residual / g' of k4 */
+static bool bn_like_x(const ct_tensor *t, const ct_tensor *x) {
+  return t && t->dtype == x->dtype && ct_is_contiguous(t) && ct_numel(t) == ct_numel(x);
+}
+
+/* in x, weight?, bias?, running_mean?, running_var? (eval), residual (k4) -> y, mean, rstd, var (each [C]);
+ * k0 training, k3 relu, k4 residual added before the relu (needs k3), f0 eps */
 ct_status ct_cpu_native_batch_norm(const ct_call *c) {
   const ct_tensor *x = c->in[0];
   CT_TRY(ct_bn_layout_check(c, x, 1, 4));
@@ -314,6 +395,11 @@ ct_status ct_cpu_native_batch_norm(const ct_call *c) {
   q.b = opt_ptr(c->in[2]);
   q.rm = opt_ptr(c->in[3]);
   q.rv = opt_ptr(c->in[4]);
+  if (c->a.k[4]) {
+    if (!q.relu || c->n_in < 6 || !bn_like_x(c->in[5], x))
+      return CT_ERR(CT_ERR_RUNTIME, "native_batch_norm: expected the residual contiguous like the input, with a ReLU");
+    q.res = ct_cpu_ptr(c->in[5]);
+  }
   q.y = ct_cpu_ptr(c->out[0]);
   q.mean = ct_cpu_ptr(c->out[1]);
   q.rstd = ct_cpu_ptr(c->out[2]);
@@ -322,8 +408,9 @@ ct_status ct_cpu_native_batch_norm(const ct_call *c) {
   return CT_OK;
 }
 
-/* in g, x, weight?, mean, rstd, r? -> dx?, dweight?, dbias? (each output optional); k0 training; k3: a
- * ReLU was fused behind the forward, in[5] = its saved output r */
+/* in g, x, weight?, mean, rstd, r? -> dx?, dweight?, dbias?, g'? (each output optional); k0 training; k3: a
+ * ReLU was fused behind the forward, in[5] = its saved output r; k4: a residual was added before it, out[3] =
+ * g' (required; the sums pass writes it, so one of dweight / dbias / training dx must be asked for) */
 ct_status ct_cpu_native_batch_norm_backward(const ct_call *c) {
   const ct_tensor *x = c->in[1];
   CT_TRY(ct_bn_layout_check(c, x, 2, 4));
@@ -348,7 +435,20 @@ ct_status ct_cpu_native_batch_norm_backward(const ct_call *c) {
   q.y = c->out[0] ? ct_cpu_ptr(c->out[0]) : NULL;
   q.mean = c->out[1] ? ct_cpu_ptr(c->out[1]) : NULL;
   q.rstd = c->out[2] ? ct_cpu_ptr(c->out[2]) : NULL;
+  if (c->a.k[4]) {
+    if (!q.r || c->n_out < 4 || !bn_like_x(c->out[3], x) || !(q.mean || q.rstd || (q.y && q.training)))
+      return CT_ERR(CT_ERR_RUNTIME, "native_batch_norm_backward: expected g' contiguous like the input and a pass "
+                                    "over the gradient (the residual's ReLU)");
+    q.gp = ct_cpu_ptr(c->out[3]);
+  }
   if (q.training && q.N * q.S == 0) return CT_ERR(CT_ERR_RUNTIME, "native_batch_norm_backward: no values per channel");
+  if (q.gp && q.S < 64) { /* short planes: g' in one flat pass first, then the plain backward reads it */
+    int64_t n = q.N * q.C * q.S;
+    ct_parallel_for((n + 63) / 64, 512, bn_mask_range, &q);
+    q.g = q.gp;
+    q.r = NULL;
+    q.gp = NULL;
+  }
   ct_parallel_for(q.C, 1 + 32768 / (q.N * q.S + 1), bn_bwd_range, &q);
   return CT_OK;
 }

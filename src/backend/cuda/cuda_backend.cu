@@ -4,8 +4,6 @@
  * loads the driver at run time, so a binary built here runs on a machine without a
  * driver or GPU and reports "no CUDA device" instead of failing to start. */
 #include <cuda_runtime.h>
-#include <cuda.h> /* driver types only: graph kernel names (CT_CUDA_GRAPH_NODES) */
-#include <cxxabi.h>
 #include <execinfo.h>
 #include <string.h>
 #include <time.h>
@@ -29,7 +27,21 @@ typedef struct blk {
 typedef struct {
   void *p;
   size_t n;
+  unsigned lanes; /* the lanes (bits) pending when it was freed and not joined since */
 } side_qblk; /* a block freed while a second stream's work was pending */
+
+/* Work left running on a stream beside the device's (session 13, side_*): a lane. Lane 0 is k_cudnn.cu's second
+ * stream (the weight gradients, CT_CUDA_CONV_2STREAM=2, and the forward regions, CT_CUDA_DS_FORK); lane 1 its
+ * third stream (the backward regions, CT_CUDA_DS_BWD_FORK, session 14). pending: launches or regions not yet
+ * joined; w / r: the storages they write and read. */
+#define N_LANES 2
+typedef struct {
+  int pending;
+  cudaStream_t stream;
+  cudaEvent_t ev; /* recorded on stream at the join */
+  const void *w[64], *r[128];
+  int nw, nr;
+} side_lane;
 
 typedef struct {
   bool ready;
@@ -55,19 +67,15 @@ typedef struct {
   blk *pool_free[N_CLASSES];
   void **pool_ptrs;
   size_t pool_n, pool_cap;
-  /* work left running on a second stream (session 13, side_*): k_cudnn.cu's weight gradients with
-   * CT_CUDA_CONV_2STREAM=2. side_pending: launches not yet joined; side_w / side_r: the storages they write
-   * (dw) and read (x, gy); side_q: blocks freed meanwhile, kept from reuse until the join */
-  int side_pending;
-  cudaStream_t side_stream;
-  cudaEvent_t side_ev;
-  const void *side_w[64], *side_r[128];
-  int side_nw, side_nr;
+  /* work left running beside the device's stream (session 13, side_*; lanes since session 14); side_q: blocks
+   * freed meanwhile, kept from reuse until every lane pending at their free has joined */
+  side_lane lane[N_LANES];
   side_qblk *side_q;
   size_t side_qn, side_qcap;
-  /* session 13b (ct_cuda_region_begin / end): while set, every launch of the device (ct_cuda_stream) goes to
-   * side_stream, and the blocks handed out are added to side_w */
-  bool region;
+  /* session 13b (ct_cuda_region_begin / end): while non-zero, every launch of the device (ct_cuda_stream) goes to
+   * the stream of lane region - 1, and the blocks handed out (and the table ops' outputs) are added to its w */
+  int region;
+  int region_kind; /* 0 forward, 1 backward (the counts) */
 } cu_dev;
 
 /* convolution and max-pool kernels (k_conv.cu) */
@@ -167,79 +175,172 @@ extern "C" ct_status ct_cuda_check_launch(const char *what) {
  *    through ct_cuda_use / ct_cuda_stream (the fused SGD reading the gradients, say), and copies, synchronizes,
  *    graph capture begin / end and replays join;
  *  - freed blocks are kept from reuse (side_q) and go to the allocator's lists at the join.
- * Inside a capture the join is an edge from the second stream's last node. */
+ * Inside a capture the join is an edge from the second stream's last node.
+ * Session 14: the pending work is kept per lane (side_lane: lane 0 the second stream, lane 1 the third stream of
+ * the backward regions), each with its own lists and join event, so that a table op meeting one lane's writes
+ * joins that lane only (the input-gradient sum after a backward region joins the region, not the weight
+ * gradients still running on the second stream). A freed block waits for every lane pending at its free. The
+ * other joins (accesses from outside the table, copies, synchronizes, captures) join every lane. */
 static __thread int side_guard_depth; /* > 0: inside a table kernel that side_guard_kernel checked */
-static int side_any;                  /* devices with pending work (a fast check for the hot paths) */
+static int side_any;                  /* pending lanes over all devices (a fast check for the hot paths) */
 static void cu_free_now(int dev, void *p, size_t nbytes);
-static int64_t region_n, region_cut; /* regions ended as planned; regions cut short by a join inside (tests) */
-static void side_join(int dev) {
+/* by kind (0 forward, 1 backward, 2 other): regions ended as planned; regions cut short by a join inside (tests) */
+static int64_t region_n[3], region_cut[3];
+static bool side_hits(const void *p, const void *const *set, int n) {
+  for (int i = 0; i < n; i++)
+    if (set[i] == p) return true;
+  return false;
+}
+static unsigned lanes_pending(const cu_dev *g) {
+  unsigned m = 0;
+  for (int l = 0; l < N_LANES; l++)
+    if (g->lane[l].pending) m |= 1u << l;
+  return m;
+}
+/* The device's stream waits for the pending work of the lanes in `mask`, whose lists are cleared; the blocks freed
+ * meanwhile that no lane still pending may use go back to the allocator. A join inside a region joins every lane
+ * and ends the region (cut short): what follows runs on the device's stream, after the join, so the ordering is
+ * always that of one stream where it matters. */
+static void lanes_join(int dev, unsigned mask) {
   cu_dev *g = &D[dev];
   pthread_mutex_lock(&g->mu);
-  if (g->region) { /* a join inside a region ends it: what follows runs on the device's stream, after the join */
-    g->region = false;
-    __atomic_add_fetch(&region_cut, 1, __ATOMIC_RELAXED);
+  if (g->region) {
+    g->region = 0;
+    mask = (1u << N_LANES) - 1;
+    __atomic_add_fetch(&region_cut[g->region_kind], 1, __ATOMIC_RELAXED);
+    if (getenv("CT_CUDA_REGION_TRACE")) { /* diagnostic: where a region is cut short (addresses for addr2line) */
+      void *fr[32];
+      int n = backtrace(fr, 32);
+      fprintf(stderr, "CUDA %s region cut short at:\n", g->region_kind == 1 ? "backward" : g->region_kind ? "other" : "forward");
+      backtrace_symbols_fd(fr, n, 2);
+    }
   }
-  int pend = g->side_pending;
-  g->side_pending = 0;
-  g->side_nw = g->side_nr = 0;
-  side_qblk *q = g->side_q;
-  size_t qn = g->side_qn;
-  g->side_q = NULL;
-  g->side_qn = g->side_qcap = 0;
+  mask &= lanes_pending(g);
+  cudaStream_t js[N_LANES];
+  cudaEvent_t je[N_LANES];
+  int nj = 0;
+  for (int l = 0; l < N_LANES; l++)
+    if (mask >> l & 1) {
+      side_lane *L = &g->lane[l];
+      js[nj] = L->stream;
+      je[nj++] = L->ev;
+      L->pending = 0;
+      L->nw = L->nr = 0;
+    }
+  side_qblk *fr = NULL;
+  size_t nf = 0;
+  if (mask && g->side_qn) {
+    if (!lanes_pending(g)) { /* nothing left pending: every kept block goes */
+      fr = g->side_q;
+      nf = g->side_qn;
+      g->side_q = NULL;
+      g->side_qn = g->side_qcap = 0;
+    } else { /* the blocks whose lanes have all joined (where the list cannot be made, they wait for the next join) */
+      fr = (side_qblk *)malloc(g->side_qn * sizeof *fr);
+      size_t k = 0;
+      for (size_t i = 0; i < g->side_qn; i++) {
+        side_qblk b = g->side_q[i];
+        b.lanes &= ~mask;
+        if (!b.lanes && fr) fr[nf++] = b;
+        else g->side_q[k++] = b;
+      }
+      g->side_qn = k;
+    }
+  }
   pthread_mutex_unlock(&g->mu);
-  if (!pend) return;
-  __atomic_sub_fetch(&side_any, 1, __ATOMIC_ACQ_REL);
-  cudaError_t e = cudaEventRecord(g->side_ev, g->side_stream);
-  if (e == cudaSuccess) e = cudaStreamWaitEvent(g->stream, g->side_ev, 0);
-  if (e != cudaSuccess) { /* cannot order them: wait for the second stream on the host (never inside a capture) */
-    (void)cudaGetLastError();
-    cudaStreamSynchronize(g->side_stream);
+  for (int i = 0; i < nj; i++) {
+    __atomic_sub_fetch(&side_any, 1, __ATOMIC_ACQ_REL);
+    cudaError_t e = cudaEventRecord(je[i], js[i]);
+    if (e == cudaSuccess) e = cudaStreamWaitEvent(g->stream, je[i], 0);
+    if (e != cudaSuccess) { /* cannot order them: wait for that stream on the host (never inside a capture) */
+      (void)cudaGetLastError();
+      cudaStreamSynchronize(js[i]);
+    }
   }
-  for (size_t i = 0; i < qn; i++) cu_free_now(dev, q[i].p, q[i].n);
-  free(q);
+  for (size_t i = 0; i < nf; i++) cu_free_now(dev, fr[i].p, fr[i].n); /* after the waits: ordered for the next user */
+  free(fr);
 }
+static void side_join(int dev) { lanes_join(dev, (1u << N_LANES) - 1); }
+static int64_t region_waits; /* a region's stream made to wait for another lane (tests) */
+extern "C" int64_t ct_cuda_region_waits(void) { return __atomic_load_n(&region_waits, __ATOMIC_RELAXED); }
+/* Inside a region: its stream waits for the pending work of the other lanes in `mask` (which stay pending for the
+ * device's stream): what the region launches next is ordered after them. false (nothing done) where the streams
+ * cannot be ordered (the caller then joins every lane, which cuts the region). */
+static bool region_wait(int dev, unsigned mask) {
+  cu_dev *g = &D[dev];
+  if (!g->region) return false;
+  int rl = g->region - 1;
+  cudaStream_t rs = g->lane[rl].stream;
+  for (int l = 0; l < N_LANES; l++) {
+    if (l == rl || !(mask >> l & 1) || !g->lane[l].pending) continue;
+    cudaError_t e = cudaEventRecord(g->lane[l].ev, g->lane[l].stream);
+    if (e == cudaSuccess) e = cudaStreamWaitEvent(rs, g->lane[l].ev, 0);
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      return false;
+    }
+    __atomic_add_fetch(&region_waits, 1, __ATOMIC_RELAXED);
+  }
+  return true;
+}
+/* an access to the device's stream from outside the table: outside a region every pending lane joins first; inside
+ * one the accesses are the region's own, but another lane's pending work is not ordered before the region's stream:
+ * the region's stream waits for it (or, where it cannot, every lane joins, which cuts the region) */
 static inline void side_check(int dev) {
   if (__builtin_expect(__atomic_load_n(&side_any, __ATOMIC_ACQUIRE) != 0, 0) && side_guard_depth == 0 && dev >= 0 &&
-      dev < MAX_DEV && D[dev].side_pending && !D[dev].region) /* inside a region the accesses are the region's own */
-    side_join(dev);
+      dev < MAX_DEV) {
+    cu_dev *g = &D[dev];
+    unsigned p = lanes_pending(g);
+    if (g->region) {
+      p &= ~(1u << (g->region - 1));
+      if (p && !region_wait(dev, p)) side_join(dev);
+    } else if (p) side_join(dev);
+  }
 }
-/* k_cudnn.cu: a launch on `stream` left unjoined, writing the storage data pointer w and reading r1, r2; the
- * join records `ev` there. false (nothing registered: the caller joins itself) where the lists are full or
- * another second stream is pending on the device. */
+/* k_cudnn.cu: a launch on `stream` (lane 0's, the second stream) left unjoined, writing the storage data pointer w and
+ * reading r1, r2; the join records `ev` there. false (nothing registered: the caller joins itself) where the lists
+ * are full or lane 0 is pending on another stream. */
 extern "C" bool ct_cuda_side_defer(int dev, void *stream, void *ev, const void *w, const void *r1, const void *r2) {
   if (dev < 0 || dev >= MAX_DEV) return false;
   cu_dev *g = &D[dev];
+  side_lane *L = &g->lane[0];
   pthread_mutex_lock(&g->mu);
-  bool ok = (!g->side_pending || g->side_stream == (cudaStream_t)stream) && g->side_nw < 64 && g->side_nr + 2 <= 128;
+  bool ok = (!L->pending || L->stream == (cudaStream_t)stream) && L->nw < 64 && L->nr + 2 <= 128;
   if (ok) {
-    if (!g->side_pending) __atomic_add_fetch(&side_any, 1, __ATOMIC_ACQ_REL);
-    g->side_pending++;
-    g->side_stream = (cudaStream_t)stream;
-    g->side_ev = (cudaEvent_t)ev;
-    g->side_w[g->side_nw++] = w;
-    g->side_r[g->side_nr++] = r1;
-    g->side_r[g->side_nr++] = r2;
+    if (!L->pending) __atomic_add_fetch(&side_any, 1, __ATOMIC_ACQ_REL);
+    L->pending++;
+    L->stream = (cudaStream_t)stream;
+    L->ev = (cudaEvent_t)ev;
+    L->w[L->nw++] = w;
+    L->r[L->nr++] = r1;
+    L->r[L->nr++] = r2;
   }
   pthread_mutex_unlock(&g->mu);
   return ok;
 }
 /* ---- session 13b: a forked region (CT_CUDA_DS_FORK: the ResNet downsample branch's forward, src/models/resnet.c
- * through k_cudnn.cu ct_cuda_fork_begin / end) ----
- * begin: `stream` (k_cudnn.cu's second stream, the one its weight gradients use) waits on `fork_ev` recorded on the
- * device's stream, and from then on ct_cuda_stream returns `stream`: every kernel of the region (cuDNN through the
- * second handle, the batch-norm kernels, ...) runs there, after all the work queued before. The region counts as
- * pending second-stream work (side_*): blocks freed meanwhile wait for the join (side_q), and each block handed out
- * inside it is registered as written (side_w). end: the launches go back to the device's stream, which continues
- * beside the region; `read` (the region's input) is registered as read. The join follows the session-13 rules: the
- * first table op that reads a block the region wrote (the residual add reading the branch's output) or writes
- * what it read, any access from outside the table, copies, synchronizes, capture end, replays. A join inside the
- * region (a copy, a synchronize, no room in the lists) cuts it short: the rest runs on the device's stream after
- * the join, so the ordering is always that of one stream where it matters. One thread drives a device. */
-extern "C" bool ct_cuda_region_begin(int dev, void *stream, void *fork_ev, void *join_ev) {
-  if (dev < 0 || dev >= MAX_DEV || dev >= n_dev || !D[dev].ready) return false;
+ * through src/backend/stream_region.c and k_cudnn.cu ct_cuda_fork_begin; session 14, CT_CUDA_DS_BWD_FORK: the
+ * backward of the nodes recorded there, from the autograd engine) ----
+ * begin: `stream` (k_cudnn.cu's second stream for a forward region, lane 0, the one its weight gradients use; its
+ * third stream for a backward region, lane 1) waits on `fork_ev` recorded on the device's stream, and from then on
+ * ct_cuda_stream returns `stream`: every kernel of the region (cuDNN through the lane's handle, the batch-norm
+ * kernels, ...) runs there, after all the work queued before. The region counts as pending work of its lane:
+ * blocks freed meanwhile wait for the join (side_q), each block handed out inside it and each table op's output is
+ * registered as written (w). end: the launches go back to the device's stream, which continues beside the region;
+ * `read` (the region's input, or the gradients its nodes read) is registered as read. The join follows the
+ * session-13 rules: the first table op that reads a block the region wrote (the residual add reading the branch's
+ * output; the sum of the two input gradients of the block) or writes what it read, any access from outside the
+ * table, copies, synchronizes, capture end, replays. Inside a region, a table op meeting another lane's work (or an
+ * access from outside the table while another lane is pending) makes the region's stream wait for that lane
+ * (region_wait: the lane stays pending for the device's stream). A copy, a synchronize, a cuBLAS handle, no room in
+ * the lists: a join of every lane that cuts the region short: the rest runs on the device's stream after the join.
+ * One thread drives a device. */
+extern "C" bool ct_cuda_region_begin(int dev, int lane, int kind, void *stream, void *fork_ev, void *join_ev) {
+  if (dev < 0 || dev >= MAX_DEV || dev >= n_dev || !D[dev].ready || lane < 0 || lane >= N_LANES) return false;
   cu_dev *g = &D[dev];
   if (g->region) return false;
-  if (g->side_pending && g->side_stream != (cudaStream_t)stream) side_join(dev);
+  side_lane *L = &g->lane[lane];
+  if (L->pending && L->stream != (cudaStream_t)stream) lanes_join(dev, 1u << lane);
   if (cudaEventRecord((cudaEvent_t)fork_ev, g->stream) != cudaSuccess ||
       cudaStreamWaitEvent((cudaStream_t)stream, (cudaEvent_t)fork_ev, 0) != cudaSuccess) {
     (void)cudaGetLastError();
@@ -247,51 +348,114 @@ extern "C" bool ct_cuda_region_begin(int dev, void *stream, void *fork_ev, void 
   }
   seq_bump();
   pthread_mutex_lock(&g->mu);
-  if (!g->side_pending) __atomic_add_fetch(&side_any, 1, __ATOMIC_ACQ_REL);
-  g->side_pending++;
-  g->side_stream = (cudaStream_t)stream;
-  g->side_ev = (cudaEvent_t)join_ev;
-  g->region = true;
+  if (!L->pending) __atomic_add_fetch(&side_any, 1, __ATOMIC_ACQ_REL);
+  L->pending++;
+  L->stream = (cudaStream_t)stream;
+  L->ev = (cudaEvent_t)join_ev;
+  g->region = lane + 1;
+  g->region_kind = kind >= 0 && kind <= 2 ? kind : 2;
   pthread_mutex_unlock(&g->mu);
   return true;
 }
-/* false where the region was cut short (it joined inside) */
-extern "C" bool ct_cuda_region_end(int dev, const void *read) {
+/* the storages of read[] as read by lane L (g->mu held); false where the list is full */
+static bool lane_reads(side_lane *L, int n_read, const ct_tensor *const *read) {
+  for (int i = 0; i < n_read; i++) {
+    const ct_tensor *t = read[i];
+    if (!t || t->storage->device.type != CT_DEVICE_CUDA || side_hits(t->storage->data, L->r, L->nr)) continue;
+    if (L->nr == 128) return false;
+    L->r[L->nr++] = t->storage->data;
+  }
+  return true;
+}
+/* inside a region: read[] registered as read by it (no room: the region is cut, joined) */
+extern "C" void ct_cuda_region_read(int dev, int n_read, const ct_tensor *const *read) {
+  if (dev < 0 || dev >= MAX_DEV || !D[dev].region) return;
+  cu_dev *g = &D[dev];
+  pthread_mutex_lock(&g->mu);
+  bool room = !g->region || lane_reads(&g->lane[g->region - 1], n_read, read);
+  pthread_mutex_unlock(&g->mu);
+  if (!room) side_join(dev);
+}
+/* false where the region was cut short (it joined inside, or there is no room for what it read) */
+extern "C" bool ct_cuda_region_end(int dev, int n_read, const ct_tensor *const *read) {
   if (dev < 0 || dev >= MAX_DEV || !D[dev].region) return false;
   cu_dev *g = &D[dev];
   seq_bump();
   pthread_mutex_lock(&g->mu);
-  g->region = false;
-  bool room = !read || g->side_nr < 128;
-  if (read && room) g->side_r[g->side_nr++] = read;
+  int l = g->region - 1, kind = g->region_kind;
+  side_lane *L = &g->lane[l];
+  g->region = 0;
+  bool room = lane_reads(L, n_read, read);
   pthread_mutex_unlock(&g->mu);
   if (!room) {
-    side_join(dev);
-    __atomic_add_fetch(&region_cut, 1, __ATOMIC_RELAXED);
+    lanes_join(dev, 1u << l);
+    __atomic_add_fetch(&region_cut[kind], 1, __ATOMIC_RELAXED);
     return false;
   }
-  __atomic_add_fetch(&region_n, 1, __ATOMIC_RELAXED);
+  __atomic_add_fetch(&region_n[kind], 1, __ATOMIC_RELAXED);
   return true;
 }
+/* the forward regions (CT_CUDA_DS_FORK) and the backward ones (CT_CUDA_DS_BWD_FORK): ended as planned, cut short */
 extern "C" void ct_cuda_region_counts(int64_t out[2]) {
-  out[0] = __atomic_load_n(&region_n, __ATOMIC_RELAXED);
-  out[1] = __atomic_load_n(&region_cut, __ATOMIC_RELAXED);
+  out[0] = __atomic_load_n(&region_n[0], __ATOMIC_RELAXED);
+  out[1] = __atomic_load_n(&region_cut[0], __ATOMIC_RELAXED);
+}
+extern "C" void ct_cuda_region_counts_bwd(int64_t out[2]) {
+  out[0] = __atomic_load_n(&region_n[1], __ATOMIC_RELAXED);
+  out[1] = __atomic_load_n(&region_cut[1], __ATOMIC_RELAXED);
+}
+/* kind 2: regions begun by ct_cuda_fork_begin(dev, 2) (other work on the second stream) */
+extern "C" void ct_cuda_region_counts_other(int64_t out[2]) {
+  out[0] = __atomic_load_n(&region_n[2], __ATOMIC_RELAXED);
+  out[1] = __atomic_load_n(&region_cut[2], __ATOMIC_RELAXED);
 }
 /* a block handed out inside a region: registered as written (no room: the region is cut, joined) */
 static void region_note(int dev, void *p) {
   cu_dev *g = &D[dev];
   pthread_mutex_lock(&g->mu);
-  bool room = !g->region || g->side_nw < 64;
-  if (g->region && room) g->side_w[g->side_nw++] = p;
+  bool room = true;
+  if (g->region) {
+    side_lane *L = &g->lane[g->region - 1];
+    room = L->nw < 64;
+    if (room) L->w[L->nw++] = p;
+  }
+  pthread_mutex_unlock(&g->mu);
+  if (!room) side_join(dev);
+}
+/* a storage (data pointer) a launch of the active region writes outside the table (no region: nothing) */
+extern "C" void ct_cuda_region_written(int dev, const void *p) {
+  if (dev < 0 || dev >= MAX_DEV || !p) return;
+  cu_dev *g = &D[dev];
+  pthread_mutex_lock(&g->mu);
+  bool room = true;
+  if (g->region) {
+    side_lane *L = &g->lane[g->region - 1];
+    if (!side_hits(p, L->w, L->nw)) {
+      room = L->nw < 64;
+      if (room) L->w[L->nw++] = p;
+    }
+  }
   pthread_mutex_unlock(&g->mu);
   if (!room) side_join(dev);
 }
 extern "C" bool ct_cuda_region_active(int dev) { return dev >= 0 && dev < MAX_DEV && D[dev].region; }
+/* the stream of the active region (NULL: none), without the join checks of ct_cuda_stream (k_cudnn.cu's handles) */
+extern "C" void *ct_cuda_region_stream(int dev) {
+  return dev >= 0 && dev < MAX_DEV && D[dev].region ? (void *)D[dev].lane[D[dev].region - 1].stream : NULL;
+}
+/* the device's own stream and the device made current, without any join (k_cudnn.cu's backward region begins
+ * beside the pending weight gradients, which ct_cuda_use / ct_cuda_stream at this depth would join) */
+extern "C" void *ct_cuda_main_stream(int dev) { return dev >= 0 && dev < MAX_DEV ? (void *)D[dev].stream : NULL; }
+extern "C" ct_status ct_cuda_ready(int dev) { return dev_ready(dev); }
 
 extern "C" void ct_cuda_side_join(int dev) {
-  if (dev >= 0 && dev < MAX_DEV && D[dev].side_pending) side_join(dev);
+  if (dev >= 0 && dev < MAX_DEV && (lanes_pending(&D[dev]) || D[dev].region)) side_join(dev);
 }
-extern "C" int ct_cuda_side_pending(int dev) { return dev >= 0 && dev < MAX_DEV ? D[dev].side_pending : 0; }
+extern "C" int ct_cuda_side_pending(int dev) {
+  int n = 0;
+  for (int l = 0; dev >= 0 && dev < MAX_DEV && l < N_LANES; l++) n += D[dev].lane[l].pending;
+  return n;
+}
 
 extern "C" ct_status ct_cuda_use(int dev) {
   side_check(dev);
@@ -299,7 +463,7 @@ extern "C" ct_status ct_cuda_use(int dev) {
 }
 extern "C" void *ct_cuda_stream(int dev) {
   side_check(dev);
-  return (void *)(D[dev].region ? D[dev].side_stream : D[dev].stream);
+  return (void *)(D[dev].region ? D[dev].lane[D[dev].region - 1].stream : D[dev].stream);
 }
 extern "C" int *ct_cuda_flag(int dev) { return D[dev].flag; }
 extern "C" int ct_cuda_call_dev(const ct_call *c) {
@@ -444,10 +608,11 @@ static void cu_free(int dev, void *p, size_t nbytes) {
   if (!p || dev < 0 || dev >= n_dev) return;
   seq_bump();
   cu_dev *g = &D[dev];
-  if (__atomic_load_n(&side_any, __ATOMIC_ACQUIRE)) { /* the second stream may still use it: keep it until the join */
+  if (__atomic_load_n(&side_any, __ATOMIC_ACQUIRE)) { /* a pending lane may still use it: keep it until the join */
     pthread_mutex_lock(&g->mu);
     bool kept = false;
-    if (g->side_pending) {
+    unsigned lanes = lanes_pending(g);
+    if (lanes) {
       if (g->side_qn == g->side_qcap) {
         size_t nc = g->side_qcap ? 2 * g->side_qcap : 64;
         side_qblk *nq = (side_qblk *)realloc(g->side_q, nc * sizeof *nq);
@@ -455,13 +620,14 @@ static void cu_free(int dev, void *p, size_t nbytes) {
       }
       if (g->side_qn < g->side_qcap) {
         g->side_q[g->side_qn].p = p;
-        g->side_q[g->side_qn++].n = nbytes;
+        g->side_q[g->side_qn].n = nbytes;
+        g->side_q[g->side_qn++].lanes = lanes;
         kept = true;
       }
     }
     pthread_mutex_unlock(&g->mu);
     if (kept) return;
-    if (g->side_pending) side_join(dev); /* no room to keep it: join, then free */
+    if (lanes) side_join(dev); /* no room to keep it: join, then free */
   }
   cu_free_now(dev, p, nbytes);
 }
@@ -711,11 +877,19 @@ static void fill_table(void) {
     atexit(prof_report);
   }
 }
-/* While weight gradients run on a second stream: an op reading their dw, or writing any storage they use, joins
- * first; every other op runs beside them, its own stream accesses not joining (side_guard_depth). */
-static bool side_hits(const void *p, const void *const *set, int n) {
-  for (int i = 0; i < n; i++)
-    if (set[i] == p) return true;
+/* While work is pending beside the device's stream: an op reading a lane's writes, or writing any storage a lane
+ * uses, joins that lane first; every other op runs beside them, its own stream accesses not joining
+ * (side_guard_depth). Inside a region the region's own lane is not checked (its stream orders it) but the others
+ * are (a hit joins every lane and cuts the region), and the op's outputs are registered as the region's writes (the
+ * in-place ones too: the blocks handed out are already). */
+static bool io_hits(const ct_call *c, const side_lane *L) {
+  for (int i = 0; i < c->n_in; i++)
+    if (c->in[i] && c->in[i]->storage->device.type == CT_DEVICE_CUDA && side_hits(c->in[i]->storage->data, L->w, L->nw))
+      return true;
+  for (int j = 0; j < c->n_out; j++)
+    if (c->out[j] && c->out[j]->storage->device.type == CT_DEVICE_CUDA &&
+        (side_hits(c->out[j]->storage->data, L->w, L->nw) || side_hits(c->out[j]->storage->data, L->r, L->nr)))
+      return true;
   return false;
 }
 static ct_status side_guard_kernel(const ct_call *c) {
@@ -723,19 +897,28 @@ static ct_status side_guard_kernel(const ct_call *c) {
   for (int j = 0; j < c->n_out && !first; j++) first = c->out[j];
   for (int i = 0; i < c->n_in && !first; i++) first = c->in[i];
   int dev = first ? first->storage->device.index : -1;
-  if (dev >= 0 && dev < MAX_DEV && D[dev].side_pending && !D[dev].region) {
+  if (dev >= 0 && dev < MAX_DEV && (lanes_pending(&D[dev]) || D[dev].region)) {
     cu_dev *g = &D[dev];
-    bool hit = false;
+    unsigned hit = 0;
+    bool full = false;
     pthread_mutex_lock(&g->mu);
-    for (int i = 0; i < c->n_in && !hit; i++)
-      if (c->in[i] && c->in[i]->storage->device.type == CT_DEVICE_CUDA)
-        hit = side_hits(c->in[i]->storage->data, g->side_w, g->side_nw);
-    for (int j = 0; j < c->n_out && !hit; j++)
-      if (c->out[j] && c->out[j]->storage->device.type == CT_DEVICE_CUDA)
-        hit = side_hits(c->out[j]->storage->data, g->side_w, g->side_nw) ||
-              side_hits(c->out[j]->storage->data, g->side_r, g->side_nr);
+    int rl = g->region - 1;
+    for (int l = 0; l < N_LANES; l++)
+      if (l != rl && g->lane[l].pending && io_hits(c, &g->lane[l])) hit |= 1u << l;
+    if (rl >= 0) {
+      side_lane *L = &g->lane[rl];
+      for (int j = 0; j < c->n_out && !full; j++) {
+        if (!c->out[j] || c->out[j]->storage->device.type != CT_DEVICE_CUDA) continue;
+        const void *p = c->out[j]->storage->data;
+        if (side_hits(p, L->w, L->nw)) continue;
+        if (L->nw < 64) L->w[L->nw++] = p;
+        else full = true;
+      }
+    }
     pthread_mutex_unlock(&g->mu);
-    if (hit) side_join(dev);
+    /* inside a region a hit makes its stream wait for those lanes; a full list (or streams that cannot be ordered)
+     * joins every lane, the region cut */
+    if (full || (hit && !(rl >= 0 && region_wait(dev, hit)))) lanes_join(dev, hit);
   }
   side_guard_depth++;
   ct_status st = table[c->op](c);
@@ -750,9 +933,20 @@ static ct_kernel_fn cu_kernel(int op) {
   return f;
 }
 
+/* the forked regions (backend.h; src/backend/stream_region.c): k_cudnn.cu picks the stream and the switch by
+ * kind (forward: lane 0, CT_CUDA_DS_FORK; backward: lane 1, CT_CUDA_DS_BWD_FORK) */
+extern "C" int ct_cuda_fork_begin(int dev, int kind); /* k_cudnn.cu */
+static bool cu_region_begin(int dev, int kind) {
+  return dev >= 0 && dev < MAX_DEV && ct_cuda_fork_begin(dev, kind) != 0;
+}
+static bool cu_region_end(int dev, int n_read, const ct_tensor *const *read) {
+  return ct_cuda_region_end(dev, n_read, read);
+}
+static void cu_region_read(int dev, int n_read, const ct_tensor *const *read) { ct_cuda_region_read(dev, n_read, read); }
+
 extern "C" const ct_backend ct_cuda_backend = {
     "cuda", CT_DEVICE_CUDA, cu_available, cu_alloc, cu_free, cu_upload, cu_download, cu_sync,
-    cu_kernel, cu_stats, cu_empty_cache,
+    cu_kernel, cu_stats, cu_empty_cache, cu_region_begin, cu_region_read, cu_region_end,
 };
 
 /* ---- the public queries (include/ctorch/cuda.h through cuda_api.c) ---- */
@@ -786,68 +980,6 @@ static void pool_release(cu_dev *g) {
   free(g->pool_ptrs);
   g->pool_ptrs = NULL;
   g->pool_n = g->pool_cap = 0;
-}
-
-/* CT_CUDA_GRAPH_NODES=1 (diagnostic): after each capture, the graph's nodes by kind and kernel
- * name on stderr, most frequent first, to see what a captured step is made of. Kernel names come
- * from the driver (cuDNN's and cuBLAS's kernels are not the runtime's), through entry points, so
- * nothing links libcuda. */
-typedef CUresult (*kparams_fn)(CUgraphNode, CUDA_KERNEL_NODE_PARAMS *);
-typedef CUresult (*fname_fn)(const char **, CUfunction);
-typedef CUresult (*kname_fn)(const char **, CUkernel);
-static void graph_node_histogram(cudaGraph_t graph) {
-  size_t n = 0;
-  if (cudaGraphGetNodes(graph, NULL, &n) != cudaSuccess || n == 0) return;
-  cudaGraphNode_t *nodes = (cudaGraphNode_t *)malloc(n * sizeof *nodes);
-  struct hist { char name[112]; int count; } *h = (struct hist *)calloc(n, sizeof *h);
-  if (!nodes || !h || cudaGraphGetNodes(graph, nodes, &n) != cudaSuccess) {
-    free(nodes);
-    free(h);
-    return;
-  }
-  void *fp = NULL, *fn = NULL, *kn = NULL;
-  cudaDriverEntryPointQueryResult q;
-  cudaGetDriverEntryPointByVersion("cuGraphKernelNodeGetParams", &fp, 12000, cudaEnableDefault, &q);
-  cudaGetDriverEntryPointByVersion("cuFuncGetName", &fn, 12030, cudaEnableDefault, &q);
-  cudaGetDriverEntryPointByVersion("cuKernelGetName", &kn, 12030, cudaEnableDefault, &q);
-  size_t kinds = 0;
-  for (size_t i = 0; i < n; i++) {
-    cudaGraphNodeType t = cudaGraphNodeTypeEmpty;
-    cudaGraphNodeGetType(nodes[i], &t);
-    char name[112];
-    snprintf(name, sizeof name, "(node type %d)", (int)t);
-    if (t == cudaGraphNodeTypeMemset) snprintf(name, sizeof name, "(memset)");
-    if (t == cudaGraphNodeTypeMemcpy) snprintf(name, sizeof name, "(memcpy)");
-    CUDA_KERNEL_NODE_PARAMS kp;
-    memset(&kp, 0, sizeof kp);
-    const char *raw = NULL;
-    if (t == cudaGraphNodeTypeKernel && fp && ((kparams_fn)fp)((CUgraphNode)nodes[i], &kp) == CUDA_SUCCESS) {
-      if (kp.func && fn) ((fname_fn)fn)(&raw, kp.func);
-      if (!raw && kp.kern && kn) ((kname_fn)kn)(&raw, kp.kern);
-    }
-    if (raw) {
-      int dst = 0;
-      char *dm = abi::__cxa_demangle(raw, NULL, NULL, &dst);
-      const char *use = dm ? dm : raw;
-      size_t len = strcspn(use, "("); /* the name without its parameter list */
-      snprintf(name, sizeof name, "%.*s", (int)(len < sizeof name - 1 ? len : sizeof name - 1), use);
-      free(dm);
-    }
-    size_t k = 0;
-    while (k < kinds && strcmp(h[k].name, name)) k++;
-    if (k == kinds) memcpy(h[kinds++].name, name, sizeof name);
-    h[k].count++;
-  }
-  for (size_t a = 1; a < kinds; a++) /* most frequent first */
-    for (size_t b = a; b > 0 && h[b].count > h[b - 1].count; b--) {
-      struct hist tmp = h[b];
-      h[b] = h[b - 1];
-      h[b - 1] = tmp;
-    }
-  fprintf(stderr, "CUDA graph: %zu nodes, %zu kinds\n", n, kinds);
-  for (size_t k = 0; k < kinds; k++) fprintf(stderr, "  %5d  %s\n", h[k].count, h[k].name);
-  free(nodes);
-  free(h);
 }
 
 struct ct_cuda_graph {
@@ -899,7 +1031,7 @@ extern "C" ct_cuda_graph *ct_cuda_impl_graph_capture(int dev, ct_status (*fn)(vo
   cg->graph = graph;
   cg->exec = exec;
   cudaGraphGetNodes(graph, NULL, &cg->nodes);
-  if (getenv("CT_CUDA_GRAPH_NODES")) graph_node_histogram(graph);
+  ct_cuda_graph_diagnostics(graph); /* CT_CUDA_GRAPH_NODES, CT_CUDA_GRAPH_TIMELINE (graph_diag.cu) */
   pthread_mutex_lock(&g->mu);
   g->n_graphs++;
   pthread_mutex_unlock(&g->mu);

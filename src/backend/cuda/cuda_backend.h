@@ -27,6 +27,8 @@ ct_status ct_cuda_flag_take(int dev, int *value);
 /* Device of a call's tensors (its first output, else its first input). */
 int ct_cuda_call_dev(const ct_call *c);
 bool ct_cuda_tf32(void);
+/* After a capture: the diagnostics the environment asks for (graph_diag.cu; cudaGraph_t graph). */
+void ct_cuda_graph_diagnostics(void *graph);
 
 /* Kernel tables of each file: set tab[op] for the ops the file implements. */
 void ct_cuda_register_pointwise(ct_kernel_fn *tab);
@@ -66,6 +68,16 @@ bool ct_cuda_fast_softmax(const ct_call *c, ct_status *st);
  * where cuDNN is absent or the call does not fit (the direct kernels then run). */
 bool ct_cuda_cudnn_conv(const ct_call *c, ct_status *st);
 const char *ct_cuda_cudnn_info(void); /* "cuDNN 9.x.y (folder)" or why it is not used */
+/* Session 14 (k_conv_gemm.cu): float32 channels-last 2-D convolutions of small output (N*OH*OW <=
+ * CT_CUDA_CONV_GEMM_MAXM) as im2col + cuBLAS (forward) and cuBLAS + a col2im gather (input gradient), on
+ * `stream`, which must be the device's own stream; false, having done nothing, where the call does not fit
+ * (cuDNN then runs). CT_CUDA_CONV_GEMM=0 turns it off. k_linalg.cu's raw products under it: ready says whether
+ * cuBLAS can run on `stream` (the device's stream, outside a region; makes the handle outside a capture), raw
+ * launches C_i = op(A_i) op(B_i) there (column-major terms, strided batches, beta 0, TF32 as ct_cuda_tf32). */
+bool ct_cuda_conv_gemm(const ct_call *c, void *stream, ct_status *st);
+bool ct_cuda_sgemm_ready(int dev, void *stream);
+ct_status ct_cuda_sgemm_raw(int dev, bool ta, bool tb, int m, int n, int k, const float *A, int lda, long long sa,
+                            const float *B, int ldb, long long sb, float *C, int ldc, long long sc, int batch);
 bool ct_cuda_fast_rowsum(int dev, int dt, int mode, const char *in, int no, const int64_t *oshape,
                          const int64_t *ostride, int64_t outer, int64_t inner, int64_t split, int64_t chunk,
                          const double *shift, double *part, int64_t pstride);

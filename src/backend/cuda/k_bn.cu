@@ -54,8 +54,32 @@ struct BnArgs {
    * ReLU kernels); the backward reads the saved relu output r and uses g' = r <= 0 ? 0 : g */
   bool relu;
   const void *r;
+  /* a residual added before that ReLU (ct_batch_norm_add_relu, k4): the forward writes relu(y + res) (y rounded to
+   * the dtype first, as the separate add reads it); the backward writes g' (the residual's gradient) to gp in the
+   * pass that first masks g, and reads g' back wherever it read g afterwards */
+  const void *res;
+  void *gp;
 };
 template <typename T> __device__ __forceinline__ T bn_relu(T v, bool on) { return on && v <= (T)0 ? (T)0 : v; }
+/* the forward's last steps: (+ res[o]) then the ReLU */
+template <typename T> __device__ __forceinline__ T bn_out(T v, const void *res, size_t o, bool relu) {
+  if (res) v = bn_add(v, ((const T *)res)[o]);
+  return bn_relu(v, relu);
+}
+__device__ __forceinline__ float4 bn_out4(float4 w, const void *res, size_t o, bool relu) {
+  if (res) {
+    float4 q = *(const float4 *)((const float *)res + o);
+    w.x = bn_add(w.x, q.x);
+    w.y = bn_add(w.y, q.y);
+    w.z = bn_add(w.z, q.z);
+    w.w = bn_add(w.w, q.w);
+  }
+  w.x = bn_relu(w.x, relu);
+  w.y = bn_relu(w.y, relu);
+  w.z = bn_relu(w.z, relu);
+  w.w = bn_relu(w.w, relu);
+  return w;
+}
 template <typename T> __device__ __forceinline__ T bn_gmask(T g, const void *r, size_t o) {
   return r && ((const T *)r)[o] <= (T)0 ? (T)0 : g;
 }
@@ -101,7 +125,7 @@ template <typename T> __global__ void __launch_bounds__(BN_T) k_bn_fwd(BnArgs a)
   T *y = (T *)a.y;
   for (int64_t i = threadIdx.x; i < M; i += BN_T) {
     int64_t o = ((i / S) * a.C + c) * S + i % S;
-    y[o] = bn_relu(bn_add(bn_mul(bn_sub(x[o], m), sc), bb), a.relu);
+    y[o] = bn_out(bn_add(bn_mul(bn_sub(x[o], m), sc), bb), a.res, (size_t)o, a.relu);
   }
 }
 
@@ -115,7 +139,9 @@ template <typename T> __global__ void __launch_bounds__(BN_T) k_bn_bwd(BnArgs a)
   if (need) {
     for (int64_t i = threadIdx.x; i < M; i += BN_T) {
       int64_t o = ((i / S) * a.C + c) * S + i % S;
-      double gv = (double)bn_gmask(g[o], a.r, o);
+      T gm = bn_gmask(g[o], a.r, o);
+      if (a.gp) ((T *)a.gp)[o] = gm; /* read back below by this same thread */
+      double gv = (double)gm;
       s1 += gv;
       s2 += gv * ((double)x[o] - (double)m);
     }
@@ -131,7 +157,7 @@ template <typename T> __global__ void __launch_bounds__(BN_T) k_bn_bwd(BnArgs a)
   T *dx = (T *)a.y;
   for (int64_t i = threadIdx.x; i < M; i += BN_T) {
     int64_t o = ((i / S) * a.C + c) * S + i % S;
-    T gm = bn_gmask(g[o], a.r, o);
+    T gm = a.gp ? ((const T *)a.gp)[o] : bn_gmask(g[o], a.r, o);
     dx[o] = a.training ? bn_mul(bn_sub(bn_sub(gm, cg), bn_mul(bn_sub(x[o], m), cx)), av) : bn_mul(gm, av);
   }
 }
@@ -229,13 +255,12 @@ __global__ void __launch_bounds__(BN_T2) k_bn_fwd_fast(BnFast f) {
     unsigned o = bn_off(u, c, f);
     if (f.V == 4) {
       float4 v = *(const float4 *)(x + o), w;
-      bool rl = f.a.relu;
-      w.x = bn_relu(bn_add(bn_mul(bn_sub(v.x, m), sc), bb), rl);
-      w.y = bn_relu(bn_add(bn_mul(bn_sub(v.y, m), sc), bb), rl);
-      w.z = bn_relu(bn_add(bn_mul(bn_sub(v.z, m), sc), bb), rl);
-      w.w = bn_relu(bn_add(bn_mul(bn_sub(v.w, m), sc), bb), rl);
-      *(float4 *)(y + o) = w;
-    } else y[o] = bn_relu(bn_add(bn_mul(bn_sub(x[o], m), sc), bb), f.a.relu);
+      w.x = bn_add(bn_mul(bn_sub(v.x, m), sc), bb);
+      w.y = bn_add(bn_mul(bn_sub(v.y, m), sc), bb);
+      w.z = bn_add(bn_mul(bn_sub(v.z, m), sc), bb);
+      w.w = bn_add(bn_mul(bn_sub(v.w, m), sc), bb);
+      *(float4 *)(y + o) = bn_out4(w, f.a.res, o, f.a.relu);
+    } else y[o] = bn_out(bn_add(bn_mul(bn_sub(x[o], m), sc), bb), f.a.res, o, f.a.relu);
   }
 }
 
@@ -257,11 +282,14 @@ __global__ void __launch_bounds__(BN_T2) k_bn_bwd_fast(BnFast f) {
       unsigned o = bn_off(u, c, f);
       if (f.V == 4) {
         float4 gv = bn_gmask4(*(const float4 *)(g + o), f.a.r, o), xv = *(const float4 *)(x + o);
+        if (f.a.gp) *(float4 *)((float *)f.a.gp + o) = gv; /* read back below by this same thread */
         s1 += ((double)gv.x + (double)gv.y) + ((double)gv.z + (double)gv.w);
         s2 += ((double)gv.x * ((double)xv.x - md) + (double)gv.y * ((double)xv.y - md)) +
               ((double)gv.z * ((double)xv.z - md) + (double)gv.w * ((double)xv.w - md));
       } else {
-        double gd = (double)bn_gmask(g[o], f.a.r, o);
+        float gm = bn_gmask(g[o], f.a.r, o);
+        if (f.a.gp) ((float *)f.a.gp)[o] = gm;
+        double gd = (double)gm;
         s1 += gd;
         s2 += gd * ((double)x[o] - md);
       }
@@ -282,13 +310,14 @@ __global__ void __launch_bounds__(BN_T2) k_bn_bwd_fast(BnFast f) {
   for (unsigned u = t0; u < U; u += step) {
     unsigned o = bn_off(u, c, f);
     if (f.V == 4) {
-      float4 gv = bn_gmask4(*(const float4 *)(g + o), f.a.r, o), xv = *(const float4 *)(x + o), w;
+      float4 gv = f.a.gp ? *(const float4 *)((const float *)f.a.gp + o) : bn_gmask4(*(const float4 *)(g + o), f.a.r, o),
+             xv = *(const float4 *)(x + o), w;
       w.x = bn_dx(gv.x, xv.x, m, cg, cx, av, tr);
       w.y = bn_dx(gv.y, xv.y, m, cg, cx, av, tr);
       w.z = bn_dx(gv.z, xv.z, m, cg, cx, av, tr);
       w.w = bn_dx(gv.w, xv.w, m, cg, cx, av, tr);
       *(float4 *)(dx + o) = w;
-    } else dx[o] = bn_dx(bn_gmask(g[o], f.a.r, o), x[o], m, cg, cx, av, tr);
+    } else dx[o] = bn_dx(f.a.gp ? ((const float *)f.a.gp)[o] : bn_gmask(g[o], f.a.r, o), x[o], m, cg, cx, av, tr);
   }
 }
 
@@ -309,7 +338,7 @@ static int bn_fast_launch(const BnArgs *a, const ct_tensor *x, bool backward, in
   f.S = (unsigned)a->S;
   f.N = (unsigned)a->N;
   bool al = ((uintptr_t)a->x % 16 == 0) && ((uintptr_t)a->y % 16 == 0) && (!backward || (uintptr_t)a->g % 16 == 0) &&
-            (uintptr_t)a->r % 16 == 0;
+            (uintptr_t)a->r % 16 == 0 && (uintptr_t)a->res % 16 == 0 && (uintptr_t)a->gp % 16 == 0;
   f.V = (a->S % 4 == 0 && al) ? 4 : 1;
   unsigned U = f.N * f.S / f.V;
   f.cl = 1;
@@ -399,7 +428,9 @@ __global__ void __launch_bounds__(BNC_TX *BNC_TY) k_bn_cl_sums(BnCl f, bool back
 #pragma unroll 4
       for (unsigned m = blockIdx.y * BNC_TY + ty; m < f.M; m += f.R * BNC_TY) {
         size_t o = (size_t)m * f.C + c;
-        double gd = (double)bn_gmask(g[o], f.a.r, o);
+        float gm = bn_gmask(g[o], f.a.r, o);
+        if (f.a.gp) ((float *)f.a.gp)[o] = gm; /* g' for the residual and for k_bn_cl_apply */
+        double gd = (double)gm;
         s1 += gd;
         s2 += gd * ((double)x[o] - md);
       }
@@ -489,11 +520,11 @@ __global__ void __launch_bounds__(256) k_bn_cl_apply(BnCl f, bool backward) {
       float4 xv = *(const float4 *)(x + o), w;
       float4 m = *(const float4 *)(k + c), s = *(const float4 *)(k + C + c), b = *(const float4 *)(k + 2 * C + c);
       if (!backward) {
-        bool rl = f.a.relu;
-        w.x = bn_relu(bn_add(bn_mul(bn_sub(xv.x, m.x), s.x), b.x), rl);
-        w.y = bn_relu(bn_add(bn_mul(bn_sub(xv.y, m.y), s.y), b.y), rl);
-        w.z = bn_relu(bn_add(bn_mul(bn_sub(xv.z, m.z), s.z), b.z), rl);
-        w.w = bn_relu(bn_add(bn_mul(bn_sub(xv.w, m.w), s.w), b.w), rl);
+        w.x = bn_add(bn_mul(bn_sub(xv.x, m.x), s.x), b.x);
+        w.y = bn_add(bn_mul(bn_sub(xv.y, m.y), s.y), b.y);
+        w.z = bn_add(bn_mul(bn_sub(xv.z, m.z), s.z), b.z);
+        w.w = bn_add(bn_mul(bn_sub(xv.w, m.w), s.w), b.w);
+        w = bn_out4(w, f.a.res, o, f.a.relu);
       } else {
         float4 gv = bn_gmask4(*(const float4 *)(g + o), f.a.r, o), cx = *(const float4 *)(k + 3 * C + c);
         w.x = bn_dx(gv.x, xv.x, m.x, b.x, cx.x, s.x, tr);
@@ -502,7 +533,7 @@ __global__ void __launch_bounds__(256) k_bn_cl_apply(BnCl f, bool backward) {
         w.w = bn_dx(gv.w, xv.w, m.w, b.w, cx.w, s.w, tr);
       }
       *(float4 *)(y + o) = w;
-    } else if (!backward) y[o] = bn_relu(bn_add(bn_mul(bn_sub(x[o], k[c]), k[C + c]), k[2 * C + c]), f.a.relu);
+    } else if (!backward) y[o] = bn_out(bn_add(bn_mul(bn_sub(x[o], k[c]), k[C + c]), k[2 * C + c]), f.a.res, o, f.a.relu);
     else y[o] = bn_dx(bn_gmask(g[o], f.a.r, o), x[o], k[c], k[2 * C + c], k[3 * C + c], k[C + c], tr);
   }
 }
@@ -587,6 +618,11 @@ static void bn_fold_take(BnCl *f, int dev, const void *mean_out, const void *var
 }
 
 static int64_t bn_cl_n; /* channels-last launches (tests) */
+/* launches with the residual fused (forward: res read; backward: g' written), channels-last and NCHW (tests) */
+static int64_t bn_add_n[2];
+extern "C" void ct_cuda_bn_add_relu_counts(int64_t out[2]) {
+  for (int k = 0; k < 2; k++) out[k] = __atomic_load_n(&bn_add_n[k], __ATOMIC_RELAXED);
+}
 /* CT_CUDA_BN_PDL (read at each call): 1 the finish and apply kernels launched as programmatic dependents of the
  * kernel before them (sums -> finish -> apply, all three of this file); 2 (the default since session 13b) also the
  * sums kernel (after whatever came before: a cuDNN convolution, an elementwise kernel; where that is not a kernel,
@@ -631,13 +667,15 @@ static ct_status bn_cl_run(const BnArgs *a, bool backward, int dev, const char *
   f.C = (unsigned)a->C;
   f.M = (unsigned)(a->N * a->S);
   bool al = (uintptr_t)a->x % 16 == 0 && (!a->y || (uintptr_t)a->y % 16 == 0) && (!backward || (uintptr_t)a->g % 16 == 0) &&
-            (uintptr_t)a->r % 16 == 0;
+            (uintptr_t)a->r % 16 == 0 && (uintptr_t)a->res % 16 == 0 && (uintptr_t)a->gp % 16 == 0;
   f.V = f.C % 4 == 0 && al ? 4 : 1;
   unsigned tiles = (f.C + BNC_TX - 1) / BNC_TX, rmax = (f.M + 4 * BNC_TY - 1) / (4 * BNC_TY); /* >= 4 rows a lane */
   f.R = (264 + tiles - 1) / tiles;
   if (f.R > rmax) f.R = rmax;
   if (f.R < 1) f.R = 1;
   bool sums = backward ? (a->mean || a->rstd || (a->y && a->training)) : a->training;
+  if (a->gp && !sums) /* src/ops/nn.c forms g' by the ReLU's gradient op instead */
+    return CT_ERR(CT_ERR_RUNTIME, "%s: g' is written by the sums pass, which this call does not run", name);
   size_t pbytes = sums ? (size_t)f.R * f.C * 2 * sizeof(double) : 0, kbytes = (size_t)4 * f.C * sizeof(float);
   size_t bytes = pbytes + kbytes;
   char *ws = (char *)ct_cuda_tmp_alloc(dev, bytes);
@@ -651,8 +689,15 @@ static ct_status bn_cl_run(const BnArgs *a, bool backward, int dev, const char *
   bn_launch(k_bn_cl_finish, dim3((f.C + 7) / 8), dim3(256), s, pdl >= 1 && sums, f, backward);
   if (a->y && f.M) {
     size_t U = (size_t)f.M * f.C / f.V, blocks = (U + 255) / 256;
-    bn_launch(k_bn_cl_apply, dim3((unsigned)(blocks < 8192 ? blocks : 8192)), dim3(256), s, pdl >= 1, f, backward);
+    BnCl fa = f;
+    if (backward && a->gp) { /* dx from g', which the sums kernel wrote (masked already) */
+      fa.a.g = a->gp;
+      fa.a.r = NULL;
+      fa.a.gp = NULL;
+    }
+    bn_launch(k_bn_cl_apply, dim3((unsigned)(blocks < 8192 ? blocks : 8192)), dim3(256), s, pdl >= 1, fa, backward);
   }
+  if (a->res || a->gp) __atomic_add_fetch(&bn_add_n[backward ? 1 : 0], 1, __ATOMIC_RELAXED);
   ct_cuda_tmp_free(dev, ws, bytes);
   __atomic_add_fetch(&bn_cl_n, 1, __ATOMIC_RELAXED);
   if (f.rm || f.rv) {
@@ -669,17 +714,24 @@ static int bn_cl_call(const ct_call *c, bool backward, ct_status *st) {
   if (!ct_suggests_channels_last(x)) return 0;
   const char *name = backward ? "native_batch_norm_backward" : "native_batch_norm";
   const ct_tensor *rr = backward && c->n_in > 5 ? c->in[5] : NULL; /* the fused ReLU's saved output */
+  /* k4: the forward's residual (in[5]), the backward's g' (out[3]) */
+  bool add = c->a.k[4] != 0;
+  const ct_tensor *res = add && !backward && c->n_in > 5 ? c->in[5] : NULL, *gp = add && backward && c->n_out > 3 ? c->out[3] : NULL;
   bool ok = x->dtype == CT_FLOAT32 && ct_numel(x) < ((int64_t)1 << 31) - 8 && (!g || ct_dense_same_layout(g, x)) &&
             (!rr || (rr->dtype == x->dtype && ct_dense_same_layout(rr, x)));
+  if (add) {
+    const ct_tensor *t = backward ? gp : res;
+    ok = ok && t && t->dtype == x->dtype && ct_dense_same_layout(t, x) && c->a.k[3] && (!backward || rr);
+  }
   for (int k = backward ? 2 : 1; ok && k <= 4; k++) {
     const ct_tensor *t = c->in[k];
     ok = !t || (t->dtype == x->dtype && ct_is_contiguous(t) && ct_numel(t) == x->shape[1]);
   }
   if (ok && c->out[0]) ok = ct_dense_same_layout(c->out[0], x);
-  for (int j = 1; ok && j < c->n_out; j++) ok = !c->out[j] || ct_is_contiguous(c->out[j]);
+  for (int j = 1; ok && j < c->n_out && j < (backward ? 3 : 4); j++) ok = !c->out[j] || ct_is_contiguous(c->out[j]);
   if (!ok) {
-    *st = CT_ERR(CT_ERR_RUNTIME, "%s: a channels-last input needs float32, its gradient and output in its layout and "
-                 "contiguous per-channel tensors", name);
+    *st = CT_ERR(CT_ERR_RUNTIME, "%s: a channels-last input needs float32, its gradient, output, residual and g' in its "
+                 "layout and contiguous per-channel tensors", name);
     return 1;
   }
   BnArgs a;
@@ -704,7 +756,7 @@ static int bn_cl_call(const ct_call *c, bool backward, ct_status *st) {
     *st = CT_OK;
     return 1;
   }
-  int dev = ct_cuda_call_dev(c);
+  int dev = x->storage->device.index; /* x's: the backward's out[0] (dx) may be absent */
   if ((*st = ct_cuda_use(dev)) != CT_OK) return 1;
   if (!backward) {
     a.x = bn_ptr(x);
@@ -728,6 +780,8 @@ static int bn_cl_call(const ct_call *c, bool backward, ct_status *st) {
   }
   a.relu = !backward && c->a.k[3] != 0;
   a.r = rr ? bn_ptr(rr) : NULL;
+  a.res = res ? bn_ptr(res) : NULL;
+  a.gp = gp ? (void *)bn_ptr(gp) : NULL;
   *st = bn_cl_run(&a, backward, dev, name);
   return 1;
 }
@@ -760,6 +814,13 @@ static ct_status cu_native_batch_norm(const ct_call *c) {
   a.rstd = (void *)bn_ptr(c->out[2]);
   a.var = (void *)bn_ptr(c->out[3]);
   a.relu = c->a.k[3] != 0;
+  if (c->a.k[4]) { /* the residual added before the ReLU */
+    const ct_tensor *res = c->n_in > 5 ? c->in[5] : NULL;
+    if (!a.relu || !res || res->dtype != x->dtype || !ct_is_contiguous(res) || ct_numel(res) != ct_numel(x))
+      return CT_ERR(CT_ERR_RUNTIME, "native_batch_norm: expected the residual contiguous like the input, with a ReLU");
+    a.res = bn_ptr(res);
+    __atomic_add_fetch(&bn_add_n[0], 1, __ATOMIC_RELAXED);
+  }
   ct_status fst = CT_OK;
   if (bn_fast_launch(&a, x, false, dev, &fst)) return fst;
   if (x->dtype == CT_FLOAT64) k_bn_fwd<double><<<(unsigned)a.C, BN_T, 0, CU_STREAM(dev)>>>(a);
@@ -784,7 +845,7 @@ static ct_status cu_native_batch_norm_backward(const ct_call *c) {
     return CT_ERR(CT_ERR_RUNTIME, "native_batch_norm_backward: no values per channel");
   if (a.C == 0) return CT_OK;
   if (a.C > 0x7fffffff) return CT_ERR(CT_ERR_RUNTIME, "native_batch_norm_backward: too many channels for one launch");
-  int dev = ct_cuda_call_dev(c);
+  int dev = x->storage->device.index; /* x's: the backward's out[0] (dx) may be absent */
   CT_TRY(ct_cuda_use(dev));
   a.g = bn_ptr(c->in[0]);
   a.x = bn_ptr(x);
@@ -799,6 +860,15 @@ static ct_status cu_native_batch_norm_backward(const ct_call *c) {
     if (r->dtype != x->dtype || !ct_is_contiguous(r) || ct_numel(r) != ct_numel(x))
       return CT_ERR(CT_ERR_RUNTIME, "native_batch_norm_backward: expected the fused ReLU's output like the input");
     a.r = bn_ptr(r);
+  }
+  if (c->a.k[4]) { /* g' out: written by the sums pass, which must run */
+    const ct_tensor *gp = c->n_out > 3 ? c->out[3] : NULL;
+    if (!a.r || !gp || gp->dtype != x->dtype || !ct_is_contiguous(gp) || ct_numel(gp) != ct_numel(x) ||
+        !(a.mean || a.rstd || (a.y && a.training)))
+      return CT_ERR(CT_ERR_RUNTIME, "native_batch_norm_backward: expected g' contiguous like the input and a pass "
+                                    "over the gradient (the residual's ReLU)");
+    a.gp = (void *)bn_ptr(gp);
+    __atomic_add_fetch(&bn_add_n[1], 1, __ATOMIC_RELAXED);
   }
   ct_status fst = CT_OK;
   if (bn_fast_launch(&a, x, true, dev, &fst)) return fst;

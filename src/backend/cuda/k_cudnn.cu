@@ -34,8 +34,7 @@ extern "C" int64_t ct_cuda_conv2s_count(void) { return 0; } /* the two-stream ba
 extern "C" int64_t ct_cuda_conv2s_forks(void) { return 0; }
 extern "C" int64_t ct_cuda_conv2s_deferred(void) { return 0; }
 extern "C" bool ct_cuda_cudnn_conv(const ct_call *c, ct_status *st) { return false; }
-extern "C" int ct_cuda_fork_begin(int dev) { return 0; } /* the forked region (session 13b) uses the second handle */
-extern "C" int ct_cuda_fork_end(int dev, const ct_tensor *read) { return 0; }
+extern "C" int ct_cuda_fork_begin(int dev, int kind) { return 0; } /* the forked regions use cuDNN's handles */
 extern "C" const char *ct_cuda_cudnn_info(void) { return "built without cudnn.h"; }
 extern "C" ct_status ct_cuda_conv_bias_act(const ct_tensor *x, const ct_tensor *w, const ct_tensor *bias,
                                            const ct_tensor *z, bool relu, int stride, int pad, ct_tensor *y) {
@@ -245,7 +244,11 @@ typedef struct {
   bool ready, failed;
   cudaStream_t side;
   cudnnHandle_t hs;
-  cudaEvent_t fork, join, rfork; /* rfork: a forked region's (session 13b) */
+  cudaEvent_t fork, join, rfork; /* rfork: a forward region's (session 13b) */
+  /* session 14: the third stream of the backward regions (cuda_backend.cu's lane 1), its handle and events */
+  cudaStream_t bside;
+  cudnnHandle_t hb;
+  cudaEvent_t bfork, bjoin;
   bool armed;        /* a fork recorded by an input gradient, not yet used */
   const void *gy;    /* its gy, geometry and sequence number */
   int gdims[5], xdims[5], wdims[5], dt, nb;
@@ -280,7 +283,11 @@ static bool c2s_ready(int dev, cudaStream_t ms) {
               cudaEventCreateWithFlags(&d->fork, cudaEventDisableTiming) == cudaSuccess &&
               cudaEventCreateWithFlags(&d->join, cudaEventDisableTiming) == cudaSuccess &&
               cudaEventCreateWithFlags(&d->rfork, cudaEventDisableTiming) == cudaSuccess &&
-              p_cudnnCreate(&d->hs) == CUDNN_STATUS_SUCCESS && p_cudnnSetStream(d->hs, d->side) == CUDNN_STATUS_SUCCESS;
+              p_cudnnCreate(&d->hs) == CUDNN_STATUS_SUCCESS && p_cudnnSetStream(d->hs, d->side) == CUDNN_STATUS_SUCCESS &&
+              cudaStreamCreateWithFlags(&d->bside, cudaStreamNonBlocking) == cudaSuccess &&
+              cudaEventCreateWithFlags(&d->bfork, cudaEventDisableTiming) == cudaSuccess &&
+              cudaEventCreateWithFlags(&d->bjoin, cudaEventDisableTiming) == cudaSuccess &&
+              p_cudnnCreate(&d->hb) == CUDNN_STATUS_SUCCESS && p_cudnnSetStream(d->hb, d->bside) == CUDNN_STATUS_SUCCESS;
     if (!ok) (void)cudaGetLastError();
     d->ready = ok;
     d->failed = !ok;
@@ -299,35 +306,66 @@ static void c2s_take(int dev, c2s_dev *rec) {
   pthread_mutex_unlock(&c2s_mu);
 }
 
-/* ---- Session 13b: a forked region on the second stream (CT_CUDA_DS_FORK; src/models/resnet.c runs the downsample
- * branch's forward, its 1x1 convolution and batch norm, there while the device's stream goes on with the main
- * branch; cuda_backend.cu ct_cuda_region_begin has the rules). The region uses the weight gradients' stream, so
- * pending weight gradients stay ordered before it, and its cuDNN handle (region_handle). ----
- * CT_CUDA_DS_FORK (read at each call): 1 (default) the fork, 0 none (the branch on the device's stream). */
-extern "C" bool ct_cuda_region_begin(int dev, void *stream, void *fork_ev, void *join_ev);
-extern "C" bool ct_cuda_region_end(int dev, const void *read);
-static bool region_handle(int dev, cudnnHandle_t *h) {
-  if (!ct_cuda_region_active(dev)) return false;
+/* ---- Session 13b: forked regions (CT_CUDA_DS_FORK; src/models/resnet.c runs the downsample branch's forward, its
+ * 1x1 convolution and batch norm, there while the device's stream goes on with the main branch, through
+ * src/backend/stream_region.c and the backend's region_begin / region_end; cuda_backend.cu ct_cuda_region_begin has
+ * the rules). A forward region uses the weight gradients' stream (cuda_backend.cu's lane 0), so pending weight
+ * gradients stay ordered before it, and its cuDNN handle (region_handle). ----
+ * Session 14 (CT_CUDA_DS_BWD_FORK): the autograd engine runs the backward of the nodes recorded in a forward region
+ * as a backward region, on a third stream with its own handle (lane 1). On the second stream it would queue behind
+ * the weight gradients pending there (the main branch's conv2 and, for its join, conv1), and joining it at the
+ * block's input-gradient sum would wait for them. Inside a backward region the two-stream convolution backward
+ * stays on: the downsample convolution's input gradient records the fork on the third stream, and its weight
+ * gradient goes to the second stream, deferred like the others (lane 0), so the join at the sum waits only for
+ * the batch norm's backward and the input gradient.
+ * CT_CUDA_DS_FORK / CT_CUDA_DS_BWD_FORK (read at each call): 1 (default) the fork, 0 none (the branch on the
+ * device's stream). The backward regions need the tags of the forward (nodes recorded between
+ * ct_stream_region_begin and end), which are set with CT_CUDA_DS_FORK=0 too.
+ * kind 2: a region on the second stream for other work (as a forward one, without a switch: its caller has its own;
+ * counted apart, ct_cuda_region_counts_other). */
+extern "C" bool ct_cuda_region_begin(int dev, int lane, int kind, void *stream, void *fork_ev, void *join_ev);
+extern "C" void *ct_cuda_region_stream(int dev);
+extern "C" void *ct_cuda_main_stream(int dev);
+extern "C" ct_status ct_cuda_ready(int dev);
+/* inside a region: its lane's handle in *h, the lane (0 the second stream, 1 the third); -1 outside one */
+static int region_handle(int dev, cudnnHandle_t *h) {
+  cudaStream_t rs = (cudaStream_t)ct_cuda_region_stream(dev);
+  if (!rs) return -1;
   pthread_mutex_lock(&c2s_mu);
-  bool ok = C2S[dev].ready && CU_STREAM(dev) == C2S[dev].side;
-  if (ok) *h = C2S[dev].hs;
+  int lane = !C2S[dev].ready ? -1 : rs == C2S[dev].side ? 0 : rs == C2S[dev].bside ? 1 : -1;
+  if (lane >= 0) *h = lane ? C2S[dev].hb : C2S[dev].hs;
   pthread_mutex_unlock(&c2s_mu);
-  return ok;
+  return lane;
 }
-extern "C" int ct_cuda_fork_begin(int dev) {
-  const char *e = getenv("CT_CUDA_DS_FORK");
+extern "C" int ct_cuda_fork_begin(int dev, int kind) {
+  const char *e = kind == 2 ? NULL : getenv(kind == 1 ? "CT_CUDA_DS_BWD_FORK" : "CT_CUDA_DS_FORK");
   if ((e && *e == '0') || dev < 0 || dev >= 16 || ct_cuda_region_active(dev)) return 0;
+  pthread_once(&D.once, load_cudnn);
+  if (!D.ok) return 0; /* no cuDNN: no handles (the direct kernels run on the device's stream) */
   cudnnHandle_t h;
-  if (ct_cuda_use(dev) != CT_OK || !handle_for(dev, &h)) {
-    ct_clear_error();
-    return 0;
+  if (kind == 0) {
+    if (ct_cuda_use(dev) != CT_OK || !handle_for(dev, &h)) {
+      ct_clear_error();
+      return 0;
+    }
+  } else {
+    /* the backward (1) and the parameter updates during it (2, k_fast.cu) begin beside the weight gradients
+     * pending on the second stream: no ct_cuda_use / CU_STREAM here (at this depth they would join them); the
+     * device's handle was made by the forward's convolutions (kind 2 launches no cuDNN call) */
+    if (ct_cuda_ready(dev) != CT_OK) {
+      ct_clear_error();
+      return 0;
+    }
+    pthread_mutex_lock(&D.mu);
+    bool have = D.h[dev] != NULL;
+    pthread_mutex_unlock(&D.mu);
+    if (!have && kind == 1) return 0;
   }
-  cudaStream_t ms = CU_STREAM(dev);
-  if (!c2s_ready(dev, ms)) return 0;
-  return ct_cuda_region_begin(dev, (void *)C2S[dev].side, (void *)C2S[dev].rfork, (void *)C2S[dev].join) ? 1 : 0;
-}
-extern "C" int ct_cuda_fork_end(int dev, const ct_tensor *read) {
-  return ct_cuda_region_end(dev, read ? read->storage->data : NULL) ? 1 : 0;
+  if (!c2s_ready(dev, (cudaStream_t)ct_cuda_main_stream(dev))) return 0;
+  c2s_dev *d = &C2S[dev];
+  bool ok = kind == 1 ? ct_cuda_region_begin(dev, 1, 1, (void *)d->bside, (void *)d->bfork, (void *)d->bjoin)
+                      : ct_cuda_region_begin(dev, 0, kind, (void *)d->side, (void *)d->rfork, (void *)d->join);
+  return ok ? 1 : 0;
 }
 
 static bool contiguous(const ct_tensor *t) {
@@ -516,13 +554,14 @@ extern "C" bool ct_cuda_cudnn_conv(const ct_call *c, ct_status *st) {
   if (ct_cuda_use(dev) != CT_OK) return false;
   cudnnHandle_t h;
   if (!handle_for(dev, &h)) return false;
-  /* inside a forked region (session 13b, ct_cuda_fork_begin) the launches go to the second stream: its handle */
-  bool in_region = region_handle(dev, &h);
-  /* the two-stream backward (above): an armed fork is used by the matching weight gradient or dropped */
+  /* inside a forked region (session 13b, ct_cuda_fork_begin) the launches go to the region's stream: its handle */
+  int region_lane = region_handle(dev, &h);
+  /* the two-stream backward (above): an armed fork is used by the matching weight gradient or dropped. Not inside a
+   * region on the second stream itself; inside a backward region (the third stream) the fork is recorded there. */
   uint64_t seq = ct_cuda_op_seq();
   c2s_dev prev;
   c2s_take(dev, &prev);
-  bool c2s = !in_region && !bias && c2s_enabled() && (c->op == CT_OP_convolution_backward_input || c->op == CT_OP_convolution_backward_weight);
+  bool c2s = region_lane != 0 && !bias && c2s_enabled() && (c->op == CT_OP_convolution_backward_input || c->op == CT_OP_convolution_backward_weight);
   bool side = c2s && c->op == CT_OP_convolution_backward_weight && prev.armed && prev.gy == (const void *)((const char *)y->storage->data + y->offset * (int64_t)ct_dtype_size((ct_dtype)dt)) &&
               seq == prev.seq + 1 && prev.dt == dt && prev.nb == k.nb && !memcmp(prev.gdims, k.y, sizeof k.y) &&
               !memcmp(prev.xdims, k.x, sizeof k.x) && !memcmp(prev.wdims, k.w, sizeof k.w);

@@ -1169,14 +1169,15 @@ extern "C" int ct_cuda_sgd_group_fused(ct_optim *opt, ct_pgroup *gr) {
   int64_t cnt = 0;
   for (int64_t i = 0; i < gr->n; i++) {
     ct_tensor *p = gr->params[i], *g = p->grad;
-    if (!g) continue;
+    if (!g || gr->st[i].early) continue; /* early: updated during the backward (ct_optim_backward_step) */
     if (dev < 0) dev = p->storage->device.index;
     if (!gr->st[i].init || !sgd_usable(p, p, dev) || !sgd_usable(g, p, dev) || ct_shares_storage(p, g)) return 0;
     ct_tensor *b = gr->st[i].t[0];
     if (b && (!sgd_usable(b, p, dev) || ct_shares_storage(b, p) || ct_shares_storage(b, g))) return 0;
     /* the kernel assumes no parameter aliases another's memory */
     for (int64_t j = 0; j < i; j++)
-      if (gr->params[j]->grad && (ct_shares_storage(gr->params[j], p) || ct_shares_storage(gr->params[j]->grad, g)))
+      if (gr->params[j]->grad && !gr->st[j].early &&
+          (ct_shares_storage(gr->params[j], p) || ct_shares_storage(gr->params[j]->grad, g)))
         return 0;
     cnt++;
   }
@@ -1187,7 +1188,7 @@ extern "C" int ct_cuda_sgd_group_fused(ct_optim *opt, ct_pgroup *gr) {
   bool ok = true;
   for (int64_t i = 0; ok && mom && i < gr->n; i++) {
     ct_tensor *p = gr->params[i];
-    if (!p->grad || gr->st[i].t[0]) continue;
+    if (!p->grad || gr->st[i].early || gr->st[i].t[0]) continue;
     ct_tensor *t = ct_suggests_channels_last(p) ? ct_new_channels_last(p->shape, p->dtype, p->storage->device)
                                                 : ct_empty_like(p, NULL);
     if (!t || !sgd_usable(t, p, dev)) {
@@ -1225,7 +1226,7 @@ extern "C" int ct_cuda_sgd_group_fused(ct_optim *opt, ct_pgroup *gr) {
     int64_t blocks = 0;
     for (; i < gr->n && P.nt < SGD_MT; i++) {
       ct_tensor *p = gr->params[i];
-      if (!p->grad || ct_numel(p) == 0) continue;
+      if (!p->grad || gr->st[i].early || ct_numel(p) == 0) continue;
       int t = P.nt++;
       P.p[t] = (float *)dptr(p);
       P.g[t] = (const float *)dptr(p->grad);
@@ -1250,11 +1251,91 @@ extern "C" int ct_cuda_sgd_group_fused(ct_optim *opt, ct_pgroup *gr) {
   free(made);
   if (st != CT_OK) return -1; /* the error is set; launches before it may have run */
   for (int64_t j = 0; j < gr->n; j++) {
-    if (!gr->params[j]->grad) continue;
+    if (!gr->params[j]->grad || gr->st[j].early) continue;
     ct_bump_version(gr->params[j]);
     if (gr->st[j].t[0]) ct_bump_version(gr->st[j].t[0]);
   }
   return 1;
+}
+
+/* ---- SGD on one parameter as soon as the backward has made its gradient (src/optim ct_optim_backward_step) ----
+ * A convolution weight's gradient comes from its launch on the second stream (k_cudnn.cu's two-stream backward);
+ * the update goes to the same stream inside a forked region (lane 0, kind 2), so it queues after that launch and after all
+ * the device's stream had queued (the input gradient that read the weight), and runs beside the rest of the
+ * backward. The region registers the parameter and its momentum buffer as written and the gradient as read:
+ * whatever on the device's stream touches them (the step's join, the next forward) waits for it. The step's
+ * multi-tensor kernel on this one tensor: the same bits. Parameters under CT_CUDA_EARLY_MIN elements (default
+ * 16384: ResNet-18's batch-norm and classifier parameters, its stem) are left to the step's one launch, where they
+ * cost less than a node of their own. */
+extern "C" int ct_cuda_fork_begin(int dev, int kind);                                    /* k_cudnn.cu */
+extern "C" bool ct_cuda_region_end(int dev, int n_read, const ct_tensor *const *read);  /* cuda_backend.cu */
+extern "C" void ct_cuda_region_written(int dev, const void *p);                          /* cuda_backend.cu */
+static int64_t early_launches;
+extern "C" int64_t ct_cuda_sgd_early_launches(void) { return __atomic_load_n(&early_launches, __ATOMIC_RELAXED); }
+extern "C" bool ct_cuda_optim_update_early(ct_optim *opt, ct_pgroup *gr, int64_t i) {
+  const char *off = getenv("CT_CUDA_SGD_MT"), *me = getenv("CT_CUDA_EARLY_MIN");
+  if (!getenv_fast_enabled() || (off && strcmp(off, "0") == 0) || opt->kind != CT_OPTIM_SGD) return false;
+  ct_tensor *p = gr->params[i], *g = p->grad;
+  const ct_optim_options *o = &gr->o;
+  bool mom = o->momentum != 0;
+  int dev = p->storage->device.index;
+  int64_t min = me && *me ? atoll(me) : 16384;
+  if (!g || !gr->st[i].init || ct_numel(p) < (min > 1 ? min : 1)) return false;
+  if (!sgd_usable(p, p, dev) || !sgd_usable(g, p, dev) || ct_shares_storage(p, g)) return false;
+  ct_tensor *b = gr->st[i].t[0];
+  if (b && (!sgd_usable(b, p, dev) || ct_shares_storage(b, p) || ct_shares_storage(b, g))) return false;
+  for (int64_t j = 0; j < gr->n; j++) /* the kernel assumes no parameter aliases another's memory */
+    if (j != i && (ct_shares_storage(gr->params[j], p) || (gr->params[j]->grad && ct_shares_storage(gr->params[j]->grad, g))))
+      return false;
+  /* kind 2: on the second stream without joining what is pending there (ct_cuda_use here would join it) */
+  if (!ct_cuda_fork_begin(dev, 2)) return false;
+  bool first = false;
+  if (mom && !b) { /* buf = clone(d_p), written by the kernel; made inside the region: registered as its own */
+    b = ct_suggests_channels_last(p) ? ct_new_channels_last(p->shape, p->dtype, p->storage->device) : ct_empty_like(p, NULL);
+    if (b && !sgd_usable(b, p, dev)) {
+      ct_release(b);
+      b = NULL;
+    }
+    if (!b) {
+      const ct_tensor *rd[1] = {g};
+      ct_cuda_region_end(dev, 1, rd);
+      return false;
+    }
+    gr->st[i].t[0] = ct_own(b);
+    first = true;
+  }
+  static SgdMT P; /* 3 KiB: kept off the stack; one thread drives a device */
+  P.H.wd = o->weight_decay;
+  P.H.m = o->momentum;
+  P.H.omd = 1 - o->dampening;
+  P.H.nlr = -o->lr;
+  P.H.sg = o->maximize ? -1.0f : 1.0f;
+  P.H.mom = (float)o->momentum;
+  P.H.WD = o->weight_decay != 0;
+  P.H.MOM = mom;
+  P.H.NEST = o->nesterov;
+  P.nt = 1;
+  P.first = first ? 1 : 0;
+  P.p[0] = (float *)dptr(p);
+  P.g[0] = (const float *)dptr(g);
+  P.buf[0] = mom ? (float *)dptr(b) : NULL;
+  P.n[0] = ct_numel(p);
+  P.blk0[0] = 0;
+  P.blk0[1] = (P.n[0] + SGD_CHUNK - 1) / SGD_CHUNK;
+  ct_status st = P.blk0[1] > 0x7fffffff ? CT_ERR(CT_ERR_RUNTIME, "SGD.step: too many elements for one launch") : CT_OK;
+  if (st == CT_OK) {
+    k_sgd_mt<<<(unsigned)P.blk0[1], CU_THREADS, 0, CU_STREAM(dev)>>>(P);
+    st = ct_cuda_check_launch("sgd (early)");
+  }
+  ct_cuda_region_written(dev, p->storage->data);
+  if (b) ct_cuda_region_written(dev, b->storage->data);
+  const ct_tensor *rd[1] = {g};
+  ct_cuda_region_end(dev, 1, rd);
+  if (st != CT_OK) return false; /* the error is set: the backward stops */
+  __atomic_add_fetch(&early_launches, 1, __ATOMIC_RELAXED);
+  ct_bump_version(p);
+  if (b) ct_bump_version(b);
+  return true;
 }
 
 /* Adam/AdamW on a float32 CUDA parameter: true if it updated it, false to leave it to

@@ -284,6 +284,50 @@ static ct_status run_cublas(int dev, const gdesc &g) {
   return ct_cuda_check_launch("gemm");
 }
 
+/* ---- session 14: raw float32 products for k_conv_gemm.cu's convolutions ----
+ * The device's handle (B.h, bound to the device's own stream) without handle_for's join: these calls come from inside
+ * a table op (a convolution) that may run beside pending second-stream work, which must stay pending. Only the
+ * device's own stream outside a region (the handle's stream): elsewhere false, nothing done, and the caller's other
+ * path runs. A missing handle is made here bound to that stream, never during a capture. */
+extern "C" void *ct_cuda_main_stream(int dev); /* cuda_backend.cu */
+extern "C" bool ct_cuda_sgemm_ready(int dev, void *stream) {
+  if (dev < 0 || dev >= 16 || !stream || stream != ct_cuda_main_stream(dev) || ct_cuda_region_active(dev)) return false;
+  pthread_once(&B.once, load_cublas);
+  if (B.err[0]) return false;
+  pthread_mutex_lock(&B.mu);
+  if (!B.h[dev]) {
+    cudaStreamCaptureStatus cs = cudaStreamCaptureStatusActive;
+    cublasHandle_t h = NULL;
+    if (cudaStreamIsCapturing((cudaStream_t)stream, &cs) == cudaSuccess && cs == cudaStreamCaptureStatusNone &&
+        B.create(&h) == CUBLAS_STATUS_SUCCESS && B.set_stream(h, (cudaStream_t)stream) == CUBLAS_STATUS_SUCCESS)
+      B.h[dev] = h; /* (a handle whose stream could not be set is left unused: never seen) */
+    (void)cudaGetLastError();
+  }
+  bool ok = B.h[dev] != NULL;
+  pthread_mutex_unlock(&B.mu);
+  return ok;
+}
+/* C_i = op(A_i) op(B_i) (beta 0) for i < batch (X_i = X + i * sx, elements), cuBLAS's column-major terms: C m x n
+ * (ldc), op(A) m x k, op(B) k x n; ta / tb: op T. float32 with float32 accumulation, on the TF32 tensor cores only
+ * when ct_cuda_tf32() allows (as run_cublas). Call ct_cuda_sgemm_ready(dev, stream) first (true); the launch goes to
+ * the handle's stream, which is `stream`. */
+extern "C" ct_status ct_cuda_sgemm_raw(int dev, bool ta, bool tb, int m, int n, int k, const float *A, int lda,
+                                       long long sa, const float *Bm, int ldb, long long sb, float *C, int ldc,
+                                       long long sc, int batch) {
+  if (dev < 0 || dev >= 16 || !B.h[dev]) return CT_ERR(CT_ERR_RUNTIME, "cuBLAS: no handle for device %d (internal)", dev);
+  cublasHandle_t h = B.h[dev];
+  bool tf32 = ct_cuda_tf32();
+  B.set_math(h, tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH);
+  float one = 1.0f, zero = 0.0f;
+  cublasStatus_t s = B.gemm(h, ta ? CUBLAS_OP_T : CUBLAS_OP_N, tb ? CUBLAS_OP_T : CUBLAS_OP_N, m, n, k, &one, A, CUDA_R_32F,
+                            lda, sa, Bm, CUDA_R_32F, ldb, sb, &zero, C, CUDA_R_32F, ldc, sc, batch,
+                            tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+  if (s != CUBLAS_STATUS_SUCCESS)
+    return CT_ERR(CT_ERR_RUNTIME, "CUDA error: cublasGemmStridedBatchedEx failed with status %d (%d x %d x %d x %d, float32)",
+                  (int)s, batch, m, n, k);
+  return ct_cuda_check_launch("gemm (convolution)");
+}
+
 static bool c16_beta_on(void) {
   static int on = -1;
   if (on < 0) {

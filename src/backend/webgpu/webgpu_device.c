@@ -1169,7 +1169,7 @@ static ct_kernel_fn wg_kernel(int op) { return ct_webgpu_kernel_for(op); }
 
 const ct_backend ct_webgpu_backend = {
     "webgpu", CT_DEVICE_WEBGPU, wg_available, wg_alloc, wg_free, wg_upload, wg_download, wg_sync,
-    wg_kernel, wg_stats, wg_empty_cache,
+    wg_kernel, wg_stats, wg_empty_cache, NULL, NULL, NULL, /* no forked regions */
 };
 
 /* ---- public queries (include/ctorch/webgpu.h) ---- */
