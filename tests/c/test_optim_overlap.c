@@ -1,4 +1,4 @@
-/* ct_optim_backward_step: backward then step, each large parameter's update started as soon as the backward has
+/* ct_optim_backward_step (opt-in, CT_OPTIM_OVERLAP=1): backward then step, each large parameter's update started as soon as the backward has
  * made its final gradient (on CUDA on a second stream beside the rest of the backward). Its values must be those of
  * ct_backward then ct_optim_step, to the bit: on the CPU (where nothing starts early), on CUDA for a plain MLP, for
  * a parameter that a later node reads through a detached alias (left to the step), and for the ResNet-18 CIFAR step
@@ -92,7 +92,9 @@ static void mlp_compare(ct_device dev, int64_t *early) {
   double la = 0, lb = 1;
   mlp_run(dev, false, pa, &la);
   int64_t e0 = EARLY_LAUNCHES();
+  setenv("CT_OPTIM_OVERLAP", "1", 1);
   mlp_run(dev, true, pb, &lb);
+  unsetenv("CT_OPTIM_OVERLAP");
   *early = EARLY_LAUNCHES() - e0;
   CHECK(la == lb);
   for (int i = 0; i < MLP_NP; i++) {
@@ -155,7 +157,9 @@ OVERLAP_TEST(saved_alias) {
     ct_tensor *a = ct_mul(x, ct_narrow(wd, 0, 0, 8)); /* saves the alias of w; created before w's first use */
     ct_tensor *l = ct_sum(ct_matmul(a, w));
     int64_t e0 = EARLY_LAUNCHES();
+    setenv("CT_OPTIM_OVERLAP", "1", 1);
     CHECK_OK(mode ? ct_optim_backward_step(opt, l) : (ct_backward(l, NULL, false, false) || ct_optim_step(opt)));
+    unsetenv("CT_OPTIM_OVERLAP");
     early += EARLY_LAUNCHES() - e0;
     CHECK_OK(ct_item_double(l, &loss[mode]));
     ct_scope_end(sc);
@@ -178,14 +182,14 @@ OVERLAP_TEST(resnet_step) {
   rn_step ref, eag, gra;
   setenv("CT_OPTIM_OVERLAP", "0", 1);
   bool ok = rn_step_init(&ref, 1, true, bx[0], by[0]);
-  unsetenv("CT_OPTIM_OVERLAP");
+  setenv("CT_OPTIM_OVERLAP", "1", 1);
   ok = ok && rn_step_init(&eag, 1, true, bx[0], by[0]) && rn_step_init(&gra, 1, true, bx[0], by[0]);
   if (ok) {
     /* two eager steps each (the momentum buffers are made), then the capture */
     for (int k = 0; k < 2; k++) {
       setenv("CT_OPTIM_OVERLAP", "0", 1);
       CHECK_OK(rn_step_run(&ref));
-      unsetenv("CT_OPTIM_OVERLAP");
+      setenv("CT_OPTIM_OVERLAP", "1", 1);
       int64_t e0 = EARLY_LAUNCHES();
       CHECK_OK(rn_step_run(&eag));
       int64_t per_step = EARLY_LAUNCHES() - e0;
@@ -199,7 +203,7 @@ OVERLAP_TEST(resnet_step) {
     for (int k = 0; k < 3 && g; k++) {
       setenv("CT_OPTIM_OVERLAP", "0", 1);
       CHECK_OK(rn_step_run(&ref));
-      unsetenv("CT_OPTIM_OVERLAP");
+      setenv("CT_OPTIM_OVERLAP", "1", 1);
       CHECK_OK(rn_step_run(&eag));
       CHECK_OK(ct_cuda_graph_replay(g));
       double lr = 0, le = 1, lg = 2;
@@ -214,6 +218,7 @@ OVERLAP_TEST(resnet_step) {
     CHECK(rn_step_weights_differ(&ref, &gra) == 0);
     ct_cuda_graph_free(g);
   }
+  unsetenv("CT_OPTIM_OVERLAP");
   rn_step_free(&ref);
   rn_step_free(&eag);
   rn_step_free(&gra);
