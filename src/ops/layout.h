@@ -19,6 +19,8 @@ bool ct_pointwise_wants_channels_last(int n, const ct_tensor *const *in, int nd,
 /* ct_dispatch_new with a channels-last [N, C, H, W] output on the first input's device. */
 ct_tensor *ct_dispatch_new_channels_last(int op, int n_in, ct_tensor *const *in, const int64_t *shape, ct_dtype dt,
                                          const ct_attrs *a);
+/* A 4-D out[0] that is not channels-last is replaced by a channels-last copy (before autograd records). */
+ct_status ct_restride_out0_channels_last(ct_call *c);
 /* ct_dispatch for a backend whose kernel writes a contiguous out[0]: the kernel, then out[0]
  * copied into channels-last memory before autograd records the call (the CPU's convolution and
  * batch norm of channels-last inputs return channels-last results, as PyTorch's). On failure

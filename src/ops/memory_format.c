@@ -96,18 +96,22 @@ ct_tensor *ct_dispatch_new_channels_last(int op, int n_in, ct_tensor *const *in,
   return c.out[0];
 }
 
+ct_status ct_restride_out0_channels_last(ct_call *c) {
+  if (!c->out[0] || c->out[0]->ndim != 4 || ct_is_channels_last(c->out[0])) return CT_OK;
+  ct_tensor *t = ct_new_channels_last(c->out[0]->shape, c->out[0]->dtype, c->out[0]->storage->device);
+  bool prev = ct_set_grad_enabled(false);
+  ct_status st = t ? ct_copy_(t, c->out[0]) : ct_last_status();
+  ct_set_grad_enabled(prev);
+  if (st == CT_OK) {
+    ct_release(c->out[0]);
+    c->out[0] = t;
+  } else ct_release(t);
+  return st;
+}
+
 ct_status ct_dispatch_channels_last_out0(ct_call *c) {
   ct_status st = ct_run_kernel(c);
-  if (st == CT_OK && c->out[0] && c->out[0]->ndim == 4 && !ct_is_channels_last(c->out[0])) {
-    ct_tensor *t = ct_new_channels_last(c->out[0]->shape, c->out[0]->dtype, c->out[0]->storage->device);
-    bool prev = ct_set_grad_enabled(false);
-    st = t ? ct_copy_(t, c->out[0]) : ct_last_status();
-    ct_set_grad_enabled(prev);
-    if (st == CT_OK) {
-      ct_release(c->out[0]);
-      c->out[0] = t;
-    } else ct_release(t);
-  }
+  if (st == CT_OK) st = ct_restride_out0_channels_last(c);
   if (st == CT_OK) st = ct_record(c);
   if (st != CT_OK)
     for (int j = 0; j < c->n_out; j++) {

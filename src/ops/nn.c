@@ -541,16 +541,7 @@ static ct_tensor *bn_flat(const ct_tensor *t) {
  * channels-last x (CPU), given x's layout before autograd records (what the separate ops return). */
 static ct_status bn_relu_dispatch(ct_call *c, bool restride) {
   ct_status st = ct_run_kernel(c);
-  if (st == CT_OK && restride && c->out[0]->ndim == 4 && !ct_is_channels_last(c->out[0])) {
-    ct_tensor *t = ct_new_channels_last(c->out[0]->shape, c->out[0]->dtype, c->out[0]->storage->device);
-    bool prev = ct_set_grad_enabled(false);
-    st = t ? ct_copy_(t, c->out[0]) : ct_last_status();
-    ct_set_grad_enabled(prev);
-    if (st == CT_OK) {
-      ct_release(c->out[0]);
-      c->out[0] = t;
-    } else ct_release(t);
-  }
+  if (st == CT_OK && restride) st = ct_restride_out0_channels_last(c);
   if (st == CT_OK) {
     ct_clear_error();
     uint32_t save = ct_op_info_of(c->op)->save | CT_SAVE_OUT(0);

@@ -181,3 +181,48 @@ int main(int argc, char **argv) {
   printf("%d passed, %d failed\n", passed, failed);
   return failed ? 1 : 0;
 }
+
+char *tt_env_save(const char *name) {
+  const char *v = getenv(name);
+  return v ? strdup(v) : NULL;
+}
+void tt_env_set(const char *name, const char *v) {
+  if (v) setenv(name, v, 1);
+  else unsetenv(name);
+}
+void tt_env_restore(const char *name, char *saved) {
+  tt_env_set(name, saved);
+  free(saved);
+}
+
+bool tt_same_bits(const ct_tensor *a, const ct_tensor *b) {
+  if (!a || !b) return a == b;
+  if (ct_tensor_dtype(a) != ct_tensor_dtype(b) || ct_ndim(a) != ct_ndim(b) || ct_numel(a) != ct_numel(b)) return false;
+  for (int d = 0; d < ct_ndim(a); d++)
+    if (ct_shape(a)[d] != ct_shape(b)[d]) return false;
+  ct_tensor *ac = ct_to_device(a, ct_cpu()), *bc = ct_to_device(b, ct_cpu());
+  int64_t n = ct_numel(a);
+  double *x = malloc((size_t)(n ? n : 1) * 8), *y = malloc((size_t)(n ? n : 1) * 8);
+  bool same = ac && bc && x && y;
+  if (same) {
+    ct_copy_to_buffer(ac, x, CT_FLOAT64, n);
+    ct_copy_to_buffer(bc, y, CT_FLOAT64, n);
+    same = memcmp(x, y, (size_t)n * 8) == 0;
+  }
+  free(x);
+  free(y);
+  ct_release(ac);
+  ct_release(bc);
+  return same;
+}
+
+ct_tensor *tt_leaf(const ct_tensor *t, ct_device dev, bool channels_last, bool requires_grad) {
+  if (!t) return NULL;
+  ct_tensor *d = ct_to_device(t, dev);
+  ct_tensor *c = d && channels_last ? ct_to_channels_last(d) : d ? ct_retain(d) : NULL;
+  ct_release(d);
+  ct_tensor *l = c ? ct_detach(c) : NULL;
+  ct_release(c);
+  if (l && requires_grad) ct_requires_grad_(l, true);
+  return l;
+}

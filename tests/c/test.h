@@ -90,6 +90,15 @@ ct_tensor *tt_transposed_leaf(ct_tensor *x);
 double tt_excess(const ct_tensor *a, const ct_tensor *b, double rtol, double atol);
 /* max |a-b| <= atol + rtol*|b| over all elements, shapes equal */
 int tt_allclose(const ct_tensor *a, const ct_tensor *b, double rtol, double atol);
+/* Same dtype, shape and bits, on any devices (compared as float64, so -0 and +0 differ); NULL equals only NULL. */
+bool tt_same_bits(const ct_tensor *a, const ct_tensor *b);
+/* A leaf copy of t on dev (channels-last if asked), requiring grad if asked; NULL for NULL. */
+ct_tensor *tt_leaf(const ct_tensor *t, ct_device dev, bool channels_last, bool requires_grad);
+/* An environment switch around a run (the backends read theirs at each call): tt_env_save returns a copy of its
+ * value (NULL: unset), tt_env_set sets or (v NULL) unsets it, tt_env_restore puts the saved value back and frees it. */
+char *tt_env_save(const char *name);
+void tt_env_set(const char *name, const char *v);
+void tt_env_restore(const char *name, char *saved);
 /* Cross-backend check: got (on device `dev`, named in messages) against ref (CPU): same dtype and
  * shape, every element within atol + rtol*|ref| (NaN matches NaN); fails naming the worst element. */
 void tt_same_as_cpu(const char *file, int line, const char *dev, const char *what, const ct_tensor *ref,

@@ -11,6 +11,7 @@
  * family (channels-last sums/finish/apply with PDL on and off, the NCHW fast kernel, the generic kernel in float32
  * and float64), counts that the fused kernels ran; the ResNet-18 CIFAR step eager and as a CUDA graph. */
 #include "test.h"
+#include "resnet_step_fixture.h"
 #include "autograd/autograd.h"
 #include "ops/op_table.h"
 #include "backend/cpu/simd/simd.h"
@@ -23,33 +24,6 @@ ct_tensor *ct_module_forward_bn_add_relu(ct_module *m, const ct_tensor *x, const
 
 static uint64_t ar_state = 0x9E3779B97F4A7C15ull;
 
-static void ar_set(const char *name, const char *v) {
-  if (v) setenv(name, v, 1);
-  else unsetenv(name);
-}
-static char *ar_save(const char *name) {
-  const char *v = getenv(name);
-  return v ? strdup(v) : NULL;
-}
-
-/* same dtype, shape, layout kind and bits (as float64, so -0 and +0 differ) */
-static bool ar_same(const ct_tensor *a, const ct_tensor *b) {
-  if (!a || !b) return a == b;
-  if (ct_tensor_dtype(a) != ct_tensor_dtype(b) || ct_ndim(a) != ct_ndim(b) || ct_numel(a) != ct_numel(b)) return false;
-  for (int d = 0; d < ct_ndim(a); d++)
-    if (ct_shape(a)[d] != ct_shape(b)[d]) return false;
-  ct_tensor *ac = ct_to_device(a, ct_cpu()), *bc = ct_to_device(b, ct_cpu());
-  int64_t n = ct_numel(a);
-  double *x = malloc((size_t)(n ? n : 1) * 8), *y = malloc((size_t)(n ? n : 1) * 8);
-  ct_copy_to_buffer(ac, x, CT_FLOAT64, n);
-  ct_copy_to_buffer(bc, y, CT_FLOAT64, n);
-  bool same = memcmp(x, y, (size_t)n * 8) == 0;
-  free(x);
-  free(y);
-  ct_release(ac);
-  ct_release(bc);
-  return same;
-}
 
 typedef struct {
   ct_tensor *y, *rm, *rv, *g[4]; /* g: x, residual, weight, bias */
@@ -111,12 +85,10 @@ static const ct_tensor *ar_part(const ar_out *o, int k) { return k == 0 ? o->y :
 /* the first part that differs, or -1 */
 static int ar_diff(const ar_out *a, const ar_out *b) {
   for (int k = 0; k < 7; k++)
-    if (!ar_same(ar_part(a, k), ar_part(b, k))) return k;
+    if (!tt_same_bits(ar_part(a, k), ar_part(b, k))) return k;
   if (a->y && b->y && ct_is_channels_last(a->y) != ct_is_channels_last(b->y)) return 0;
   return -1;
 }
-
-static ct_tensor *ar_leaf(const ct_tensor *t, ct_device dev, bool cl, bool rq);
 
 /* x [shape] (some whole rows equal), and a residual of either sign. kink: every 5th element of the residual is minus
  * the batch norm's output there as the device computes it (x channels-last if cl), so y + res == 0 exactly (relu's
@@ -133,8 +105,8 @@ static void ar_inputs(int nd, const int64_t *shape, ct_dtype dt, bool training, 
   ct_release(x);
   x = ct_from_buffer(buf, CT_FLOAT64, nd, shape, ct_opts_dtype(dt));
   ct_device dev = kink ? *kink : ct_cpu();
-  ct_tensor *xd = ar_leaf(x, dev, cl, false), *wd = ar_leaf(w, dev, false, false), *bd = ar_leaf(b, dev, false, false);
-  ct_tensor *rmc = ar_leaf(rm, dev, false, false), *rvc = ar_leaf(rv, dev, false, false);
+  ct_tensor *xd = tt_leaf(x, dev, cl, false), *wd = tt_leaf(w, dev, false, false), *bd = tt_leaf(b, dev, false, false);
+  ct_tensor *rmc = tt_leaf(rm, dev, false, false), *rvc = tt_leaf(rv, dev, false, false);
   ct_tensor *yd = ct_batch_norm(xd, rmc, rvc, wd, bd, training, 0.1, 1e-5);
   ct_tensor *yb = yd ? ct_to_device(yd, ct_cpu()) : NULL;
   ct_tensor *r = tt_rand(&ar_state, nd, shape, dt, 1.5, 0.0, false);
@@ -151,18 +123,6 @@ static void ar_inputs(int nd, const int64_t *shape, ct_dtype dt, bool training, 
   free(ybuf);
   ct_tensor *rel[7] = {xd, wd, bd, rmc, rvc, yd, yb};
   for (int i = 0; i < 7; i++) ct_release(rel[i]);
-}
-
-/* a leaf copy of t on dev (channels-last if cl), requiring grad if rq */
-static ct_tensor *ar_leaf(const ct_tensor *t, ct_device dev, bool cl, bool rq) {
-  if (!t) return NULL;
-  ct_tensor *d = ct_to_device(t, dev);
-  ct_tensor *c = d && cl ? ct_to_channels_last(d) : d ? ct_retain(d) : NULL;
-  ct_release(d);
-  ct_tensor *l = c ? ct_detach(c) : NULL;
-  ct_release(c);
-  if (l && rq) ct_requires_grad_(l, true);
-  return l;
 }
 
 typedef struct {
@@ -204,13 +164,13 @@ static void ar_what(const ar_case *k, char *buf, size_t n) {
 /* inputs of a case on dev (in: x, residual, weight, bias), the running stats and gy there too */
 static void ar_dev_inputs(const ar_case *k, const ar_data *d, ct_device dev, ct_tensor **in, ct_tensor **rm,
                           ct_tensor **rv, ct_tensor **gy) {
-  in[0] = ar_leaf(d->x, dev, k->cl != 0, k->rq & 1);
-  in[1] = ar_leaf(d->res, dev, k->cl == 1, k->rq & 2);
-  in[2] = ar_leaf(d->w, dev, false, k->rq & 4);
-  in[3] = ar_leaf(d->b, dev, false, k->rq & 8);
-  *rm = ar_leaf(d->rm, dev, false, false);
-  *rv = ar_leaf(d->rv, dev, false, false);
-  *gy = ar_leaf(d->gy, dev, k->cl != 0, false);
+  in[0] = tt_leaf(d->x, dev, k->cl != 0, k->rq & 1);
+  in[1] = tt_leaf(d->res, dev, k->cl == 1, k->rq & 2);
+  in[2] = tt_leaf(d->w, dev, false, k->rq & 4);
+  in[3] = tt_leaf(d->b, dev, false, k->rq & 8);
+  *rm = tt_leaf(d->rm, dev, false, false);
+  *rv = tt_leaf(d->rv, dev, false, false);
+  *gy = tt_leaf(d->gy, dev, k->cl != 0, false);
 }
 static void ar_dev_free(ct_tensor **in, ct_tensor *rm, ct_tensor *rv, ct_tensor *gy) {
   for (int i = 0; i < 4; i++) ct_release(in[i]);
@@ -361,7 +321,7 @@ TEST(bn_add_relu_errors_and_fallbacks) {
   ct_tensor *rm0 = ct_clone(rm), *rv0 = ct_clone(rv);
   CHECK_ERR_PTR(ct_batch_norm_add_relu(x, rbad, rm, rv, NULL, NULL, true, 0.1, 1e-5),
                 "The size of tensor a (7) must match the size of tensor b (6) at non-singleton dimension 3");
-  CHECK(ar_same(rm, rm0) && ar_same(rv, rv0)); /* refused before the statistics moved */
+  CHECK(tt_same_bits(rm, rm0) && tt_same_bits(rv, rv0)); /* refused before the statistics moved */
   CHECK_ERR_PTR(ct_batch_norm_add_relu(x, NULL, rm, rv, NULL, NULL, true, 0.1, 1e-5),
                 "batch_norm_add_relu: expected a tensor, got NULL");
   CHECK_ERR_PTR(ct_batch_norm_add_relu(NULL, x, rm, rv, NULL, NULL, true, 0.1, 1e-5), "batch_norm: expected a tensor, got NULL");
@@ -371,7 +331,7 @@ TEST(bn_add_relu_errors_and_fallbacks) {
   int64_t s2[2] = {1, 3};
   ct_tensor *x2 = ct_zeros(2, s2, ct_opts());
   CHECK_ERR_PTR(ct_batch_norm_add_relu(x2, x2, rm, rv, NULL, NULL, true, 0.1, 1e-5), "Expected more than 1 value per channel when training");
-  CHECK(ar_same(rm, rm0) && ar_same(rv, rv0));
+  CHECK(tt_same_bits(rm, rm0) && tt_same_bits(rv, rv0));
   /* fallbacks: [1, C, 1, 1] broadcast, a float64 residual (float64 result), an int64 residual (float32 result) */
   int64_t sb[4] = {1, 3, 1, 1};
   ct_tensor *rs[3] = {tt_rand(&ar_state, 4, sb, CT_FLOAT32, 1.0, 0.0, true), tt_rand(&ar_state, 4, s, CT_FLOAT64, 1.0, 0.0, true), NULL};
@@ -413,13 +373,13 @@ TEST(bn_add_relu_module_form) {
     ct_tensor *x = tt_rand(&ar_state, 4, s, CT_FLOAT32, 1.5, 0.3, true), *r = tt_rand(&ar_state, 4, s, CT_FLOAT32, 1.0, 0.0, true);
     ct_tensor *ya = ct_module_forward(a, x), *sa = ya ? ct_add(ya, r) : NULL, *ra = sa ? ct_relu(sa) : NULL;
     ct_tensor *rb = ct_module_forward_bn_add_relu(b, x, r);
-    CHECK(ra && rb && ar_same(ra, rb));
+    CHECK(ra && rb && tt_same_bits(ra, rb));
     CHECK(rb && rb->grad_fn && rb->grad_fn->op == CT_OP_native_batch_norm && rb->grad_fn->a.k[4]);
     ct_tensor *ins[2] = {x, r}, *ga[2] = {0}, *gb[2] = {0}, *gy = tt_rand(&ar_state, 4, s, CT_FLOAT32, 1.0, 0.0, false);
     if (ra && rb) {
       CHECK_OK(ct_autograd_grad(1, &ra, &gy, 2, ins, ga, false, false, false));
       CHECK_OK(ct_autograd_grad(1, &rb, &gy, 2, ins, gb, false, false, false));
-      CHECK(ga[0] && ga[1] && ar_same(ga[0], gb[0]) && ar_same(ga[1], gb[1]));
+      CHECK(ga[0] && ga[1] && tt_same_bits(ga[0], gb[0]) && tt_same_bits(ga[1], gb[1]));
     }
     ct_release(gy);
     ct_release(ya);
@@ -432,15 +392,15 @@ TEST(bn_add_relu_module_form) {
       ct_release(ga[i]);
       ct_release(gb[i]);
     }
-    CHECK(ar_same(ct_module_buffer(a, "running_mean"), ct_module_buffer(b, "running_mean")));
-    CHECK(ar_same(ct_module_buffer(a, "running_var"), ct_module_buffer(b, "running_var")));
-    CHECK(ar_same(ct_module_buffer(a, "num_batches_tracked"), ct_module_buffer(b, "num_batches_tracked")));
+    CHECK(tt_same_bits(ct_module_buffer(a, "running_mean"), ct_module_buffer(b, "running_mean")));
+    CHECK(tt_same_bits(ct_module_buffer(a, "running_var"), ct_module_buffer(b, "running_var")));
+    CHECK(tt_same_bits(ct_module_buffer(a, "num_batches_tracked"), ct_module_buffer(b, "num_batches_tracked")));
   }
   ct_tensor *x = tt_rand(&ar_state, 4, s, CT_FLOAT32, 1.5, 0.3, false);
   CHECK_ERR_PTR(ct_module_forward_bn_add_relu(b, x, NULL), "expected a tensor, got NULL");
   ct_module *id = ct_identity_new();
   ct_tensor *ri = ct_module_forward_bn_add_relu(id, x, x), *sum = ct_add(x, x), *rr = sum ? ct_relu(sum) : NULL;
-  CHECK(ri && rr && ar_same(ri, rr));
+  CHECK(ri && rr && tt_same_bits(ri, rr));
   ct_release(ri);
   ct_release(rr);
   ct_release(sum);
@@ -473,7 +433,7 @@ static int ar_count_fused(const ct_tensor *t) {
  * output, the input's gradient, every parameter's gradient and every buffer the same bits */
 TEST(bn_add_relu_resnet_cpu) {
   int64_t n0 = ct_live_tensors();
-  char *saved = ar_save("CT_BN_ADD_RELU");
+  char *saved = tt_env_save("CT_BN_ADD_RELU");
   int64_t xs[4] = {2, 3, 16, 16}, os[2] = {2, 10};
   uint64_t st = 1414;
   ct_tensor *x0 = tt_rand(&st, 4, xs, CT_FLOAT32, 1.0, 0.0, false), *w0 = tt_rand(&st, 2, os, CT_FLOAT32, 1.0, 0.0, false);
@@ -482,13 +442,13 @@ TEST(bn_add_relu_resnet_cpu) {
   ct_module *m[2] = {0};
   int fusedn[2] = {-1, -1};
   for (int run = 0; run < 2; run++) {
-    ar_set("CT_BN_ADD_RELU", run ? "0" : NULL);
+    tt_env_set("CT_BN_ADD_RELU", run ? "0" : NULL);
     ct_manual_seed(14);
     m[run] = ct_resnet18_cifar_new(10);
     CHECK(m[run]);
     if (!m[run]) break;
     ct_module_train(m[run], true);
-    ct_tensor *x = ar_leaf(x0, ct_cpu(), false, true);
+    ct_tensor *x = tt_leaf(x0, ct_cpu(), false, true);
     out[run] = ct_module_forward(m[run], x);
     CHECK(out[run]);
     fusedn[run] = ar_count_fused(out[run]);
@@ -503,21 +463,21 @@ TEST(bn_add_relu_resnet_cpu) {
     ct_release(l);
     ct_release(x);
   }
-  ar_set("CT_BN_ADD_RELU", saved);
+  tt_env_set("CT_BN_ADD_RELU", saved);
   free(saved);
   if (fusedn[0] != 8 || fusedn[1] != 0)
     ct_test_fail(__FILE__, __LINE__, "fused block tails in the graph: %d with the fused path (expected 8), %d without", fusedn[0], fusedn[1]);
-  CHECK(ar_same(out[0], out[1]));
-  CHECK(gx[0] && ar_same(gx[0], gx[1]));
+  CHECK(tt_same_bits(out[0], out[1]));
+  CHECK(gx[0] && tt_same_bits(gx[0], gx[1]));
   if (pd[0] && pd[1] && bd[0] && bd[1]) {
     CHECK(ct_dict_len(pd[0]) == ct_dict_len(pd[1]) && ct_dict_len(bd[0]) == ct_dict_len(bd[1]));
     int64_t badg = 0, badb = 0;
     for (int64_t i = 0; i < ct_dict_len(pd[0]) && i < ct_dict_len(pd[1]); i++) {
       const ct_tensor *g0 = ct_grad(ct_dict_tensor(pd[0], i)), *g1 = ct_grad(ct_dict_tensor(pd[1], i));
-      badg += !(g0 && ar_same(g0, g1));
+      badg += !(g0 && tt_same_bits(g0, g1));
     }
     for (int64_t i = 0; i < ct_dict_len(bd[0]) && i < ct_dict_len(bd[1]); i++)
-      badb += !ar_same(ct_dict_tensor(bd[0], i), ct_dict_tensor(bd[1], i));
+      badb += !tt_same_bits(ct_dict_tensor(bd[0], i), ct_dict_tensor(bd[1], i));
     if (badg || badb) ct_test_fail(__FILE__, __LINE__, "%lld parameter gradients and %lld buffers differ", (long long)badg, (long long)badb);
   }
   for (int run = 0; run < 2; run++) {
@@ -569,21 +529,21 @@ static void ar_cuda_case1(const ar_case *k, const char *sw, const char *val, boo
     ar_run(false, in, rm, rv, k->training, gy, false, &cpu);
     ar_dev_free(in, rm, rv, gy);
   }
-  char *old = sw ? ar_save(sw) : NULL;
-  if (sw) ar_set(sw, val);
+  char *old = sw ? tt_env_save(sw) : NULL;
+  if (sw) tt_env_set(sw, val);
   ar_out gpu[2];
   int64_t cnt[3][2];
   ct_cuda_bn_add_relu_counts(cnt[0]);
   for (int off = 0; off < 2; off++) {
     ar_dev_inputs(k, &d, ct_cuda(0), in, &rm, &rv, &gy);
-    ar_set("CT_CUDA_BN_ADD_RELU", off ? "0" : NULL);
+    tt_env_set("CT_CUDA_BN_ADD_RELU", off ? "0" : NULL);
     ar_run(true, in, rm, rv, k->training, gy, false, &gpu[off]);
-    ar_set("CT_CUDA_BN_ADD_RELU", NULL);
+    tt_env_set("CT_CUDA_BN_ADD_RELU", NULL);
     ct_cuda_synchronize(0);
     ct_cuda_bn_add_relu_counts(cnt[off + 1]);
     ar_dev_free(in, rm, rv, gy);
   }
-  if (sw) ar_set(sw, old);
+  if (sw) tt_env_set(sw, old);
   free(old);
   int df = ar_diff(&gpu[0], &gpu[1]);
   if (df >= 0) ct_test_fail(__FILE__, __LINE__, "%s: fused %s differs from CT_CUDA_BN_ADD_RELU=0's", what, ar_names[df]);
@@ -656,17 +616,14 @@ BNAR_TEST(same_bits) {
  * replays the eager bits too; the fused graph has at least 16 nodes fewer (the forward's 8 adds and 8 ReLUs; the
  * backward's ReLU gradients too), the count printed. */
 typedef struct {
-  ct_module *m;
-  ct_optim *opt;
-  ct_tensor *x, *y, *loss;
-  ct_dict *pd;
+  rn_step s; /* tests/c/resnet_step_fixture.h */
   const char *sw;
 } ar_step;
 static ct_status ar_step_run(void *u) {
   ar_step *r = u;
-  ar_set("CT_CUDA_BN_ADD_RELU", r->sw);
-  ct_status st = ct_classifier_train_step(r->m, r->opt, r->x, r->y, true, true, &r->loss);
-  ar_set("CT_CUDA_BN_ADD_RELU", NULL);
+  tt_env_set("CT_CUDA_BN_ADD_RELU", r->sw);
+  ct_status st = rn_step_run(&r->s);
+  tt_env_set("CT_CUDA_BN_ADD_RELU", NULL);
   return st;
 }
 BNAR_TEST(resnet_step_graph) {
@@ -689,23 +646,7 @@ BNAR_TEST(resnet_step_graph) {
   ct_cuda_bn_add_relu_counts(c0);
   for (int d = 0; d < R; d++) {
     r[d].sw = d % 2 ? "0" : NULL;
-    ct_manual_seed(14);
-    r[d].m = ct_resnet18_cifar_new(10);
-    CHECK(r[d].m && ct_module_to_device(r[d].m, ct_cuda(0)) == CT_OK);
-    if (!r[d].m) break;
-    CHECK_OK(ct_module_to_channels_last(r[d].m));
-    ct_module_train(r[d].m, true);
-    r[d].pd = ct_dict_new();
-    ct_module_named_parameters(r[d].m, r[d].pd);
-    int64_t np = ct_dict_len(r[d].pd);
-    ct_tensor **ps = malloc(sizeof *ps * (size_t)np);
-    for (int64_t i = 0; i < np; i++) ps[i] = ct_dict_tensor(r[d].pd, i);
-    r[d].opt = ct_optim_sgd(np, ps, 0.05, 0.9, 0.0);
-    free(ps);
-    ct_tensor *xg = ct_to_device(bx[0], ct_cuda(0));
-    r[d].x = ct_to_channels_last(xg);
-    ct_release(xg);
-    r[d].y = ct_to_device(by[0], ct_cuda(0));
+    if (!rn_step_init(&r[d].s, 14, true, bx[0], by[0])) break;
     CHECK_OK(ar_step_run(&r[d]));
     ct_cuda_synchronize(0);
     if (d == 0) {
@@ -717,7 +658,7 @@ BNAR_TEST(resnet_step_graph) {
   }
   ct_cuda_graph *g[2] = {NULL, NULL};
   for (int i = 0; i < 2; i++) {
-    g[i] = r[2 + i].opt ? ct_cuda_graph_capture(0, ar_step_run, &r[2 + i]) : NULL;
+    g[i] = r[2 + i].s.opt ? ct_cuda_graph_capture(0, ar_step_run, &r[2 + i]) : NULL;
     if (!g[i]) ct_test_fail(__FILE__, __LINE__, "capture %s failed: %s", i ? "off" : "fused", ct_last_error());
   }
   if (g[0] && g[1]) {
@@ -727,34 +668,27 @@ BNAR_TEST(resnet_step_graph) {
     if (n1 - n0 < 16) ct_test_fail(__FILE__, __LINE__, "the fused graph has %lld nodes, the switched-off one %lld", (long long)n0, (long long)n1);
     for (int k = 1; k <= STEPS; k++) {
       for (int d = 0; d < R; d++) {
-        CHECK_OK(ct_copy_(r[d].x, bx[k]));
-        CHECK_OK(ct_copy_(r[d].y, by[k]));
+        CHECK_OK(ct_copy_(r[d].s.x, bx[k]));
+        CHECK_OK(ct_copy_(r[d].s.y, by[k]));
       }
       CHECK_OK(ar_step_run(&r[0]));
       CHECK_OK(ar_step_run(&r[1]));
       CHECK_OK(ct_cuda_graph_replay(g[0]));
       CHECK_OK(ct_cuda_graph_replay(g[1]));
       ct_tensor *l[R];
-      for (int d = 0; d < R; d++) l[d] = ct_to_device(r[d].loss, ct_cpu());
+      for (int d = 0; d < R; d++) l[d] = ct_to_device(r[d].s.loss, ct_cpu());
       tt_same_as_cpu(__FILE__, __LINE__, "cuda", "eager loss fused vs off", l[1], l[0], 0, 0);
       tt_same_as_cpu(__FILE__, __LINE__, "cuda", "graph loss fused vs eager", l[0], l[2], 0, 0);
       tt_same_as_cpu(__FILE__, __LINE__, "cuda", "graph loss off vs eager", l[1], l[3], 0, 0);
       for (int d = 0; d < R; d++) ct_release(l[d]);
     }
     int64_t bad = 0;
-    for (int64_t i = 0; i < ct_dict_len(r[0].pd); i++)
-      for (int d = 1; d < R; d++) bad += !ar_same(ct_dict_tensor(r[0].pd, i), ct_dict_tensor(r[d].pd, i));
+    for (int64_t i = 0; i < ct_dict_len(r[0].s.pd); i++)
+      for (int d = 1; d < R; d++) bad += !tt_same_bits(ct_dict_tensor(r[0].s.pd, i), ct_dict_tensor(r[d].s.pd, i));
     if (bad) ct_test_fail(__FILE__, __LINE__, "weights after %d steps: %lld (model, tensor) pairs differ from the eager fused model", STEPS, (long long)bad);
   }
   for (int i = 0; i < 2; i++) ct_cuda_graph_free(g[i]);
-  for (int d = 0; d < R; d++) {
-    ct_optim_free(r[d].opt);
-    ct_release(r[d].loss);
-    ct_release(r[d].x);
-    ct_release(r[d].y);
-    ct_module_free(r[d].m);
-    ct_dict_free(r[d].pd);
-  }
+  for (int d = 0; d < R; d++) rn_step_free(&r[d].s);
   for (int k = 0; k <= STEPS; k++) {
     ct_release(bx[k]);
     ct_release(by[k]);

@@ -16,19 +16,6 @@ ct_tensor *ct_module_forward_bn_relu(ct_module *m, const ct_tensor *x);
 
 static uint64_t br_state = 0x2545F4914F6CDD1Dull;
 
-static bool br_same_bits(const ct_tensor *a, const ct_tensor *b) {
-  if (!a || !b) return a == b;
-  if (ct_numel(a) != ct_numel(b) || ct_tensor_dtype(a) != ct_tensor_dtype(b)) return false;
-  int64_t n = ct_numel(a);
-  double *x = malloc((size_t)(n ? n : 1) * 8), *y = malloc((size_t)(n ? n : 1) * 8);
-  ct_copy_to_buffer(a, x, CT_FLOAT64, n);
-  ct_copy_to_buffer(b, y, CT_FLOAT64, n);
-  bool same = memcmp(x, y, (size_t)n * 8) == 0;
-  free(x);
-  free(y);
-  return same;
-}
-
 typedef struct {
   ct_tensor *y, *rm, *rv, *g[3], *h[3];
 } br_out;
@@ -89,8 +76,8 @@ static void br_run(bool fused, ct_tensor *const *in, const ct_tensor *rm0, const
 }
 
 static bool br_all_same(const br_out *a, const br_out *b) {
-  bool same = br_same_bits(a->y, b->y) && br_same_bits(a->rm, b->rm) && br_same_bits(a->rv, b->rv);
-  for (int i = 0; i < 3; i++) same = same && br_same_bits(a->g[i], b->g[i]);
+  bool same = tt_same_bits(a->y, b->y) && tt_same_bits(a->rm, b->rm) && tt_same_bits(a->rv, b->rv);
+  for (int i = 0; i < 3; i++) same = same && tt_same_bits(a->g[i], b->g[i]);
   return same;
 }
 
@@ -190,10 +177,10 @@ TEST(bn_relu_module_form) {
     ct_tensor *x = tt_rand(&br_state, 4, s, CT_FLOAT32, 1.5, 0.3, false);
     ct_tensor *ya = ct_module_forward(a, x), *ra = ya ? ct_relu(ya) : NULL;
     ct_tensor *rb = ct_module_forward_bn_relu(b, x);
-    CHECK(ra && rb && br_same_bits(ra, rb));
-    CHECK(br_same_bits(ct_module_buffer(a, "running_mean"), ct_module_buffer(b, "running_mean")));
-    CHECK(br_same_bits(ct_module_buffer(a, "running_var"), ct_module_buffer(b, "running_var")));
-    CHECK(br_same_bits(ct_module_buffer(a, "num_batches_tracked"), ct_module_buffer(b, "num_batches_tracked")));
+    CHECK(ra && rb && tt_same_bits(ra, rb));
+    CHECK(tt_same_bits(ct_module_buffer(a, "running_mean"), ct_module_buffer(b, "running_mean")));
+    CHECK(tt_same_bits(ct_module_buffer(a, "running_var"), ct_module_buffer(b, "running_var")));
+    CHECK(tt_same_bits(ct_module_buffer(a, "num_batches_tracked"), ct_module_buffer(b, "num_batches_tracked")));
     ct_release(x);
     ct_release(ya);
     ct_release(ra);
@@ -203,7 +190,7 @@ TEST(bn_relu_module_form) {
   ct_module_eval(b);
   ct_tensor *x = tt_rand(&br_state, 4, s, CT_FLOAT32, 1.5, 0.3, false);
   ct_tensor *ya = ct_module_forward(a, x), *ra = ya ? ct_relu(ya) : NULL, *rb = ct_module_forward_bn_relu(b, x);
-  CHECK(ra && rb && br_same_bits(ra, rb));
+  CHECK(ra && rb && tt_same_bits(ra, rb));
   ct_release(ya);
   ct_release(ra);
   ct_release(rb);
@@ -213,7 +200,7 @@ TEST(bn_relu_module_form) {
   ct_release(z);
   ct_module *id = ct_identity_new();
   ct_tensor *ri = ct_module_forward_bn_relu(id, x), *rr = ct_relu(x);
-  CHECK(ri && rr && br_same_bits(ri, rr));
+  CHECK(ri && rr && tt_same_bits(ri, rr));
   ct_release(ri);
   ct_release(rr);
   ct_release(x);
@@ -240,7 +227,7 @@ TEST(relu_backward_expanded_grad) {
     ct_release(y);
   }
   ct_fast_set_enabled(true);
-  CHECK(gx[0] && gx[1] && br_same_bits(gx[0], gx[1]));
+  CHECK(gx[0] && gx[1] && tt_same_bits(gx[0], gx[1]));
   double *xv = malloc(sizeof(double) * 600), *gv = malloc(sizeof(double) * 32), *ov = malloc(sizeof(double) * 600);
   ct_copy_to_buffer(x, xv, CT_FLOAT64, 480);
   ct_copy_to_buffer(g1, gv, CT_FLOAT64, 32);

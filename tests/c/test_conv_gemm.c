@@ -45,18 +45,6 @@ static ct_status ct_cuda_sgemm_raw(int dev, bool ta, bool tb, int m, int n, int 
 }
 #endif
 
-static char *save_env(const char *name) {
-  const char *v = getenv(name);
-  return v ? strdup(v) : NULL;
-}
-static void set_env(const char *name, const char *v) {
-  if (v) setenv(name, v, 1);
-  else unsetenv(name);
-}
-static void restore_env(const char *name, char *saved) {
-  set_env(name, saved);
-  free(saved);
-}
 
 typedef struct {
   const char *name;
@@ -151,13 +139,13 @@ static const cg_case cg_cases[] = {
  * a second call gives the same bits. */
 CG_TEST(vs_cpu_cudnn) {
   ct_scope *sc = ct_scope_begin();
-  char *saved = save_env("CT_CUDA_CONV_GEMM"), *saved_m = save_env("CT_CUDA_CONV_GEMM_MAXM");
-  char *saved_k = save_env("CT_CUDA_CONV_GEMM_SPLITK"), *saved_1 = save_env("CT_CUDA_CONV_GEMM_1X1");
-  set_env("CT_CUDA_CONV_GEMM", NULL);
-  set_env("CT_CUDA_CONV_GEMM_MAXM", NULL);
-  set_env("CT_CUDA_CONV_GEMM_SPLITK", NULL);
-  set_env("CT_CUDA_CONV_GEMM_1X1", "1"); /* the 1x1 geometries too (declined by default) */
-  set_env("CT_CUDA_CONV_GEMM", "all");   /* every forward (by default only those whose K is split) */
+  char *saved = tt_env_save("CT_CUDA_CONV_GEMM"), *saved_m = tt_env_save("CT_CUDA_CONV_GEMM_MAXM");
+  char *saved_k = tt_env_save("CT_CUDA_CONV_GEMM_SPLITK"), *saved_1 = tt_env_save("CT_CUDA_CONV_GEMM_1X1");
+  tt_env_set("CT_CUDA_CONV_GEMM", NULL);
+  tt_env_set("CT_CUDA_CONV_GEMM_MAXM", NULL);
+  tt_env_set("CT_CUDA_CONV_GEMM_SPLITK", NULL);
+  tt_env_set("CT_CUDA_CONV_GEMM_1X1", "1"); /* the 1x1 geometries too (declined by default) */
+  tt_env_set("CT_CUDA_CONV_GEMM", "all");   /* every forward (by default only those whose K is split) */
   bool tf32_was = ct_cuda_allow_tf32();
   uint64_t rs = 14014;
   for (size_t ci = 0; ci < sizeof cg_cases / sizeof cg_cases[0]; ci++) {
@@ -184,16 +172,16 @@ CG_TEST(vs_cpu_cudnn) {
       continue;
     }
     /* cuDNN through the op path */
-    set_env("CT_CUDA_CONV_GEMM", "0");
+    tt_env_set("CT_CUDA_CONV_GEMM", "0");
     ct_cuda_set_allow_tf32(false);
     ct_tensor *y_dnn = cg_fwd_op(x, w, bf, g), *dx_dnn = cg_bwd_op(gy, w, bb, g);
-    set_env("CT_CUDA_CONV_GEMM", "all");
+    tt_env_set("CT_CUDA_CONV_GEMM", "all");
     CHECK(y_dnn && dx_dnn);
     /* tf 0: TF32 off, 1: TF32 on, 2: TF32 off and the forward's K split in 3 where it divides (else 2, else none),
      * 3: TF32 off, no split (the ResNet geometries split by default) */
     for (int tf = 0; tf < 4; tf++) {
       ct_cuda_set_allow_tf32(tf == 1);
-      set_env("CT_CUDA_CONV_GEMM_SPLITK", tf == 2 ? "3" : tf == 3 ? "1" : NULL);
+      tt_env_set("CT_CUDA_CONV_GEMM_SPLITK", tf == 2 ? "3" : tf == 3 ? "1" : NULL);
       ct_tensor *y[2], *dx[2];
       for (int rep = 0; rep < 2; rep++) {
         y[rep] = ct_new_channels_last(ys, CT_FLOAT32, ct_cuda(0));
@@ -222,15 +210,15 @@ CG_TEST(vs_cpu_cudnn) {
         ct_test_fail(__FILE__, __LINE__, "%s tf32 %d: a second call gave other bits", g->name, tf);
     }
     ct_cuda_set_allow_tf32(tf32_was);
-    set_env("CT_CUDA_CONV_GEMM_SPLITK", NULL);
+    tt_env_set("CT_CUDA_CONV_GEMM_SPLITK", NULL);
     ct_scope_end(s2);
   }
   ct_cuda_conv_gemm_release(0);
   ct_cuda_set_allow_tf32(tf32_was);
-  restore_env("CT_CUDA_CONV_GEMM", saved);
-  restore_env("CT_CUDA_CONV_GEMM_MAXM", saved_m);
-  restore_env("CT_CUDA_CONV_GEMM_SPLITK", saved_k);
-  restore_env("CT_CUDA_CONV_GEMM_1X1", saved_1);
+  tt_env_restore("CT_CUDA_CONV_GEMM", saved);
+  tt_env_restore("CT_CUDA_CONV_GEMM_MAXM", saved_m);
+  tt_env_restore("CT_CUDA_CONV_GEMM_SPLITK", saved_k);
+  tt_env_restore("CT_CUDA_CONV_GEMM_1X1", saved_1);
   ct_scope_end(sc);
 }
 
@@ -239,11 +227,11 @@ CG_TEST(vs_cpu_cudnn) {
  * than the device's, a 1x1 convolution without CT_CUDA_CONV_GEMM_1X1=1. */
 CG_TEST(declines) {
   ct_scope *sc = ct_scope_begin();
-  char *saved = save_env("CT_CUDA_CONV_GEMM"), *saved_m = save_env("CT_CUDA_CONV_GEMM_MAXM");
-  char *saved_k = save_env("CT_CUDA_CONV_GEMM_SPLITK");
-  set_env("CT_CUDA_CONV_GEMM", "all"); /* every fitting forward (the default takes only those whose K is split) */
-  set_env("CT_CUDA_CONV_GEMM_MAXM", NULL);
-  set_env("CT_CUDA_CONV_GEMM_SPLITK", NULL);
+  char *saved = tt_env_save("CT_CUDA_CONV_GEMM"), *saved_m = tt_env_save("CT_CUDA_CONV_GEMM_MAXM");
+  char *saved_k = tt_env_save("CT_CUDA_CONV_GEMM_SPLITK");
+  tt_env_set("CT_CUDA_CONV_GEMM", "all"); /* every fitting forward (the default takes only those whose K is split) */
+  tt_env_set("CT_CUDA_CONV_GEMM_MAXM", NULL);
+  tt_env_set("CT_CUDA_CONV_GEMM_SPLITK", NULL);
   uint64_t rs = 1402;
   cg_case g = {"decline", 2, 8, 6, 6, 12, 3, 3, 1, 1, 1, false};
   int64_t xs[4] = {2, 8, 6, 6}, ws[4] = {12, 8, 3, 3}, ys[4] = {2, 12, 6, 6}, wg2[4] = {12, 4, 3, 3};
@@ -282,54 +270,54 @@ CG_TEST(declines) {
     cg_case asym = g; /* pad 0 with an output of 6: 'same' with the padding on the high side only */
     asym.p = 0;
     CHECK(!cg_run(CT_OP_convolution, x, w, NULL, y, &asym, 1, main_stream(), &st));
-    set_env("CT_CUDA_CONV_GEMM_MAXM", "71"); /* M = 72 */
+    tt_env_set("CT_CUDA_CONV_GEMM_MAXM", "71"); /* M = 72 */
     CHECK(!cg_run(CT_OP_convolution, x, w, NULL, y, &g, 1, main_stream(), &st));
     CHECK(!cg_run(CT_OP_convolution_backward_input, y, w, NULL, x, &g, 1, main_stream(), &st));
-    set_env("CT_CUDA_CONV_GEMM_MAXM", "0");
+    tt_env_set("CT_CUDA_CONV_GEMM_MAXM", "0");
     CHECK(!cg_run(CT_OP_convolution, x, w, NULL, y, &g, 1, main_stream(), &st));
-    set_env("CT_CUDA_CONV_GEMM_MAXM", "72");
+    tt_env_set("CT_CUDA_CONV_GEMM_MAXM", "72");
     CHECK(cg_run(CT_OP_convolution_backward_input, y, w, NULL, x, &g, 1, main_stream(), &st) && st == CT_OK);
     n1++;
-    set_env("CT_CUDA_CONV_GEMM_MAXM", NULL);
-    set_env("CT_CUDA_CONV_GEMM", "0");
+    tt_env_set("CT_CUDA_CONV_GEMM_MAXM", NULL);
+    tt_env_set("CT_CUDA_CONV_GEMM", "0");
     CHECK(!cg_run(CT_OP_convolution, x, w, NULL, y, &g, 1, main_stream(), &st));
     CHECK(!cg_run(CT_OP_convolution_backward_input, y, w, NULL, x, &g, 1, main_stream(), &st));
-    set_env("CT_CUDA_CONV_GEMM", "bwd");
+    tt_env_set("CT_CUDA_CONV_GEMM", "bwd");
     CHECK(!cg_run(CT_OP_convolution, x, w, NULL, y, &g, 1, main_stream(), &st));
     CHECK(cg_run(CT_OP_convolution_backward_input, y, w, NULL, x, &g, 1, main_stream(), &st) && st == CT_OK);
     n1++;
-    set_env("CT_CUDA_CONV_GEMM", "fwd"); /* the forwards of the default rule: this K (72) is not split */
+    tt_env_set("CT_CUDA_CONV_GEMM", "fwd"); /* the forwards of the default rule: this K (72) is not split */
     CHECK(!cg_run(CT_OP_convolution_backward_input, y, w, NULL, x, &g, 1, main_stream(), &st));
     CHECK(!cg_run(CT_OP_convolution, x, w, NULL, y, &g, 1, main_stream(), &st));
-    set_env("CT_CUDA_CONV_GEMM_SPLITK", "2"); /* split: taken */
+    tt_env_set("CT_CUDA_CONV_GEMM_SPLITK", "2"); /* split: taken */
     CHECK(cg_run(CT_OP_convolution, x, w, NULL, y, &g, 1, main_stream(), &st) && st == CT_OK);
     n0++;
-    set_env("CT_CUDA_CONV_GEMM", NULL); /* the default: the input gradient, and the forward only when split */
+    tt_env_set("CT_CUDA_CONV_GEMM", NULL); /* the default: the input gradient, and the forward only when split */
     CHECK(cg_run(CT_OP_convolution, x, w, NULL, y, &g, 1, main_stream(), &st) && st == CT_OK);
     n0++;
-    set_env("CT_CUDA_CONV_GEMM_SPLITK", NULL);
+    tt_env_set("CT_CUDA_CONV_GEMM_SPLITK", NULL);
     CHECK(!cg_run(CT_OP_convolution, x, w, NULL, y, &g, 1, main_stream(), &st));
     CHECK(cg_run(CT_OP_convolution_backward_input, y, w, NULL, x, &g, 1, main_stream(), &st) && st == CT_OK);
     n1++;
-    set_env("CT_CUDA_CONV_GEMM", "all");
+    tt_env_set("CT_CUDA_CONV_GEMM", "all");
     /* 1x1 (stride 1, no padding; output 6 x 6): declined unless CT_CUDA_CONV_GEMM_1X1=1 */
     cg_case one = {"1x1", 2, 8, 6, 6, 12, 1, 1, 1, 0, 1, false};
-    char *saved_1 = save_env("CT_CUDA_CONV_GEMM_1X1");
-    set_env("CT_CUDA_CONV_GEMM_1X1", NULL);
+    char *saved_1 = tt_env_save("CT_CUDA_CONV_GEMM_1X1");
+    tt_env_set("CT_CUDA_CONV_GEMM_1X1", NULL);
     CHECK(!cg_run(CT_OP_convolution, x, w1, NULL, y, &one, 1, main_stream(), &st));
     CHECK(!cg_run(CT_OP_convolution_backward_input, y, w1, NULL, x, &one, 1, main_stream(), &st));
-    set_env("CT_CUDA_CONV_GEMM_1X1", "1");
+    tt_env_set("CT_CUDA_CONV_GEMM_1X1", "1");
     CHECK(cg_run(CT_OP_convolution, x, w1, NULL, y, &one, 1, main_stream(), &st) && st == CT_OK);
     CHECK(cg_run(CT_OP_convolution_backward_input, y, w1, NULL, x, &one, 1, main_stream(), &st) && st == CT_OK);
     n0++, n1++;
-    restore_env("CT_CUDA_CONV_GEMM_1X1", saved_1);
+    tt_env_restore("CT_CUDA_CONV_GEMM_1X1", saved_1);
     CHECK(ct_cuda_conv_gemm_count(0) == n0 && ct_cuda_conv_gemm_count(1) == n1);
     CHECK_OK(ct_cuda_synchronize(0));
   }
   ct_cuda_conv_gemm_release(0);
-  restore_env("CT_CUDA_CONV_GEMM", saved);
-  restore_env("CT_CUDA_CONV_GEMM_MAXM", saved_m);
-  restore_env("CT_CUDA_CONV_GEMM_SPLITK", saved_k);
+  tt_env_restore("CT_CUDA_CONV_GEMM", saved);
+  tt_env_restore("CT_CUDA_CONV_GEMM_MAXM", saved_m);
+  tt_env_restore("CT_CUDA_CONV_GEMM_SPLITK", saved_k);
   ct_scope_end(sc);
 }
 
@@ -354,8 +342,8 @@ static ct_status cg_capture_fn(void *u) {
 }
 CG_TEST(graph_capture) {
   ct_scope *sc = ct_scope_begin();
-  char *saved = save_env("CT_CUDA_CONV_GEMM");
-  set_env("CT_CUDA_CONV_GEMM", "all"); /* layer3's forward too (its K is not split) */
+  char *saved = tt_env_save("CT_CUDA_CONV_GEMM");
+  tt_env_set("CT_CUDA_CONV_GEMM", "all"); /* layer3's forward too (its K is not split) */
   bool tf32_was = ct_cuda_allow_tf32();
   ct_cuda_set_allow_tf32(true);
   uint64_t rs = 1403;
@@ -397,7 +385,7 @@ CG_TEST(graph_capture) {
     ct_cuda_graph_free(gr);
   }
   ct_cuda_set_allow_tf32(tf32_was);
-  restore_env("CT_CUDA_CONV_GEMM", saved);
+  tt_env_restore("CT_CUDA_CONV_GEMM", saved);
   ct_scope_end(sc);
 }
 
@@ -445,9 +433,9 @@ CG_TEST(bench) {
   const char *on = getenv("CT_CONV_GEMM_BENCH");
   if (!on || *on != '1') return;
   ct_scope *sc = ct_scope_begin();
-  char *saved = save_env("CT_CUDA_CONV_GEMM"), *saved_m = save_env("CT_CUDA_CONV_GEMM_MAXM");
-  char *saved_k = save_env("CT_CUDA_CONV_GEMM_SPLITK"), *saved_1 = save_env("CT_CUDA_CONV_GEMM_1X1");
-  set_env("CT_CUDA_CONV_GEMM_1X1", "1");
+  char *saved = tt_env_save("CT_CUDA_CONV_GEMM"), *saved_m = tt_env_save("CT_CUDA_CONV_GEMM_MAXM");
+  char *saved_k = tt_env_save("CT_CUDA_CONV_GEMM_SPLITK"), *saved_1 = tt_env_save("CT_CUDA_CONV_GEMM_1X1");
+  tt_env_set("CT_CUDA_CONV_GEMM_1X1", "1");
   bool tf32_was = ct_cuda_allow_tf32(), grad_was = ct_set_grad_enabled(false);
   ct_cuda_set_allow_tf32(true);
   static const cg_case bc[] = {
@@ -460,7 +448,7 @@ CG_TEST(bench) {
       {"layer2 3x3 s1 [16,128,16,16]->128 (M 4096)", 16, 128, 16, 16, 128, 3, 3, 1, 1, 1, false},
   };
   static const char *mname[CB_N] = {"fwd", "fwd nosplit", "fwd mm only", "fwd cudnn", "dgrad", "dgrad mm only", "dgrad cudnn"};
-  set_env("CT_CUDA_CONV_GEMM_MAXM", "4096");
+  tt_env_set("CT_CUDA_CONV_GEMM_MAXM", "4096");
   uint64_t rs = 1404;
   for (size_t ci = 0; ci < sizeof bc / sizeof bc[0]; ci++) {
     ct_scope *s2 = ct_scope_begin();
@@ -477,8 +465,8 @@ CG_TEST(bench) {
     double us[CB_N];
     for (int mode = 0; mode < CB_N; mode++) {
       b.mode = mode;
-      set_env("CT_CUDA_CONV_GEMM", mode == CB_DNN_FWD || mode == CB_DNN_BWD ? "0" : "all");
-      set_env("CT_CUDA_CONV_GEMM_SPLITK", mode == CB_FWD_NOSPLIT ? "1" : NULL);
+      tt_env_set("CT_CUDA_CONV_GEMM", mode == CB_DNN_FWD || mode == CB_DNN_BWD ? "0" : "all");
+      tt_env_set("CT_CUDA_CONV_GEMM_SPLITK", mode == CB_FWD_NOSPLIT ? "1" : NULL);
       ct_status st = b.x && b.w && b.gy && b.y && b.dx && b.buf ? cg_bench_fn(&b) : CT_ERR_RUNTIME; /* eager once */
       ct_cuda_graph *gr = st == CT_OK ? ct_cuda_graph_capture(0, cg_bench_fn, &b) : NULL;
       if (!gr) {
@@ -501,11 +489,11 @@ CG_TEST(bench) {
     printf("\n");
     ct_scope_end(s2);
   }
-  restore_env("CT_CUDA_CONV_GEMM_MAXM", saved_m);
-  restore_env("CT_CUDA_CONV_GEMM_SPLITK", saved_k);
-  restore_env("CT_CUDA_CONV_GEMM_1X1", saved_1);
+  tt_env_restore("CT_CUDA_CONV_GEMM_MAXM", saved_m);
+  tt_env_restore("CT_CUDA_CONV_GEMM_SPLITK", saved_k);
+  tt_env_restore("CT_CUDA_CONV_GEMM_1X1", saved_1);
   ct_set_grad_enabled(grad_was);
   ct_cuda_set_allow_tf32(tf32_was);
-  restore_env("CT_CUDA_CONV_GEMM", saved);
+  tt_env_restore("CT_CUDA_CONV_GEMM", saved);
   ct_scope_end(sc);
 }

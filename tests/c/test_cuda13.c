@@ -32,21 +32,6 @@ int ct_cuda_side_pending(int dev);
 #define CUDNN_CALLS() ((int64_t)0)
 #endif
 
-static void set_switch(const char *name, const char *v) {
-  if (v) setenv(name, v, 1);
-  else unsetenv(name);
-}
-
-static ct_tensor *leaf13(const ct_tensor *t, ct_device dev, bool cl) {
-  ct_tensor *d = ct_to_device(t, dev);
-  ct_tensor *c = d && cl ? ct_to_channels_last(d) : d ? ct_retain(d) : NULL;
-  ct_release(d);
-  ct_tensor *l = c ? ct_detach(c) : NULL;
-  ct_release(c);
-  if (l) ct_requires_grad_(l, true);
-  return l;
-}
-
 /* Two convolutions with a ReLU between (the second's input gradient feeds the first's backward, so a wrong join
  * shows), default layout and channels-last, strides 1 and 2, 3x3 and 1x1: the gradients of x, w1, w2 with the
  * two-stream path equal the one-stream path's to the bit, and the CPU's within 1e-4 (sums of up to 9 C products
@@ -76,8 +61,8 @@ CUDA13_TEST(conv_two_stream) {
       int64_t side[4], pend[4];
       for (int run = 0; run < 4; run++) { /* 0: CPU, 1: CUDA one stream, 2: two streams joined at once, 3: left unjoined */
         ct_device dev = run ? ct_cuda(0) : ct_cpu();
-        set_switch("CT_CUDA_CONV_2STREAM", run == 1 ? "0" : run == 2 ? "1" : "2");
-        ct_tensor *x = leaf13(x0, dev, cl && run), *w1 = leaf13(w10, dev, cl && run), *w2 = leaf13(w20, dev, cl && run);
+        tt_env_set("CT_CUDA_CONV_2STREAM", run == 1 ? "0" : run == 2 ? "1" : "2");
+        ct_tensor *x = tt_leaf(x0, dev, cl && run, true), *w1 = tt_leaf(w10, dev, cl && run, true), *w2 = tt_leaf(w20, dev, cl && run, true);
         int64_t c0 = C2S_COUNT();
         pend[run] = 0;
         /* twice without zeroing: the second backward adds dw into the existing gradients (an op reading the dw
@@ -115,7 +100,7 @@ CUDA13_TEST(conv_two_stream) {
         tt_same_as_cpu(__FILE__, __LINE__, "cuda", "conv2 two-stream dw2", gw2[0], gw2[run], 1e-4, 1e-4);
       }
     }
-  set_switch("CT_CUDA_CONV_2STREAM", saved);
+  tt_env_set("CT_CUDA_CONV_2STREAM", saved);
   free(saved);
   ct_cuda_set_allow_tf32(tf32);
   ct_scope_end(s);
@@ -141,8 +126,8 @@ CUDA13_TEST(bn_pdl) {
       int64_t pdl_used[4];
       for (int run = 0; run < 4; run++) { /* 0: CPU, 1: CUDA PDL off, 2: PDL 1, 3: PDL 2 */
         ct_device dev = run ? ct_cuda(0) : ct_cpu();
-        set_switch("CT_CUDA_BN_PDL", run == 1 ? "0" : run == 2 ? "1" : "2");
-        ct_tensor *x = leaf13(x0, dev, run > 0), *w = leaf13(w0, dev, false), *b = leaf13(b0, dev, false);
+        tt_env_set("CT_CUDA_BN_PDL", run == 1 ? "0" : run == 2 ? "1" : "2");
+        ct_tensor *x = tt_leaf(x0, dev, run > 0, true), *w = tt_leaf(w0, dev, false, true), *b = tt_leaf(b0, dev, false, true);
         ct_tensor *g = ct_to_device(g0, dev);
         ct_options o = ct_opts();
         o.device = dev;
@@ -172,7 +157,7 @@ CUDA13_TEST(bn_pdl) {
       }
     }
   }
-  set_switch("CT_CUDA_BN_PDL", saved);
+  tt_env_set("CT_CUDA_BN_PDL", saved);
   free(saved);
   ct_scope_end(s);
 }
@@ -183,8 +168,8 @@ CUDA13_TEST(bn_pdl) {
  * step equal to the bit across all four; the graph used both paths (the weight gradients on the second stream:
  * 19 of the 20 convolutions, the stem's input needing no gradient). */
 static void both_switches(const char *v) {
-  set_switch("CT_CUDA_CONV_2STREAM", v);
-  set_switch("CT_CUDA_BN_PDL", v);
+  tt_env_set("CT_CUDA_CONV_2STREAM", v);
+  tt_env_set("CT_CUDA_BN_PDL", v);
 }
 CUDA13_TEST(resnet_step_graph) {
   ct_scope *s = ct_scope_begin();
@@ -204,7 +189,7 @@ CUDA13_TEST(resnet_step_graph) {
   int64_t side0 = C2S_COUNT(), pdl0 = PDL_COUNT();
   for (int d = 0; d < 4; d++) {
     both_switches(d == 0 ? "0" : NULL);
-    set_switch("CT_CUDA_CONV_2STREAM", mode[d]);
+    tt_env_set("CT_CUDA_CONV_2STREAM", mode[d]);
     if (!rn_step_init(&r[d], 13, true, bx[0], by[0])) break;
     CHECK_OK(rn_step_run(&r[d]));
   }
@@ -234,7 +219,7 @@ CUDA13_TEST(resnet_step_graph) {
       both_switches(NULL);
       CHECK_OK(rn_step_run(&r[1]));
       CHECK_OK(ct_cuda_graph_replay(g));
-      set_switch("CT_CUDA_CONV_2STREAM", "1");
+      tt_env_set("CT_CUDA_CONV_2STREAM", "1");
       CHECK_OK(rn_step_run(&r[3]));
       both_switches(NULL);
       ct_tensor *l0 = ct_to_device(r[0].loss, ct_cpu()), *l1 = ct_to_device(r[1].loss, ct_cpu()), *l2 = ct_to_device(r[2].loss, ct_cpu());
@@ -251,8 +236,8 @@ CUDA13_TEST(resnet_step_graph) {
   }
   ct_cuda_graph_free(g);
   for (int d = 0; d < 4; d++) rn_step_free(&r[d]);
-  set_switch("CT_CUDA_CONV_2STREAM", s1);
-  set_switch("CT_CUDA_BN_PDL", s2);
+  tt_env_set("CT_CUDA_CONV_2STREAM", s1);
+  tt_env_set("CT_CUDA_BN_PDL", s2);
   free(s1);
   free(s2);
   ct_cuda_set_allow_tf32(tf32);

@@ -27,35 +27,13 @@ static void region_counts(int64_t out[2]) { out[0] = out[1] = 0; }
 #define SIDE_PENDING() ((int64_t)0)
 #endif
 
-static char *save_env(const char *name) {
-  const char *v = getenv(name);
-  return v ? strdup(v) : NULL;
-}
-static void set_env(const char *name, const char *v) {
-  if (v) setenv(name, v, 1);
-  else unsetenv(name);
-}
-static void restore_env(const char *name, char *saved) {
-  set_env(name, saved);
-  free(saved);
-}
-
-static ct_tensor *leaf13b(const ct_tensor *t, ct_device dev, bool cl) {
-  ct_tensor *d = ct_to_device(t, dev);
-  ct_tensor *c = d && cl ? ct_to_channels_last(d) : d ? ct_retain(d) : NULL;
-  ct_release(d);
-  ct_tensor *l = c ? ct_detach(c) : NULL;
-  ct_release(c);
-  if (l) ct_requires_grad_(l, true);
-  return l;
-}
 
 /* ct_cross_entropy_unchecked (the classifier step's loss) on CUDA: the fused kernels (default) against the one-hot
  * form (CT_CUDA_CE_FUSED=0) and the CPU, loss and dlogits, with valid targets and with targets outside [0, C)
  * (10, -1, -100: zero rows that still count in the mean, as the one-hot form). The fused node ran (its name). */
 CUDA13B_TEST(ce_fused) {
   ct_scope *s = ct_scope_begin();
-  char *saved = save_env("CT_CUDA_CE_FUSED");
+  char *saved = tt_env_save("CT_CUDA_CE_FUSED");
   uint64_t rs = 1331;
   int64_t N = 16, C = 10, xs[2] = {N, C};
   ct_tensor *x0 = tt_rand(&rs, 2, xs, CT_FLOAT32, 3, 0.1, false);
@@ -70,8 +48,8 @@ CUDA13B_TEST(ce_fused) {
     const char *name[3] = {0};
     for (int run = 0; run < 3; run++) { /* 0: CPU, 1: CUDA one-hot form, 2: CUDA fused (default) */
       ct_device dev = run ? ct_cuda(0) : ct_cpu();
-      set_env("CT_CUDA_CE_FUSED", run == 1 ? "0" : NULL);
-      ct_tensor *x = leaf13b(x0, dev, false), *t = ct_to_device(t0, dev);
+      tt_env_set("CT_CUDA_CE_FUSED", run == 1 ? "0" : NULL);
+      ct_tensor *x = tt_leaf(x0, dev, false, true), *t = ct_to_device(t0, dev);
       ct_tensor *l = x && t ? ct_cross_entropy_unchecked(x, t) : NULL;
       CHECK(l && ct_backward(l, NULL, false, false) == CT_OK);
       name[run] = l ? ct_grad_fn_name(l) : NULL;
@@ -91,7 +69,7 @@ CUDA13B_TEST(ce_fused) {
     if (!tt_allclose(loss[2], loss[1], 1e-6, 1e-6) || !tt_allclose(gx[2], gx[1], 1e-6, 1e-7))
       ct_test_fail(__FILE__, __LINE__, "bad %d: the fused form differs from the one-hot form", bad);
   }
-  restore_env("CT_CUDA_CE_FUSED", saved);
+  tt_env_restore("CT_CUDA_CE_FUSED", saved);
   ct_scope_end(s);
 }
 
@@ -101,7 +79,7 @@ CUDA13B_TEST(ce_fused) {
  * used, and not with CT_CUDA_EW_PDL=0. */
 CUDA13B_TEST(ew_pdl) {
   ct_scope *s = ct_scope_begin();
-  char *saved = save_env("CT_CUDA_EW_PDL");
+  char *saved = tt_env_save("CT_CUDA_EW_PDL");
   uint64_t rs = 777;
   int64_t shapes[2][4] = {{16, 64, 8, 8}, {3, 5, 7, 11}};
   for (int si = 0; si < 2; si++) {
@@ -111,8 +89,8 @@ CUDA13B_TEST(ew_pdl) {
     int64_t used[3];
     for (int run = 0; run < 3; run++) { /* 0: CPU, 1: CUDA PDL off, 2: CUDA PDL on (default) */
       ct_device dev = run ? ct_cuda(0) : ct_cpu();
-      set_env("CT_CUDA_EW_PDL", run == 1 ? "0" : NULL);
-      ct_tensor *a = leaf13b(a0, dev, si == 0), *b = leaf13b(b0, dev, si == 0);
+      tt_env_set("CT_CUDA_EW_PDL", run == 1 ? "0" : NULL);
+      ct_tensor *a = tt_leaf(a0, dev, si == 0, true), *b = tt_leaf(b0, dev, si == 0, true);
       int64_t p0 = EW_PDL_COUNT();
       ct_tensor *y = a && b ? ct_mul(a, b) : NULL;
       for (int k = 0; k < 4 && y; k++) y = ct_relu(ct_sub(ct_add(y, a), b));
@@ -135,7 +113,7 @@ CUDA13B_TEST(ew_pdl) {
       tt_same_as_cpu(__FILE__, __LINE__, "cuda", nm[k], res[0][k], res[2][k], 1e-6, 1e-6);
     }
   }
-  restore_env("CT_CUDA_EW_PDL", saved);
+  tt_env_restore("CT_CUDA_EW_PDL", saved);
   ct_scope_end(s);
 }
 
@@ -146,14 +124,14 @@ CUDA13B_TEST(ew_pdl) {
  * switch off (the one-hot cross-entropy too): losses within 1e-5 of [1] (the loss alone is computed another way).
  * And the forward in training mode with the fork against the CPU's (TF32 off; 20 convolutions in float32). */
 static void all_13b(const char *v, bool ce_too) {
-  set_env("CT_CUDA_DS_FORK", v);
-  set_env("CT_CUDA_EW_PDL", v);
-  set_env("CT_CUDA_CE_FUSED", ce_too ? v : NULL);
+  tt_env_set("CT_CUDA_DS_FORK", v);
+  tt_env_set("CT_CUDA_EW_PDL", v);
+  tt_env_set("CT_CUDA_CE_FUSED", ce_too ? v : NULL);
 }
 CUDA13B_TEST(resnet_step_fork) {
   ct_scope *s = ct_scope_begin();
   bool tf32 = ct_cuda_allow_tf32();
-  char *s1 = save_env("CT_CUDA_DS_FORK"), *s2 = save_env("CT_CUDA_EW_PDL"), *s3 = save_env("CT_CUDA_CE_FUSED");
+  char *s1 = tt_env_save("CT_CUDA_DS_FORK"), *s2 = tt_env_save("CT_CUDA_EW_PDL"), *s3 = tt_env_save("CT_CUDA_CE_FUSED");
   bool have_cudnn = false;
 #ifdef CT_HAVE_CUDA
   have_cudnn = strncmp(ct_cuda_cudnn_info(), "cuDNN 9", 7) == 0;
@@ -244,9 +222,9 @@ CUDA13B_TEST(resnet_step_fork) {
   }
   ct_cuda_graph_free(g);
   for (int d = 0; d < 4; d++) rn_step_free(&r[d]);
-  restore_env("CT_CUDA_DS_FORK", s1);
-  restore_env("CT_CUDA_EW_PDL", s2);
-  restore_env("CT_CUDA_CE_FUSED", s3);
+  tt_env_restore("CT_CUDA_DS_FORK", s1);
+  tt_env_restore("CT_CUDA_EW_PDL", s2);
+  tt_env_restore("CT_CUDA_CE_FUSED", s3);
   ct_cuda_set_allow_tf32(tf32);
   ct_scope_end(s);
 }

@@ -40,18 +40,6 @@ static void counts14(int64_t out[4]) { memset(out, 0, 4 * sizeof *out); }
 #define REGION_WAITS() ((int64_t)0)
 #endif
 
-static char *save14(const char *name) {
-  const char *v = getenv(name);
-  return v ? strdup(v) : NULL;
-}
-static void set14(const char *name, const char *v) {
-  if (v) setenv(name, v, 1);
-  else unsetenv(name);
-}
-static void restore14(const char *name, char *saved) {
-  set14(name, saved);
-  free(saved);
-}
 static bool have_cudnn14(const char *test) {
 #ifdef CT_HAVE_CUDA
   if (strncmp(ct_cuda_cudnn_info(), "cuDNN 9", 7) == 0) return true;
@@ -101,20 +89,11 @@ static ct_tensor *host_read_hook(ct_tensor *g, void *user) {
   ct_release(h);
   return NULL;
 }
-static ct_tensor *leaf14(const ct_tensor *t, ct_device dev, bool cl) {
-  ct_tensor *d = ct_to_device(t, dev);
-  ct_tensor *c = d && cl ? ct_to_channels_last(d) : d ? ct_retain(d) : NULL;
-  ct_release(d);
-  ct_tensor *l = c ? ct_detach(c) : NULL;
-  ct_release(c);
-  if (l) ct_requires_grad_(l, true);
-  return l;
-}
 CUDA14_TEST(block_bwd_fork) {
   ct_scope *s = ct_scope_begin();
   bool tf32 = ct_cuda_allow_tf32();
   ct_cuda_set_allow_tf32(false);
-  char *s1 = save14("CT_CUDA_DS_FORK"), *s2 = save14("CT_CUDA_DS_BWD_FORK");
+  char *s1 = tt_env_save("CT_CUDA_DS_FORK"), *s2 = tt_env_save("CT_CUDA_DS_BWD_FORK");
   bool cudnn = have_cudnn14("block_bwd_fork");
   uint64_t rs = 1402;
   int64_t N = 8, Ci = 16, Co = 32, H = 16, C1 = Co;
@@ -131,10 +110,10 @@ CUDA14_TEST(block_bwd_fork) {
   for (int run = 0; run < NR; run++) {
     ct_device dev = run ? ct_cuda(0) : ct_cpu();
     bool cl = run > 0;
-    set14("CT_CUDA_DS_FORK", run == 4 ? "0" : NULL);
-    set14("CT_CUDA_DS_BWD_FORK", run == 1 ? "0" : NULL);
-    ct_tensor *x = leaf14(x0, dev, cl), *w1 = leaf14(w10, dev, cl), *w2 = leaf14(w20, dev, cl), *wd = leaf14(wd0, dev, cl);
-    ct_tensor *gd = leaf14(g0, dev, false), *bd = leaf14(b0, dev, false), *rg = ct_to_device(r0, dev);
+    tt_env_set("CT_CUDA_DS_FORK", run == 4 ? "0" : NULL);
+    tt_env_set("CT_CUDA_DS_BWD_FORK", run == 1 ? "0" : NULL);
+    ct_tensor *x = tt_leaf(x0, dev, cl, true), *w1 = tt_leaf(w10, dev, cl, true), *w2 = tt_leaf(w20, dev, cl, true), *wd = tt_leaf(wd0, dev, cl, true);
+    ct_tensor *gd = tt_leaf(g0, dev, false, true), *bd = tt_leaf(b0, dev, false, true), *rg = ct_to_device(r0, dev);
     ct_options o = ct_opts();
     o.device = dev;
     ct_tensor *rm[3], *rv[3];
@@ -179,8 +158,8 @@ CUDA14_TEST(block_bwd_fork) {
         ct_test_fail(__FILE__, __LINE__, "%s: run %d differs from the backward fork off", nm[k], run);
     tt_same_as_cpu(__FILE__, __LINE__, "cuda", nm[k], res[0][k], res[2][k], 1e-3, 1e-3);
   }
-  restore14("CT_CUDA_DS_FORK", s1);
-  restore14("CT_CUDA_DS_BWD_FORK", s2);
+  tt_env_restore("CT_CUDA_DS_FORK", s1);
+  tt_env_restore("CT_CUDA_DS_BWD_FORK", s2);
   ct_cuda_set_allow_tf32(tf32);
   ct_scope_end(s);
 }
@@ -193,15 +172,15 @@ CUDA14_TEST(block_bwd_fork) {
  * and in each capture; the weight gradients still on the second stream (19 per step: the downsample convolutions'
  * from inside the backward regions); nothing pending after a synchronize. */
 static void fork_switches(const char *fwd, const char *bwd) {
-  set14("CT_CUDA_DS_FORK", fwd);
-  set14("CT_CUDA_DS_BWD_FORK", bwd);
+  tt_env_set("CT_CUDA_DS_FORK", fwd);
+  tt_env_set("CT_CUDA_DS_BWD_FORK", bwd);
 }
 CUDA14_TEST(resnet_step_bwd_fork) {
   ct_scope *s = ct_scope_begin();
   bool tf32 = ct_cuda_allow_tf32();
   ct_cuda_set_allow_tf32(true); /* as the bench */
-  char *s1 = save14("CT_CUDA_DS_FORK"), *s2 = save14("CT_CUDA_DS_BWD_FORK"), *s3 = save14("CT_CUDA_CONV_2STREAM");
-  set14("CT_CUDA_CONV_2STREAM", NULL);
+  char *s1 = tt_env_save("CT_CUDA_DS_FORK"), *s2 = tt_env_save("CT_CUDA_DS_BWD_FORK"), *s3 = tt_env_save("CT_CUDA_CONV_2STREAM");
+  tt_env_set("CT_CUDA_CONV_2STREAM", NULL);
   bool cudnn = have_cudnn14("resnet_step_bwd_fork");
   enum { STEPS = 3, NM = 5 };
   static const char *fwd[NM] = {NULL, NULL, NULL, NULL, "0"}, *bwd[NM] = {"0", NULL, NULL, "0", NULL};
@@ -276,9 +255,9 @@ CUDA14_TEST(resnet_step_bwd_fork) {
   }
   for (int d = 0; d < NM; d++) ct_cuda_graph_free(g[d]);
   for (int d = 0; d < NM; d++) rn_step_free(&r[d]);
-  restore14("CT_CUDA_DS_FORK", s1);
-  restore14("CT_CUDA_DS_BWD_FORK", s2);
-  restore14("CT_CUDA_CONV_2STREAM", s3);
+  tt_env_restore("CT_CUDA_DS_FORK", s1);
+  tt_env_restore("CT_CUDA_DS_BWD_FORK", s2);
+  tt_env_restore("CT_CUDA_CONV_2STREAM", s3);
   ct_cuda_set_allow_tf32(tf32);
   ct_scope_end(s);
 }

@@ -163,16 +163,6 @@ const char *ct_cuda_cudnn_info(void);
 #define CUDNN_INFO() "built without CUDA"
 #endif
 
-static ct_tensor *leaf_on(const ct_tensor *t, ct_device dev, bool cl) {
-  ct_tensor *d = ct_to_device(t, dev);
-  ct_tensor *c = d && cl ? ct_to_channels_last(d) : d ? ct_retain(d) : NULL;
-  ct_release(d);
-  ct_tensor *l = c ? ct_detach(c) : NULL;
-  ct_release(c);
-  if (l) ct_requires_grad_(l, true);
-  return l;
-}
-
 /* conv2d (cuDNN with NHWC descriptors) -> batch_norm (the channels-last kernels, training and
  * eval) -> relu on channels-last CUDA tensors against the CPU in the default layout: outputs and
  * the gradients of x and w keep the layout; values within float32 accumulation-order tolerances
@@ -200,8 +190,8 @@ TEST(cuda_channels_last_conv_bn) {
       ct_tensor *rm0 = ct_zeros(1, &C1, ct_opts()), *rv0 = ct_ones(1, &C1, ct_opts());
       for (int d = 0; d < 2; d++) {
         ct_device dev = d ? ct_cuda(0) : ct_cpu();
-        xl[d] = leaf_on(x, dev, d == 1);
-        wl[d] = leaf_on(w, dev, d == 1);
+        xl[d] = tt_leaf(x, dev, d == 1, true);
+        wl[d] = tt_leaf(w, dev, d == 1, true);
         /* fresh running statistics per device (ct_to_device of a CPU tensor to the CPU is the tensor) */
         ct_tensor *rg = ct_to_device(r, dev), *rm = ct_to_device(ct_clone(rm0), dev), *rv = ct_to_device(ct_clone(rv0), dev);
         rvs[d] = rv;
@@ -305,9 +295,9 @@ TEST(cuda_bn_relu_fused) {
         ct_tensor *w = tt_rand(&rs, 1, &C, CT_FLOAT32, 0.5, 1, false), *b = tt_rand(&rs, 1, &C, CT_FLOAT32, 0.5, 0, false);
         ct_tensor *y[2], *xl[2], *wl[2], *bl[2], *rv[2];
         for (int f = 0; f < 2; f++) { /* 0: two ops, 1: fused */
-          xl[f] = leaf_on(x, ct_cuda(0), cl);
-          wl[f] = leaf_on(w, ct_cuda(0), false);
-          bl[f] = leaf_on(b, ct_cuda(0), false);
+          xl[f] = tt_leaf(x, ct_cuda(0), cl, true);
+          wl[f] = tt_leaf(w, ct_cuda(0), false, true);
+          bl[f] = tt_leaf(b, ct_cuda(0), false, true);
           ct_tensor *gg = ct_to_device(g, ct_cuda(0));
           ct_tensor *rm = ct_to_device(ct_zeros(1, &C, ct_opts()), ct_cuda(0));
           rv[f] = ct_to_device(ct_ones(1, &C, ct_opts()), ct_cuda(0));

@@ -114,6 +114,18 @@ static __global__ void k_stamp(unsigned long long *slots, int i) {
   slots[i] = t;
 }
 
+/* a one-thread k_stamp node writing slots[slot], after `after` (NULL: a root) */
+static bool add_stamp(cudaGraph_t g, const cudaGraphNode_t *after, unsigned long long *slots, int slot) {
+  cudaGraphNode_t sn;
+  void *args[2] = {&slots, &slot};
+  cudaKernelNodeParams kp = {};
+  kp.func = (void *)k_stamp;
+  kp.gridDim = dim3(1);
+  kp.blockDim = dim3(1);
+  kp.kernelParams = args;
+  return cudaGraphAddKernelNode(&sn, g, after, after ? 1 : 0, &kp) == cudaSuccess;
+}
+
 static int cmp_float(const void *a, const void *b) {
   float x = *(const float *)a, y = *(const float *)b;
   return x < y ? -1 : x > y;
@@ -126,7 +138,7 @@ static void timeline(cudaGraph_t graph, int reps) {
   unsigned long long *slots = NULL, *host = NULL;
   cudaGraphNode_t *nodes = NULL, *deps = NULL;
   cudaGraphEdgeData *edata = NULL;
-  size_t n = 0, *dep_off = NULL, *order = NULL;
+  size_t n = 0, *dep_off = NULL, *dep = NULL; /* dep: each dependency as a node index (n: not a node) */
   int *stamped = NULL;
   float *t = NULL, *samples = NULL;
   struct hist *h = NULL;
@@ -141,14 +153,13 @@ static void timeline(cudaGraph_t graph, int reps) {
   t = (float *)calloc(n, sizeof *t);
   samples = (float *)calloc(n * (size_t)reps, sizeof *samples);
   dep_off = (size_t *)calloc(n + 1, sizeof *dep_off);
-  order = (size_t *)calloc(n, sizeof *order);
   h = (struct hist *)calloc(n, sizeof *h);
-  if (!nodes || !host || !stamped || !t || !samples || !dep_off || !order || !h ||
+  if (!nodes || !host || !stamped || !t || !samples || !dep_off || !h ||
       cudaGraphGetNodes(g, nodes, &n) != cudaSuccess) {
     why = "memory";
     goto out;
   }
-  /* every node's dependencies (on the clone, before the event nodes are added), as indices */
+  /* every node's dependencies (on the clone, before the stamp nodes are added), as indices */
   for (size_t i = 0; i < n; i++) {
     size_t nd = 0; /* with edge data: programmatic (PDL) edges make a query without it fail as lossy */
     cudaGraphNodeGetDependencies(nodes[i], NULL, NULL, &nd);
@@ -167,23 +178,23 @@ static void timeline(cudaGraph_t graph, int reps) {
       goto out;
     }
   }
+  dep = (size_t *)malloc((dep_off[n] + 1) * sizeof *dep);
+  if (!dep) {
+    why = "memory";
+    goto out;
+  }
+  for (size_t d = 0; d < dep_off[n]; d++) {
+    size_t j = 0;
+    while (j < n && nodes[j] != deps[d]) j++;
+    dep[d] = j;
+  }
   if (cudaMalloc((void **)&slots, (n + 1) * sizeof *slots) != cudaSuccess) {
     why = "cudaMalloc";
     goto out;
   }
-  { /* the start: a stamp with no dependencies */
-    cudaGraphNode_t sn;
-    int slot = (int)n;
-    void *args[2] = {&slots, &slot};
-    cudaKernelNodeParams kp = {};
-    kp.func = (void *)k_stamp;
-    kp.gridDim = dim3(1);
-    kp.blockDim = dim3(1);
-    kp.kernelParams = args;
-    if (cudaGraphAddKernelNode(&sn, g, NULL, 0, &kp) != cudaSuccess) {
-      why = "stamp nodes";
-      goto out;
-    }
+  if (!add_stamp(g, NULL, slots, (int)n)) { /* the start: a stamp with no dependencies */
+    why = "stamp nodes";
+    goto out;
   }
   for (size_t i = 0; i < n; i++) {
     cudaGraphNodeType ty = cudaGraphNodeTypeEmpty;
@@ -191,15 +202,7 @@ static void timeline(cudaGraph_t graph, int reps) {
     /* kernels only: a stamp hanging off a memset node ran hundreds of us late on the H200 (its successor's stamp came
      * first), so memsets and copies count as done with their latest dependency, their time in their successor's */
     if (ty != cudaGraphNodeTypeKernel) continue;
-    cudaGraphNode_t sn;
-    int slot = (int)i;
-    void *args[2] = {&slots, &slot};
-    cudaKernelNodeParams kp = {};
-    kp.func = (void *)k_stamp;
-    kp.gridDim = dim3(1);
-    kp.blockDim = dim3(1);
-    kp.kernelParams = args;
-    if (cudaGraphAddKernelNode(&sn, g, &nodes[i], 1, &kp) != cudaSuccess) {
+    if (!add_stamp(g, &nodes[i], slots, (int)i)) {
       why = "stamp nodes";
       goto out;
     }
@@ -241,14 +244,13 @@ static void timeline(cudaGraph_t graph, int reps) {
         bool ready = true;
         float latest = 0;
         for (size_t d = dep_off[i]; d < dep_off[i + 1] && ready; d++) {
-          size_t j = 0;
-          while (j < n && nodes[j] != deps[d]) j++;
+          size_t j = dep[d];
           if (j == n || !done[j]) ready = false;
           else if (t[j] > latest) latest = t[j];
         }
         if (!ready) continue;
         if (!stamped[i]) t[i] = latest;
-        order[nd_done++] = i;
+        nd_done++;
         done[i] = 1;
       }
       if (nd_done == before) break; /* a cycle cannot be: stop rather than spin */
@@ -273,8 +275,7 @@ static void timeline(cudaGraph_t graph, int reps) {
       float latest = 0;
       size_t from = n;
       for (size_t d = dep_off[cur]; d < dep_off[cur + 1]; d++) {
-        size_t j = 0;
-        while (j < n && nodes[j] != deps[d]) j++;
+        size_t j = dep[d];
         if (j < n && (from == n || t[j] > latest)) {
           latest = t[j];
           from = j;
@@ -340,7 +341,7 @@ out:
   free(deps);
   free(edata);
   free(dep_off);
-  free(order);
+  free(dep);
   free(t);
   free(samples);
   free(h);

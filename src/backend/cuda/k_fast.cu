@@ -1154,6 +1154,31 @@ static bool sgd_usable(const ct_tensor *t, const ct_tensor *p, int dev) {
          ((ct_is_contiguous(t) && ct_is_contiguous(p)) || ct_dense_same_layout(t, p));
 }
 
+/* the multi-tensor kernel's hyper-parameters from a group's options */
+static SgdH sgd_hyper(const ct_optim_options *o) {
+  SgdH H;
+  H.wd = o->weight_decay;
+  H.m = o->momentum;
+  H.omd = 1 - o->dampening;
+  H.nlr = -o->lr;
+  H.sg = o->maximize ? -1.0f : 1.0f;
+  H.mom = (float)o->momentum;
+  H.WD = o->weight_decay != 0;
+  H.MOM = o->momentum != 0;
+  H.NEST = o->nesterov;
+  return H;
+}
+/* a first step's momentum buffer in p's dense layout (written by the kernel), NULL where none could be made */
+static ct_tensor *sgd_new_buf(const ct_tensor *p, int dev) {
+  ct_tensor *t = ct_suggests_channels_last(p) ? ct_new_channels_last(p->shape, p->dtype, p->storage->device)
+                                              : ct_empty_like(p, NULL);
+  if (t && !sgd_usable(t, p, dev)) {
+    ct_release(t);
+    t = NULL;
+  }
+  return t;
+}
+
 static int64_t sgd_mt_launch_count;
 extern "C" int64_t ct_cuda_sgd_multi_launches(void) { return sgd_mt_launch_count; }
 
@@ -1189,10 +1214,8 @@ extern "C" int ct_cuda_sgd_group_fused(ct_optim *opt, ct_pgroup *gr) {
   for (int64_t i = 0; ok && mom && i < gr->n; i++) {
     ct_tensor *p = gr->params[i];
     if (!p->grad || gr->st[i].early || gr->st[i].t[0]) continue;
-    ct_tensor *t = ct_suggests_channels_last(p) ? ct_new_channels_last(p->shape, p->dtype, p->storage->device)
-                                                : ct_empty_like(p, NULL);
-    if (!t || !sgd_usable(t, p, dev)) {
-      ct_release(t);
+    ct_tensor *t = sgd_new_buf(p, dev);
+    if (!t) {
       ok = false;
       break;
     }
@@ -1209,15 +1232,7 @@ extern "C" int ct_cuda_sgd_group_fused(ct_optim *opt, ct_pgroup *gr) {
     return 0;
   }
   static SgdMT P; /* 3 KiB: kept off the stack */
-  P.H.wd = o->weight_decay;
-  P.H.m = o->momentum;
-  P.H.omd = 1 - o->dampening;
-  P.H.nlr = -o->lr;
-  P.H.sg = o->maximize ? -1.0f : 1.0f;
-  P.H.mom = (float)o->momentum;
-  P.H.WD = o->weight_decay != 0;
-  P.H.MOM = mom;
-  P.H.NEST = o->nesterov;
+  P.H = sgd_hyper(o);
   int64_t i = 0;
   ct_status st = CT_OK;
   while (st == CT_OK) {
@@ -1291,11 +1306,7 @@ extern "C" bool ct_cuda_optim_update_early(ct_optim *opt, ct_pgroup *gr, int64_t
   if (!ct_cuda_fork_begin(dev, 2)) return false;
   bool first = false;
   if (mom && !b) { /* buf = clone(d_p), written by the kernel; made inside the region: registered as its own */
-    b = ct_suggests_channels_last(p) ? ct_new_channels_last(p->shape, p->dtype, p->storage->device) : ct_empty_like(p, NULL);
-    if (b && !sgd_usable(b, p, dev)) {
-      ct_release(b);
-      b = NULL;
-    }
+    b = sgd_new_buf(p, dev);
     if (!b) {
       const ct_tensor *rd[1] = {g};
       ct_cuda_region_end(dev, 1, rd);
@@ -1305,15 +1316,7 @@ extern "C" bool ct_cuda_optim_update_early(ct_optim *opt, ct_pgroup *gr, int64_t
     first = true;
   }
   static SgdMT P; /* 3 KiB: kept off the stack; one thread drives a device */
-  P.H.wd = o->weight_decay;
-  P.H.m = o->momentum;
-  P.H.omd = 1 - o->dampening;
-  P.H.nlr = -o->lr;
-  P.H.sg = o->maximize ? -1.0f : 1.0f;
-  P.H.mom = (float)o->momentum;
-  P.H.WD = o->weight_decay != 0;
-  P.H.MOM = mom;
-  P.H.NEST = o->nesterov;
+  P.H = sgd_hyper(o);
   P.nt = 1;
   P.first = first ? 1 : 0;
   P.p[0] = (float *)dptr(p);
