@@ -460,8 +460,13 @@ mod("lora_linear_dropout", {"layer": "LoraLinear", "in": 5, "out": 4, "r": 2, "l
                             "seed": 6}, [T((3, 5))])
 mod("lora_linear_dropout_eval", {"layer": "LoraLinear", "in": 5, "out": 4, "r": 2, "lora_alpha": 2.0,
                                  "lora_dropout": 0.3, "train": 0}, [T((3, 5))])
+# grad_atol 5e-5: each lora_B gradient element is a 50-term float32 sum of scaling * grad_out * lora_A(x) whose
+# |terms| add up to 180-340 while the sum can cancel to ~2 (element [3, 0] is -2.3144 from 337): any float32
+# summation order keeps an absolute error up to ~eps * 337 = 4e-5, before the rounding of the 27-term lora_A
+# outputs it multiplies. Measured against float64: PyTorch 1.13 3.5e-7, ctorch native 6e-6, ctorch wasm (no FMA
+# in SIMD128, another GEMM blocking) 3.0e-5, all inside that bound.
 mod("lora_conv2d", {"layer": "LoraConv2d", "in": 3, "out": 4, "k": [3, 3], "padding": [1, 1], "r": 2,
-                    "lora_alpha": 3.0}, [T((2, 3, 5, 5))])
+                    "lora_alpha": 3.0}, [T((2, 3, 5, 5))], grad_atol=5e-5)
 mod("lora_conv2d_stride_reflect", {"layer": "LoraConv2d", "in": 2, "out": 3, "k": [3, 2], "stride": [2, 1],
                                    "padding": [1, 1], "padding_mode": "reflect", "r": 2, "lora_alpha": 2.0,
                                    "lora_dropout": 0.25, "seed": 9}, [T((1, 2, 6, 5))])
