@@ -466,9 +466,14 @@ extern "C" void *ct_cuda_stream(int dev) {
   return (void *)(D[dev].region ? D[dev].lane[D[dev].region - 1].stream : D[dev].stream);
 }
 extern "C" int *ct_cuda_flag(int dev) { return D[dev].flag; }
+/* the device of the call's first present tensor, outputs first (optional slots, such as an unread gradient of
+ * batch norm's backward, are NULL) */
 extern "C" int ct_cuda_call_dev(const ct_call *c) {
-  const ct_tensor *t = c->n_out ? c->out[0] : c->in[0];
-  return t->storage->device.index;
+  for (int i = 0; i < c->n_out; i++)
+    if (c->out[i]) return c->out[i]->storage->device.index;
+  for (int i = 0; i < c->n_in; i++)
+    if (c->in[i]) return c->in[i]->storage->device.index;
+  return 0;
 }
 
 extern "C" ct_status ct_cuda_flag_take(int dev, int *value) {
