@@ -54,6 +54,12 @@ ct_cuda_graph *ct_cuda_graph_capture(int index, ct_status (*fn)(void *user), voi
 ct_status ct_cuda_graph_replay(ct_cuda_graph *g);
 int64_t ct_cuda_graph_num_nodes(const ct_cuda_graph *g); /* the launches and copies recorded */
 void ct_cuda_graph_free(ct_cuda_graph *g);                 /* NULL-safe; waits for the device */
+/* The capture in two halves, for a step that is not one C function (torch.cuda.CUDAGraph's capture_begin /
+ * capture_end, Python's `with torch.cuda.graph(g):`): between ct_cuda_graph_begin and ct_cuda_graph_end the
+ * device's launches are recorded, under the same rules. body is the step's status: anything but CT_OK ends the
+ * capture, discards it and returns NULL with the step's error left in place. */
+ct_status ct_cuda_graph_begin(int index);
+ct_cuda_graph *ct_cuda_graph_end(int index, ct_status body);
 
 /* ResNet inference on CUDA (torchvision's BasicBlock ResNets, ct_resnet_basic_new): each batch norm's
  * running statistics folded into the convolution before it (w * gamma / sqrt(var + eps), beta - mean *

@@ -603,6 +603,28 @@ class _Cuda:
 
 
 cuda = _Cuda()
+from . import _cuda_extra  # noqa: E402
+
+for _n in ("CUDAGraph", "graph", "graph_pool_handle", "is_current_stream_capturing", "Stream", "Event", "stream",
+           "current_stream", "default_stream", "get_autocast_gpu_dtype", "is_bf16_supported"):
+    _v = getattr(_cuda_extra, _n)  # classes as they are, functions as static methods of torch.cuda
+    setattr(_Cuda, _n, _v if isinstance(_v, type) else staticmethod(_v))
+del _n, _v
+
+
+class _CudaAmp:
+    """torch.cuda.amp.autocast(enabled=True, dtype=torch.float16, cache_enabled=True)"""
+
+    @staticmethod
+    def autocast(enabled=True, dtype=None, cache_enabled=True):
+        return _cuda_extra.autocast("cuda", dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
+
+
+_Cuda.amp = _CudaAmp()
+autocast = _cuda_extra.autocast
+is_autocast_enabled = _cuda_extra.is_autocast_enabled
+set_float32_matmul_precision = _cuda_extra.set_float32_matmul_precision
+get_float32_matmul_precision = _cuda_extra.get_float32_matmul_precision
 
 
 class _Backends:
@@ -615,7 +637,15 @@ class _Backends:
         def is_built():
             return False
 
+    class cuda:
+        matmul = _cuda_extra._Matmul()
+
+        @staticmethod
+        def is_built():
+            return _C._cuda_device_count() > 0 or "without CUDA" not in _C._cuda_unavailable_reason()
+
     class cudnn:
+        allow_tf32 = True
         deterministic = False
         benchmark = False
         enabled = True

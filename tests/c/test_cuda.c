@@ -697,6 +697,11 @@ TEST(cuda_queries_without_device) {
   ct_tensor *x = ct_ones(1, (int64_t[]){2}, ct_opts());
   CHECK_ERR_PTR(ct_to_device(x, ct_cuda(0)), "not available");
   ct_release(x);
+  /* graphs: refused with the reason, nothing left capturing */
+  CHECK(ct_cuda_graph_begin(0) != CT_OK && ct_last_error()[0]);
+  ct_clear_error();
+  CHECK(ct_cuda_graph_end(0, CT_OK) == NULL && ct_last_error()[0]);
+  CHECK(ct_cuda_graph_capture(0, NULL, NULL) == NULL);
   /* moving a module fails with the reason and leaves it usable */
   ct_module *m = ct_linear_new(2, 2, true);
   CHECK_ERR(ct_module_to_device(m, ct_cuda(0)), "not available");
@@ -1682,9 +1687,30 @@ CUDA_TEST(graph_training_step) {
     CHECK(moved > 1e-4);
   }
   ct_cuda_graph_free(g);
+  /* the same capture in two halves (ct_cuda_graph_begin / ct_cuda_graph_end: Python's torch.cuda.graph) */
+  CHECK_OK(ct_cuda_graph_begin(0));
+  CHECK_ERR(ct_cuda_graph_begin(0), "already capturing");
+  ct_cuda_graph *g2 = ct_cuda_graph_end(0, mlp_step_run(&m[1]));
+  CHECK(g2 != NULL && ct_cuda_graph_num_nodes(g2) > 10);
+  for (int k = 1; g2 && k <= 2; k++) {
+    CHECK_OK(ct_copy_(m[0].x, bx[k]));
+    CHECK_OK(ct_copy_(m[0].y, by[k]));
+    CHECK_OK(mlp_step_run(&m[0]));
+    CHECK_OK(ct_copy_(m[1].x, bx[k]));
+    CHECK_OK(ct_copy_(m[1].y, by[k]));
+    CHECK_OK(ct_cuda_graph_replay(g2));
+    same("two-half capture loss", H(m[0].loss), H(m[1].loss), 0, 0);
+  }
+  for (int k = 0; g2 && k < 4; k++) same("two-half capture weights", H(m[0].P[k]), H(m[1].P[k]), 0, 0);
+  ct_cuda_graph_free(g2);
+  CHECK(ct_cuda_graph_end(0, CT_OK) == NULL && strstr(ct_last_error(), "not capturing"));
   /* a host read inside the step: the capture fails, the device still works */
   ct_tensor *t = G(w[1]);
   ct_tensor *ts = ct_sum(t);
+  /* in two halves: the step's error stays the one reported, nothing is kept */
+  ct_clear_error();
+  CHECK_OK(ct_cuda_graph_begin(0));
+  CHECK(ct_cuda_graph_end(0, read_on_host(ts)) == NULL && strstr(ct_last_error(), "a device-to-host copy"));
   ct_clear_error();
   ct_cuda_graph *bad = ct_cuda_graph_capture(0, read_on_host, ts);
   CHECK(bad == NULL && strstr(ct_last_error(), "CUDA graph capture: a device-to-host copy"));

@@ -607,7 +607,97 @@ static PyObject *m_cuda_synchronize(PyObject *m, PyObject *arg) {
   Py_RETURN_NONE;
 }
 
+/* torch.backends.cuda.matmul.allow_tf32 and torch.autocast("cuda", torch.bfloat16) over the C switches */
+static PyObject *m_cuda_set_allow_tf32(PyObject *m, PyObject *arg) {
+  int on = PyObject_IsTrue(arg);
+  if (on < 0) return NULL;
+  ct_cuda_set_allow_tf32(on);
+  Py_RETURN_NONE;
+}
+static PyObject *m_cuda_allow_tf32(PyObject *m, PyObject *u) { return PyBool_FromLong(ct_cuda_allow_tf32()); }
+/* (bf16 matrix products, bf16 activations): both off, or the products only (C's bf16-fp32act), or both */
+static PyObject *m_cuda_set_autocast_bf16(PyObject *m, PyObject *args) {
+  int mm, outs;
+  if (!PyArg_ParseTuple(args, "pp", &mm, &outs)) return NULL;
+  if (ct_cuda_set_autocast_bf16(mm) != CT_OK) return pyct_raise();
+  if (ct_cuda_set_autocast_bf16_outputs(mm && outs) != CT_OK) return pyct_raise();
+  Py_RETURN_NONE;
+}
+static PyObject *m_cuda_autocast_bf16(PyObject *m, PyObject *u) {
+  return Py_BuildValue("(OO)", ct_cuda_autocast_bf16() ? Py_True : Py_False,
+                       ct_cuda_autocast_bf16_outputs() ? Py_True : Py_False);
+}
+
+/* torch.cuda.CUDAGraph over ct_cuda_graph_begin / ct_cuda_graph_end: the graph travels as a capsule of a
+ * one-pointer box, so that reset() can free it before the capsule goes (the box is then empty). */
+typedef struct {
+  ct_cuda_graph *g;
+} graph_box;
+static void graph_capsule_free(PyObject *cap) {
+  graph_box *b = PyCapsule_GetPointer(cap, "ctorch.cuda_graph");
+  if (!b) return;
+  ct_cuda_graph_free(b->g);
+  free(b);
+}
+static graph_box *graph_arg(PyObject *cap) { return PyCapsule_GetPointer(cap, "ctorch.cuda_graph"); }
+static PyObject *m_cuda_graph_begin(PyObject *m, PyObject *arg) {
+  long i = PyLong_AsLong(arg);
+  if (i == -1 && PyErr_Occurred()) return NULL;
+  if (ct_cuda_graph_begin((int)i) != CT_OK) return pyct_raise();
+  Py_RETURN_NONE;
+}
+/* (device, ok): ok false (the captured Python code raised) ends and discards the capture; None then */
+static PyObject *m_cuda_graph_end(PyObject *m, PyObject *args) {
+  int dev, ok;
+  if (!PyArg_ParseTuple(args, "ip", &dev, &ok)) return NULL;
+  ct_cuda_graph *g = ct_cuda_graph_end(dev, ok ? CT_OK : CT_ERR_RUNTIME);
+  if (!ok) {
+    ct_clear_error();
+    Py_RETURN_NONE;
+  }
+  if (!g) return pyct_raise();
+  graph_box *b = malloc(sizeof *b);
+  PyObject *cap = b ? PyCapsule_New(b, "ctorch.cuda_graph", graph_capsule_free) : NULL;
+  if (!cap) {
+    free(b);
+    ct_cuda_graph_free(g);
+    return b ? NULL : PyErr_NoMemory();
+  }
+  b->g = g;
+  return cap;
+}
+static PyObject *m_cuda_graph_replay(PyObject *m, PyObject *cap) {
+  graph_box *b = graph_arg(cap);
+  if (!b) return NULL;
+  if (!b->g) {
+    PyErr_SetString(PyExc_RuntimeError, "CUDA graph replay: the graph was reset");
+    return NULL;
+  }
+  if (ct_cuda_graph_replay(b->g) != CT_OK) return pyct_raise();
+  Py_RETURN_NONE;
+}
+static PyObject *m_cuda_graph_nodes(PyObject *m, PyObject *cap) {
+  graph_box *b = graph_arg(cap);
+  return b ? PyLong_FromLongLong(ct_cuda_graph_num_nodes(b->g)) : NULL;
+}
+static PyObject *m_cuda_graph_reset(PyObject *m, PyObject *cap) {
+  graph_box *b = graph_arg(cap);
+  if (!b) return NULL;
+  ct_cuda_graph_free(b->g);
+  b->g = NULL;
+  Py_RETURN_NONE;
+}
+
 static PyMethodDef misc_functions[] = {
+  {"_cuda_set_allow_tf32", m_cuda_set_allow_tf32, METH_O, NULL},
+  {"_cuda_allow_tf32", m_cuda_allow_tf32, METH_NOARGS, NULL},
+  {"_cuda_set_autocast_bf16", m_cuda_set_autocast_bf16, METH_VARARGS, NULL},
+  {"_cuda_autocast_bf16", m_cuda_autocast_bf16, METH_NOARGS, NULL},
+  {"_cuda_graph_begin", m_cuda_graph_begin, METH_O, NULL},
+  {"_cuda_graph_end", m_cuda_graph_end, METH_VARARGS, NULL},
+  {"_cuda_graph_replay", m_cuda_graph_replay, METH_O, NULL},
+  {"_cuda_graph_nodes", m_cuda_graph_nodes, METH_O, NULL},
+  {"_cuda_graph_reset", m_cuda_graph_reset, METH_O, NULL},
   {"_cuda_device_count", m_cuda_device_count, METH_NOARGS, NULL},
   {"_cuda_unavailable_reason", m_cuda_reason, METH_NOARGS, NULL},
   {"_cuda_device_name", m_cuda_device_name, METH_O, NULL},

@@ -12,6 +12,8 @@ void ct_cuda_impl_set_tf32(bool allow);
 bool ct_cuda_impl_tf32(void);
 void ct_cuda_impl_set_bf16(bool on);
 ct_cuda_graph *ct_cuda_impl_graph_capture(int dev, ct_status (*fn)(void *), void *user);
+ct_status ct_cuda_impl_graph_begin(int dev);
+ct_cuda_graph *ct_cuda_impl_graph_end(int dev, ct_status body);
 ct_status ct_cuda_impl_graph_replay(ct_cuda_graph *cg);
 int64_t ct_cuda_impl_graph_nodes(const ct_cuda_graph *cg);
 void ct_cuda_impl_graph_free(ct_cuda_graph *cg);
@@ -48,6 +50,20 @@ ct_cuda_graph *ct_cuda_graph_capture(int index, ct_status (*fn)(void *user), voi
   }
   return ct_cuda_impl_graph_capture(index, fn, user);
 }
+ct_status ct_cuda_graph_begin(int index) {
+  if (index < 0 || index >= ct_cuda_impl_device_count())
+    return CT_ERR(CT_ERR_RUNTIME, "CUDA graph capture: no CUDA device %d (%d available)", index,
+                  ct_cuda_impl_device_count());
+  return ct_cuda_impl_graph_begin(index);
+}
+ct_cuda_graph *ct_cuda_graph_end(int index, ct_status body) {
+  if (index < 0 || index >= ct_cuda_impl_device_count()) {
+    ct_set_error(CT_ERR_RUNTIME, "CUDA graph capture: no CUDA device %d (%d available)", index,
+                 ct_cuda_impl_device_count());
+    return NULL;
+  }
+  return ct_cuda_impl_graph_end(index, body);
+}
 ct_status ct_cuda_graph_replay(ct_cuda_graph *g) { return ct_cuda_impl_graph_replay(g); }
 int64_t ct_cuda_graph_num_nodes(const ct_cuda_graph *g) { return ct_cuda_impl_graph_nodes(g); }
 void ct_cuda_graph_free(ct_cuda_graph *g) { ct_cuda_impl_graph_free(g); }
@@ -80,6 +96,15 @@ ct_cuda_graph *ct_cuda_graph_capture(int index, ct_status (*fn)(void *user), voi
 ct_status ct_cuda_graph_replay(ct_cuda_graph *g) {
   (void)g;
   return CT_ERR(CT_ERR_RUNTIME, "Torch not compiled with CUDA enabled");
+}
+ct_status ct_cuda_graph_begin(int index) {
+  (void)index;
+  return CT_ERR(CT_ERR_RUNTIME, "Torch not compiled with CUDA enabled");
+}
+ct_cuda_graph *ct_cuda_graph_end(int index, ct_status body) {
+  (void)index;
+  if (body == CT_OK) ct_set_error(CT_ERR_RUNTIME, "Torch not compiled with CUDA enabled");
+  return NULL;
 }
 int64_t ct_cuda_graph_num_nodes(const ct_cuda_graph *g) { (void)g; return 0; }
 void ct_cuda_graph_free(ct_cuda_graph *g) { (void)g; }

@@ -994,28 +994,36 @@ struct ct_cuda_graph {
   size_t nodes;
 };
 
-extern "C" ct_cuda_graph *ct_cuda_impl_graph_capture(int dev, ct_status (*fn)(void *), void *user) {
-  if (dev_ready(dev) != CT_OK) return NULL;
+/* A capture in two halves, so that a caller whose step is not one C function (Python's `with
+ * torch.cuda.graph(g):`) can run it in between; ct_cuda_impl_graph_capture is begin, fn, end. */
+extern "C" ct_status ct_cuda_impl_graph_begin(int dev) {
+  CT_TRY(dev_ready(dev));
   cu_dev *g = &D[dev];
-  if (g->capturing) {
-    ct_set_error(CT_ERR_RUNTIME, "CUDA graph capture: device %d is already capturing a graph", dev);
-    return NULL;
-  }
+  if (g->capturing) return CT_ERR(CT_ERR_RUNTIME, "CUDA graph capture: device %d is already capturing a graph", dev);
   cudaSetDevice(dev);
   seq_bump(); /* nothing recorded before the capture pairs with a call inside it */
   ct_cuda_side_join(dev);
   cudaError_t e = cudaStreamSynchronize(g->stream); /* the eager work before runs first */
   if (e == cudaSuccess) e = cudaStreamBeginCapture(g->stream, cudaStreamCaptureModeRelaxed);
-  if (e != cudaSuccess) {
-    ct_cuda_fail(e, "beginning a CUDA graph capture");
+  if (e != cudaSuccess) return ct_cuda_fail(e, "beginning a CUDA graph capture");
+  g->capturing = true;
+  return CT_OK;
+}
+
+/* body: the step's status; anything but CT_OK discards the capture (its error stays the one set) */
+extern "C" ct_cuda_graph *ct_cuda_impl_graph_end(int dev, ct_status body) {
+  if (dev_ready(dev) != CT_OK) return NULL;
+  cu_dev *g = &D[dev];
+  if (!g->capturing) {
+    if (body == CT_OK) ct_set_error(CT_ERR_RUNTIME, "CUDA graph capture: device %d is not capturing a graph", dev);
     return NULL;
   }
-  g->capturing = true;
-  ct_status st = fn(user);
+  cudaSetDevice(dev);
+  ct_status st = body;
   cudaGraph_t graph = NULL;
   seq_bump();
   ct_cuda_side_join(dev); /* the second stream's branch rejoins before the capture ends */
-  e = cudaStreamEndCapture(g->stream, &graph);
+  cudaError_t e = cudaStreamEndCapture(g->stream, &graph);
   g->capturing = false;
   ct_cuda_graph *cg = NULL;
   if (st == CT_OK && e != cudaSuccess) st = ct_cuda_fail(e, "capturing a CUDA graph (a launch inside the step could not be recorded)");
@@ -1041,6 +1049,11 @@ extern "C" ct_cuda_graph *ct_cuda_impl_graph_capture(int dev, ct_status (*fn)(vo
   g->n_graphs++;
   pthread_mutex_unlock(&g->mu);
   return cg;
+}
+
+extern "C" ct_cuda_graph *ct_cuda_impl_graph_capture(int dev, ct_status (*fn)(void *), void *user) {
+  if (ct_cuda_impl_graph_begin(dev) != CT_OK) return NULL;
+  return ct_cuda_impl_graph_end(dev, fn(user));
 }
 
 extern "C" ct_status ct_cuda_impl_graph_replay(ct_cuda_graph *cg) {

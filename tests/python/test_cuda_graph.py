@@ -1,0 +1,214 @@
+"""CUDA graphs, autocast and the TF32 switches from Python (issue 7): torch.cuda.CUDAGraph / torch.cuda.graph,
+torch.cuda.Stream / stream, torch.autocast("cuda", dtype=torch.bfloat16), torch.backends.cuda.matmul.allow_tf32
+and torch.set_float32_matmul_precision, over the C library's CUDA backend.
+
+Without a usable GPU: the switches keep their values, autocast on "cuda" warns and disables itself (as PyTorch),
+and every graph or stream object refuses with PyTorch's "Torch not compiled with CUDA enabled"; the GPU part is
+skipped with a printed line. With a GPU: PyTorch's whole-network capture example (warm-up on a side stream, the
+forward, loss, backward and SGD-with-momentum step captured, new data copied into the static input before each
+replay) trains the same model as the same steps run eagerly, step for step; a host read inside the capture
+raises and leaves no capture behind; autocast returns bfloat16 products within bfloat16's rounding of float32.
+Needs no PyTorch: PYTHONPATH=build/<b>/python-ext python3 tests/python/test_cuda_graph.py
+"""
+import sys
+import warnings
+
+import ctorch
+
+HAVE_CUDA = ctorch.cuda.is_available()
+
+
+def _switch_checks():
+    m = ctorch.backends.cuda.matmul
+    was = m.allow_tf32
+    assert was is False  # PyTorch's default
+    try:
+        m.allow_tf32 = True
+        assert m.allow_tf32 is True and ctorch.get_float32_matmul_precision() == "high"
+        ctorch.set_float32_matmul_precision("highest")
+        assert m.allow_tf32 is False and ctorch.get_float32_matmul_precision() == "highest"
+        ctorch.set_float32_matmul_precision("medium")
+        assert m.allow_tf32 is True
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            ctorch.set_float32_matmul_precision("fastest")  # PyTorch: a warning, no change
+        assert m.allow_tf32 is True and any("has no effect" in str(x.message) for x in w)
+    finally:
+        m.allow_tf32 = was
+    assert ctorch.backends.cuda.matmul.allow_tf32 is was
+    # autocast: the CPU's is refused (it would run float32, not bfloat16); disabled forms are no-ops
+    try:
+        ctorch.autocast("cpu", dtype=ctorch.bfloat16)
+    except RuntimeError as e:
+        assert "autocast on the CPU is not supported" in str(e)
+    else:
+        raise AssertionError("CPU autocast accepted")
+    with ctorch.autocast("cpu", enabled=False):
+        assert not ctorch.is_autocast_enabled()
+    try:
+        ctorch.autocast("tpu")
+    except RuntimeError as e:
+        assert "unsupported autocast device_type 'tpu'" in str(e)
+    else:
+        raise AssertionError("autocast('tpu') accepted")
+
+
+def _cpu_only_checks():
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        with ctorch.autocast("cuda", dtype=ctorch.bfloat16):
+            assert not ctorch.is_autocast_enabled()
+            y = ctorch.ones(2, 3) @ ctorch.ones(3, 2)
+            assert y.dtype == ctorch.float32
+    assert any("CUDA is not available. Disabling" in str(x.message) for x in w)
+    for name, fn in (("CUDAGraph", ctorch.cuda.CUDAGraph), ("Stream", ctorch.cuda.Stream),
+                     ("Event", ctorch.cuda.Event), ("current_stream", ctorch.cuda.current_stream)):
+        try:
+            fn()
+        except AssertionError as e:
+            assert str(e) == "Torch not compiled with CUDA enabled", (name, e)
+        else:
+            raise AssertionError("%s: no error without a GPU" % name)
+    assert not ctorch.cuda.is_current_stream_capturing() and not ctorch.cuda.is_bf16_supported()
+
+
+def _model():
+    ctorch.manual_seed(3)
+    return ctorch.nn.Sequential(ctorch.nn.Linear(12, 32), ctorch.nn.ReLU(), ctorch.nn.Linear(32, 5)).cuda()
+
+
+def _close(a, b, tol):
+    a, b = a.cpu().reshape(-1).tolist(), b.cpu().reshape(-1).tolist()
+    return all(abs(x - y) <= tol * max(1.0, abs(y)) for x, y in zip(a, b))
+
+
+def _gpu_graph_checks():
+    ctorch.manual_seed(11)
+    batches = [(ctorch.randn(8, 12), ctorch.randint(0, 5, (8,))) for _ in range(9)]
+    loss_fn = ctorch.nn.CrossEntropyLoss()
+
+    # the same steps eagerly
+    ref = _model()
+    ref_opt = ctorch.optim.SGD(ref.parameters(), lr=0.1, momentum=0.9)
+    ref_losses = []
+    for x, y in batches:
+        ref_opt.zero_grad(set_to_none=True)
+        loss = loss_fn(ref(x.cuda()), y.cuda())
+        loss.backward()
+        ref_opt.step()
+        ref_losses.append(loss.item())
+
+    # PyTorch's whole-network example: 3 warm-up steps on a side stream, then one captured step replayed
+    model = _model()
+    opt = ctorch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    static_x, static_y = ctorch.zeros(8, 12, device="cuda"), ctorch.zeros(8, dtype=ctorch.int64, device="cuda")
+    losses = []
+    s = ctorch.cuda.Stream()
+    s.wait_stream(ctorch.cuda.current_stream())
+    with ctorch.cuda.stream(s):
+        for x, y in batches[:3]:
+            static_x.copy_(x)
+            static_y.copy_(y)
+            opt.zero_grad(set_to_none=True)
+            loss = loss_fn(model(static_x), static_y)
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+    ctorch.cuda.current_stream().wait_stream(s)
+    g = ctorch.cuda.CUDAGraph()
+    opt.zero_grad(set_to_none=True)
+    with ctorch.cuda.graph(g):
+        assert ctorch.cuda.is_current_stream_capturing()
+        static_loss = loss_fn(model(static_x), static_y)
+        static_loss.backward()
+        opt.step()
+    assert not ctorch.cuda.is_current_stream_capturing()
+    assert g.num_nodes() > 10, g.num_nodes()
+    for x, y in batches[3:]:
+        static_x.copy_(x)
+        static_y.copy_(y)
+        g.replay()
+        losses.append(static_loss.item())
+    # float32 on one device, the same kernels: equal within a few float32 roundings (no atomics here)
+    assert _close(ctorch.tensor(losses), ctorch.tensor(ref_losses), 1e-6), (losses, ref_losses)
+    for p, q in zip(model.parameters(), ref.parameters()):
+        assert _close(p.detach(), q.detach(), 1e-6)
+    g.reset()
+    try:
+        g.replay()
+    except RuntimeError as e:
+        assert "was not captured" in str(e)
+    else:
+        raise AssertionError("replay after reset")
+
+    # a host read inside the capture raises; the capture is discarded and the device works on
+    g2 = ctorch.cuda.CUDAGraph()
+    try:
+        with ctorch.cuda.graph(g2):
+            (static_x * 2).sum().item()
+    except RuntimeError as e:
+        assert "CUDA graph" in str(e) or "captur" in str(e), e
+    else:
+        raise AssertionError("a host read inside a capture did not raise")
+    assert not ctorch.cuda.is_current_stream_capturing()
+    assert g2.num_nodes() == 0
+    assert (static_x * 2).sum().item() == (static_x.cpu() * 2).sum().item()
+    g3 = ctorch.cuda.CUDAGraph()
+    g3.capture_begin()
+    try:
+        g3.capture_begin()
+    except RuntimeError as e:
+        assert "already capturing" in str(e)
+    else:
+        raise AssertionError("a second capture on a capturing device")
+    out = static_x + 1
+    g3.capture_end()
+    static_x.fill_(2.0)
+    g3.replay()
+    assert out.cpu().reshape(-1).tolist() == [3.0] * 96
+
+
+def _gpu_autocast_checks():
+    a, b = ctorch.randn(64, 48, device="cuda"), ctorch.randn(48, 32, device="cuda")
+    ref = a.cpu().double() @ b.cpu().double()
+    with ctorch.autocast("cuda", dtype=ctorch.bfloat16):
+        assert ctorch.is_autocast_enabled() and ctorch.cuda.get_autocast_gpu_dtype() == ctorch.bfloat16
+        y = a @ b
+        with ctorch.autocast("cuda", enabled=False):
+            assert not ctorch.is_autocast_enabled()
+            assert (a @ b).dtype == ctorch.float32
+        assert ctorch.is_autocast_enabled()
+    assert not ctorch.is_autocast_enabled()
+    assert y.dtype == ctorch.bfloat16 and y.is_cuda
+    # inputs rounded to bfloat16 (8 bits), float32 accumulation over 48 terms, a bfloat16 result
+    err = (y.cpu().double() - ref).abs().max().item()
+    assert err <= 2 ** -7 * (a.cpu().abs() @ b.cpu().abs()).max().item(), err
+    try:
+        ctorch.autocast("cuda")  # PyTorch's default float16: not run as bfloat16
+    except RuntimeError as e:
+        assert "dtype=torch.bfloat16 only" in str(e)
+    else:
+        raise AssertionError("float16 autocast accepted")
+
+    @ctorch.autocast("cuda", dtype=ctorch.bfloat16)
+    def f(u, v):
+        return u @ v
+
+    assert f(a, b).dtype == ctorch.bfloat16 and (a @ b).dtype == ctorch.float32
+
+
+def test_cuda_graph_autocast_tf32():
+    _switch_checks()
+    if HAVE_CUDA:
+        _gpu_graph_checks()
+        _gpu_autocast_checks()
+    else:
+        print("test_cuda_graph: no usable GPU (%s): 1 GPU part skipped; checked the switches and the CPU-only "
+              "errors" % ctorch._C._cuda_unavailable_reason())
+        _cpu_only_checks()
+
+
+if __name__ == "__main__":
+    test_cuda_graph_autocast_tf32()
+    print("ok", "gpu" if HAVE_CUDA else "cpu-only")
+    sys.exit(0)
