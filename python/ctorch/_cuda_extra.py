@@ -141,13 +141,16 @@ class CUDAGraph:
     def capture_begin(self, pool=None, capture_error_mode="global"):
         if self._graph is not None:
             raise RuntimeError("This CUDAGraph instance was already captured; call reset() before capturing again")
+        _C._cuda_graph_begin(0)
         self._device = 0
-        _C._cuda_graph_begin(self._device)
+        _capturing[0] += 1
 
     def capture_end(self, _ok=True):
         if self._device is None:
             raise RuntimeError("capture_end() without capture_begin()")
-        self._graph = _C._cuda_graph_end(self._device, _ok)
+        _capturing[0] -= 1
+        dev, self._device = self._device, None
+        self._graph = _C._cuda_graph_end(dev, _ok)
 
     def replay(self):
         if self._graph is None:
@@ -177,11 +180,11 @@ def graph_pool_handle():
     return (0, 0)
 
 
+_capturing = [0]  # captures begun and not ended (one device: 0)
+
+
 def is_current_stream_capturing():
-    return False if _C._cuda_device_count() == 0 else _capturing[0] > 0
-
-
-_capturing = [0]
+    return _capturing[0] > 0
 
 
 class graph:  # noqa: N801  (PyTorch's name)
@@ -194,10 +197,8 @@ class graph:  # noqa: N801  (PyTorch's name)
         _C._cuda_synchronize(0)
         _gc.collect()  # as PyTorch: tensors freed by the collector mid-capture would be freed into the graph pool
         self.cuda_graph.capture_begin()
-        _capturing[0] += 1
 
     def __exit__(self, exc_type, exc, tb):
-        _capturing[0] -= 1
         self.cuda_graph.capture_end(_ok=exc_type is None)
         return False
 

@@ -7,7 +7,8 @@ and every graph or stream object refuses with PyTorch's "Torch not compiled with
 skipped with a printed line. With a GPU: PyTorch's whole-network capture example (warm-up on a side stream, the
 forward, loss, backward and SGD-with-momentum step captured, new data copied into the static input before each
 replay) trains the same model as the same steps run eagerly, step for step; a host read inside the capture
-raises and leaves no capture behind; autocast returns bfloat16 products within bfloat16's rounding of float32.
+raises and leaves no capture behind; Adam(capturable=True) replays equal eager Adam and capturable=False is
+refused inside a capture; autocast returns bfloat16 products within bfloat16's rounding of float32.
 Needs no PyTorch: PYTHONPATH=build/<b>/python-ext python3 tests/python/test_cuda_graph.py
 """
 import sys
@@ -168,6 +169,52 @@ def _gpu_graph_checks():
     assert out.cpu().reshape(-1).tolist() == [3.0] * 96
 
 
+def _gpu_adam_checks():
+    """Adam in a graph: capturable=True (the step count and bias corrections on the device) replays equal eager
+    Adam's updates within float32 rounding (the capturable order divides differently: 1e-5); capturable=False
+    is refused inside a capture with PyTorch's message."""
+    ctorch.manual_seed(5)
+    batches = [(ctorch.randn(8, 12), ctorch.randint(0, 5, (8,))) for _ in range(7)]
+    loss_fn = ctorch.nn.CrossEntropyLoss()
+    ref = _model()
+    ref_opt = ctorch.optim.Adam(ref.parameters(), lr=1e-2)
+    for x, y in batches:
+        ref_opt.zero_grad(set_to_none=True)
+        loss_fn(ref(x.cuda()), y.cuda()).backward()
+        ref_opt.step()
+    model = _model()
+    opt = ctorch.optim.Adam(model.parameters(), lr=1e-2, capturable=True)
+    sx, sy = ctorch.zeros(8, 12, device="cuda"), ctorch.zeros(8, dtype=ctorch.int64, device="cuda")
+    for x, y in batches[:2]:  # warm-up: the state exists before the capture
+        sx.copy_(x)
+        sy.copy_(y)
+        opt.zero_grad(set_to_none=True)
+        loss_fn(model(sx), sy).backward()
+        opt.step()
+    g = ctorch.cuda.CUDAGraph()
+    opt.zero_grad(set_to_none=True)
+    with ctorch.cuda.graph(g):
+        loss_fn(model(sx), sy).backward()
+        opt.step()
+    for x, y in batches[2:]:
+        sx.copy_(x)
+        sy.copy_(y)
+        g.replay()
+    assert opt.state[next(iter(model.parameters()))]["step"].cpu().tolist() == [7.0]
+    for p, q in zip(model.parameters(), ref.parameters()):
+        assert _close(p.detach(), q.detach(), 1e-5)
+    plain = ctorch.optim.Adam(model.parameters(), lr=1e-2)
+    g2 = ctorch.cuda.CUDAGraph()
+    try:
+        with ctorch.cuda.graph(g2):
+            plain.step()
+    except RuntimeError as e:
+        assert "constructed with capturable=False" in str(e), e
+    else:
+        raise AssertionError("capturable=False Adam captured")
+    assert not ctorch.cuda.is_current_stream_capturing()
+
+
 def _gpu_autocast_checks():
     a, b = ctorch.randn(64, 48, device="cuda"), ctorch.randn(48, 32, device="cuda")
     ref = a.cpu().double() @ b.cpu().double()
@@ -201,6 +248,7 @@ def test_cuda_graph_autocast_tf32():
     _switch_checks()
     if HAVE_CUDA:
         _gpu_graph_checks()
+        _gpu_adam_checks()
         _gpu_autocast_checks()
     else:
         print("test_cuda_graph: no usable GPU (%s): 1 GPU part skipped; checked the switches and the CPU-only "

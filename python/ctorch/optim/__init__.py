@@ -82,21 +82,27 @@ class Adam(Optimizer):
 
     @no_grad()
     def step(self, closure=None):
+        self._cuda_graph_capture_health_check()
         loss = _closure(closure)
         for g in self.param_groups:
             beta1, beta2 = g["betas"]
             lr, eps, wd = g["lr"], g["eps"], g["weight_decay"]
+            capturable = g["capturable"]
             for p in g["params"]:
                 if p.grad is None:
                     continue
                 grad = p.grad if not g["maximize"] else -p.grad
                 st = self.state[p]
                 if len(st) == 0:
-                    st["step"] = _C.tensor(0.0)
+                    # capturable: the step count lives on the parameter's device, so that a CUDA graph's replays
+                    # advance it and the bias corrections are computed there (PyTorch 1.13's shape (1,) tensor)
+                    st["step"] = _C.zeros((1,), device=p.device) if capturable else _C.tensor(0.0)
                     st["exp_avg"] = _C.zeros_like(p)
                     st["exp_avg_sq"] = _C.zeros_like(p)
                     if g["amsgrad"]:
                         st["max_exp_avg_sq"] = _C.zeros_like(p)
+                if capturable and not (p.is_cuda and st["step"].is_cuda):
+                    raise AssertionError("If capturable=True, params and state_steps must be CUDA tensors.")
                 st["step"] += 1
                 if self._decoupled:
                     p.mul_(1 - lr * wd)
@@ -105,6 +111,18 @@ class Adam(Optimizer):
                 exp_avg, exp_avg_sq = st["exp_avg"], st["exp_avg_sq"]
                 exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1)
                 exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+                if capturable:  # PyTorch 1.13's capturable order: everything on the device, no host read
+                    step_t = st["step"]
+                    step_size_neg = (lr / (1 - _C.pow(beta1, step_t))).neg()
+                    bc2_sqrt = (1 - _C.pow(beta2, step_t)).sqrt()
+                    if g["amsgrad"]:
+                        st["max_exp_avg_sq"].copy_(_C.maximum(st["max_exp_avg_sq"], exp_avg_sq))
+                        v = st["max_exp_avg_sq"]
+                    else:
+                        v = exp_avg_sq
+                    denom = (v.sqrt() / (bc2_sqrt * step_size_neg)).add_(eps / step_size_neg)
+                    p.addcdiv_(exp_avg, denom)
+                    continue
                 step = st["step"].item()
                 bias_correction1 = 1 - beta1 ** step
                 bias_correction2 = 1 - beta2 ** step

@@ -29,6 +29,23 @@ class Optimizer:
         for g in groups:
             self.add_param_group(g)
 
+    def _cuda_graph_capture_health_check(self):
+        """PyTorch's check: an optimizer whose update reads host-side numbers (capturable=False) must not be
+        captured into a CUDA graph, whose replays would reuse the numbers of the capture."""
+        from .. import cuda
+        if not cuda.is_available():
+            return
+        capturing = cuda.is_current_stream_capturing()
+        if capturing and not self.defaults.get("capturable", False):
+            raise RuntimeError("Attempting CUDA graph capture of step() for an instance of " + type(self).__name__ +
+                               " but this instance was constructed with capturable=False.")
+        if not getattr(self, "_warned_capturable_if_run_uncaptured", False) and self.defaults.get("capturable") \
+                and not capturing:
+            print("Warning: This instance was constructed with capturable=True, but step() is running without CUDA "
+                  "graph capture. If you never intend to graph-capture this instance, capturable=True can impair "
+                  "performance, and you should set capturable=False.")
+            self._warned_capturable_if_run_uncaptured = True
+
     def add_param_group(self, param_group):
         params = param_group["params"]
         if isinstance(params, _C._TensorBase):
