@@ -160,6 +160,8 @@ typedef struct {
 } ct_memory_stats;
 ct_memory_stats ct_memory_get_stats(ct_device dev);
 void ct_memory_empty_cache(ct_device dev);
+/* The peak restarts from the bytes allocated now (torch.cuda.reset_peak_memory_stats). */
+void ct_memory_reset_peak(ct_device dev);
 
 /* ---- autograd switches ---------------------------------------------------- */
 bool ct_is_grad_enabled(void);

@@ -203,6 +203,70 @@ class graph:  # noqa: N801  (PyTorch's name)
         return False
 
 
+# ---------------------------------------------------------------- memory and the current device
+def _stats(device):
+    if _C._cuda_device_count() == 0:
+        return (0, 0, 0, 0)  # PyTorch without CUDA answers 0
+    return _C._cuda_memory_stats(_index(device))
+
+
+def memory_allocated(device=None):
+    """bytes held by tensors on the device (the caching allocator's blocks in use)"""
+    return _stats(device)[0]
+
+
+def max_memory_allocated(device=None):
+    return _stats(device)[2]
+
+
+def memory_reserved(device=None):
+    """bytes the caching allocator holds from the driver: in use plus cached"""
+    s = _stats(device)
+    return s[0] + s[1]
+
+
+def empty_cache():
+    if _C._cuda_device_count() > 0:
+        for i in range(_C._cuda_device_count()):
+            _C._cuda_empty_cache(i)
+
+
+def reset_peak_memory_stats(device=None):
+    _no_cuda()
+    _C._cuda_reset_peak(_index(device))
+
+
+reset_max_memory_allocated = reset_peak_memory_stats
+
+
+def set_device(device):
+    """ctorch's current CUDA device is device 0 ("cuda" means "cuda:0"); choosing it is accepted, another
+    one is refused rather than silently ignored."""
+    _no_cuda()
+    i = _index(device)
+    if i < 0:
+        return  # PyTorch: a negative index is a no-op
+    if i >= _C._cuda_device_count():
+        raise RuntimeError("CUDA error: invalid device ordinal")
+    if i != 0:
+        raise RuntimeError("ctorch: the current CUDA device is cuda:0; name other devices explicitly "
+                           "(tensor.to('cuda:%d'))" % i)
+
+
+class device:  # noqa: N801  (PyTorch's name)
+    """with torch.cuda.device(d): set_device(d) for the block (device 0 only; see set_device)"""
+
+    def __init__(self, device):
+        self.idx = _index(device)
+
+    def __enter__(self):
+        set_device(self.idx)
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
 # ---------------------------------------------------------------- autocast and TF32
 class autocast:  # noqa: N801  (PyTorch's name)
     """torch.autocast(device_type, dtype=None, enabled=True, cache_enabled=None); also a decorator."""

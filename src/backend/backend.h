@@ -32,6 +32,8 @@ typedef struct ct_backend {
   bool (*region_begin)(int device_index, int kind);
   void (*region_read)(int device_index, int n_read, const ct_tensor *const *read);
   bool (*region_end)(int device_index, int n_read, const ct_tensor *const *read);
+  /* the peak of allocated bytes restarts from what is allocated now (torch.cuda.reset_peak_memory_stats) */
+  void (*reset_peak)(int device_index);
 } ct_backend;
 enum { CT_REGION_FORWARD = 0, CT_REGION_BACKWARD = 1 };
 

@@ -202,3 +202,22 @@ TEST(core_threads_and_devices) {
   CHECK_ERR_PTR(ct_to_device(a, bad), "");
   ct_release(a);
 }
+
+/* ct_memory_reset_peak: the CPU allocator's peak follows a large tensor, then restarts from what is allocated */
+TEST(memory_reset_peak_cpu) {
+  int64_t n[1] = {1 << 20};
+  ct_memory_reset_peak(ct_cpu());
+  ct_memory_stats s0 = ct_memory_get_stats(ct_cpu());
+  CHECK(s0.peak_allocated_bytes == s0.allocated_bytes);
+  ct_tensor *t = ct_zeros(1, n, ct_opts());
+  CHECK(t != NULL);
+  ct_memory_stats s1 = ct_memory_get_stats(ct_cpu());
+  CHECK(s1.allocated_bytes - s0.allocated_bytes >= (int64_t)(4 << 20));
+  CHECK(s1.peak_allocated_bytes >= s1.allocated_bytes);
+  ct_release(t);
+  ct_memory_stats s2 = ct_memory_get_stats(ct_cpu());
+  CHECK(s2.allocated_bytes == s0.allocated_bytes && s2.peak_allocated_bytes >= s1.allocated_bytes);
+  ct_memory_reset_peak(ct_cpu());
+  CHECK(ct_memory_get_stats(ct_cpu()).peak_allocated_bytes == s0.allocated_bytes);
+  ct_memory_reset_peak((ct_device){CT_DEVICE_WEBGPU, 0}); /* no device: nothing to do, no crash */
+}

@@ -499,6 +499,9 @@ CUDA_TEST(errors_and_memory) {
   ct_scope_end(s);
   ct_memory_stats m2 = ct_memory_get_stats(ct_cuda(0));
   CHECK(m2.allocated_bytes == m0.allocated_bytes);
+  CHECK(m2.peak_allocated_bytes >= m1.allocated_bytes);
+  ct_memory_reset_peak(ct_cuda(0)); /* the peak restarts from what is allocated now */
+  CHECK(ct_memory_get_stats(ct_cuda(0)).peak_allocated_bytes == m2.allocated_bytes);
   ct_memory_empty_cache(ct_cuda(0));
   CHECK(ct_memory_get_stats(ct_cuda(0)).cached_bytes == 0);
   CHECK_OK(ct_cuda_synchronize(0));

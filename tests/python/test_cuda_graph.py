@@ -1,4 +1,4 @@
-"""CUDA graphs, autocast and the TF32 switches from Python (issue 7): torch.cuda.CUDAGraph / torch.cuda.graph,
+"""CUDA graphs, autocast, the TF32 switches and the memory queries from Python (issue 7): torch.cuda.CUDAGraph / torch.cuda.graph,
 torch.cuda.Stream / stream, torch.autocast("cuda", dtype=torch.bfloat16), torch.backends.cuda.matmul.allow_tf32
 and torch.set_float32_matmul_precision, over the C library's CUDA backend.
 
@@ -71,6 +71,17 @@ def _cpu_only_checks():
         else:
             raise AssertionError("%s: no error without a GPU" % name)
     assert not ctorch.cuda.is_current_stream_capturing() and not ctorch.cuda.is_bf16_supported()
+    # memory queries answer 0 without CUDA (as PyTorch); choosing a device is refused
+    assert ctorch.cuda.memory_allocated() == 0 and ctorch.cuda.max_memory_allocated() == 0
+    assert ctorch.cuda.memory_reserved() == 0 and ctorch.cuda.empty_cache() is None
+    for fn in (lambda: ctorch.cuda.set_device(0), lambda: ctorch.cuda.reset_peak_memory_stats(),
+               lambda: ctorch.cuda.device(0).__enter__()):
+        try:
+            fn()
+        except AssertionError as e:
+            assert str(e) == "Torch not compiled with CUDA enabled"
+        else:
+            raise AssertionError("no error without a GPU")
 
 
 def _model():
@@ -215,6 +226,31 @@ def _gpu_adam_checks():
     assert not ctorch.cuda.is_current_stream_capturing()
 
 
+def _gpu_memory_checks():
+    """memory_allocated counts a new tensor's block, the peak follows and restarts at reset_peak_memory_stats"""
+    ctorch.cuda.synchronize()
+    base = ctorch.cuda.memory_allocated()
+    t = ctorch.empty(1 << 20, device="cuda")  # 4 MiB
+    assert ctorch.cuda.memory_allocated() - base >= 4 << 20
+    assert ctorch.cuda.max_memory_allocated() >= ctorch.cuda.memory_allocated()
+    assert ctorch.cuda.memory_reserved() >= ctorch.cuda.memory_allocated()
+    del t
+    assert ctorch.cuda.memory_allocated() == base
+    ctorch.cuda.reset_peak_memory_stats()
+    assert ctorch.cuda.max_memory_allocated() == base
+    ctorch.cuda.empty_cache()
+    assert ctorch.cuda.memory_reserved() == ctorch.cuda.memory_allocated()
+    ctorch.cuda.set_device(0)
+    with ctorch.cuda.device("cuda:0"):
+        pass
+    try:
+        ctorch.cuda.set_device(ctorch.cuda.device_count())
+    except RuntimeError as e:
+        assert "invalid device ordinal" in str(e)
+    else:
+        raise AssertionError("set_device past the last device")
+
+
 def _gpu_autocast_checks():
     a, b = ctorch.randn(64, 48, device="cuda"), ctorch.randn(48, 32, device="cuda")
     ref = a.cpu().double() @ b.cpu().double()
@@ -249,6 +285,7 @@ def test_cuda_graph_autocast_tf32():
     if HAVE_CUDA:
         _gpu_graph_checks()
         _gpu_adam_checks()
+        _gpu_memory_checks()
         _gpu_autocast_checks()
     else:
         print("test_cuda_graph: no usable GPU (%s): 1 GPU part skipped; checked the switches and the CPU-only "

@@ -688,7 +688,31 @@ static PyObject *m_cuda_graph_reset(PyObject *m, PyObject *cap) {
   Py_RETURN_NONE;
 }
 
+/* torch.cuda's memory queries: (allocated, cached, peak allocated, system allocations) of CUDA device i */
+static PyObject *m_cuda_memory_stats(PyObject *m, PyObject *arg) {
+  long i = PyLong_AsLong(arg);
+  if (i == -1 && PyErr_Occurred()) return NULL;
+  ct_memory_stats st = ct_memory_get_stats(ct_cuda((int)i));
+  return Py_BuildValue("(LLLL)", (long long)st.allocated_bytes, (long long)st.cached_bytes,
+                       (long long)st.peak_allocated_bytes, (long long)st.n_allocs);
+}
+static PyObject *m_cuda_empty_cache(PyObject *m, PyObject *arg) {
+  long i = PyLong_AsLong(arg);
+  if (i == -1 && PyErr_Occurred()) return NULL;
+  ct_memory_empty_cache(ct_cuda((int)i));
+  Py_RETURN_NONE;
+}
+static PyObject *m_cuda_reset_peak(PyObject *m, PyObject *arg) {
+  long i = PyLong_AsLong(arg);
+  if (i == -1 && PyErr_Occurred()) return NULL;
+  ct_memory_reset_peak(ct_cuda((int)i));
+  Py_RETURN_NONE;
+}
+
 static PyMethodDef misc_functions[] = {
+  {"_cuda_memory_stats", m_cuda_memory_stats, METH_O, NULL},
+  {"_cuda_empty_cache", m_cuda_empty_cache, METH_O, NULL},
+  {"_cuda_reset_peak", m_cuda_reset_peak, METH_O, NULL},
   {"_cuda_set_allow_tf32", m_cuda_set_allow_tf32, METH_O, NULL},
   {"_cuda_allow_tf32", m_cuda_allow_tf32, METH_NOARGS, NULL},
   {"_cuda_set_autocast_bf16", m_cuda_set_autocast_bf16, METH_VARARGS, NULL},

@@ -110,6 +110,13 @@ static void cpu_empty_cache(int dev) {
   pthread_mutex_unlock(&A.mu);
 }
 
+static void cpu_reset_peak(int dev) {
+  (void)dev;
+  pthread_mutex_lock(&A.mu);
+  A.peak = A.allocated;
+  pthread_mutex_unlock(&A.mu);
+}
+
 static ct_memory_stats cpu_stats(int dev) {
   (void)dev;
   pthread_mutex_lock(&A.mu);
@@ -142,6 +149,7 @@ static ct_kernel_fn cpu_kernel(int op) {
 const ct_backend ct_cpu_backend = {
     "cpu", CT_DEVICE_CPU, cpu_available, cpu_alloc, cpu_free, cpu_upload, cpu_download, cpu_sync,
     cpu_kernel, cpu_stats, cpu_empty_cache, NULL, NULL, NULL, /* no forked regions */
+    cpu_reset_peak,
 };
 
 /* ---- device registry ---- */
@@ -192,4 +200,9 @@ ct_memory_stats ct_memory_get_stats(ct_device dev) {
 void ct_memory_empty_cache(ct_device dev) {
   const ct_backend *be = ct_backend_for(dev.type);
   if (be) be->empty_cache(dev.index);
+}
+
+void ct_memory_reset_peak(ct_device dev) {
+  const ct_backend *be = ct_backend_for(dev.type);
+  if (be && be->reset_peak) be->reset_peak(dev.index);
 }

@@ -698,6 +698,14 @@ static ct_memory_stats cu_stats(int dev) {
   return s;
 }
 
+static void cu_reset_peak(int dev) {
+  pthread_once(&once, discover);
+  if (dev < 0 || dev >= n_dev) return;
+  pthread_mutex_lock(&D[dev].mu);
+  D[dev].peak = D[dev].allocated;
+  pthread_mutex_unlock(&D[dev].mu);
+}
+
 static bool cu_available(int dev) {
   pthread_once(&once, discover);
   return dev >= 0 && dev < n_dev;
@@ -951,7 +959,7 @@ static void cu_region_read(int dev, int n_read, const ct_tensor *const *read) { 
 
 extern "C" const ct_backend ct_cuda_backend = {
     "cuda", CT_DEVICE_CUDA, cu_available, cu_alloc, cu_free, cu_upload, cu_download, cu_sync,
-    cu_kernel, cu_stats, cu_empty_cache, cu_region_begin, cu_region_read, cu_region_end,
+    cu_kernel, cu_stats, cu_empty_cache, cu_region_begin, cu_region_read, cu_region_end, cu_reset_peak,
 };
 
 /* ---- the public queries (include/ctorch/cuda.h through cuda_api.c) ---- */

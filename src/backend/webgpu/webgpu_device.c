@@ -1157,6 +1157,12 @@ static ct_memory_stats wg_stats(int dev) {
   wg_unlock();
   return s;
 }
+static void wg_reset_peak(int dev) {
+  (void)dev;
+  wg_lock();
+  G.peak = G.allocated;
+  wg_unlock();
+}
 static void wg_empty_cache(int dev) {
   (void)dev;
   if (!G.ok) return;
@@ -1170,6 +1176,7 @@ static ct_kernel_fn wg_kernel(int op) { return ct_webgpu_kernel_for(op); }
 const ct_backend ct_webgpu_backend = {
     "webgpu", CT_DEVICE_WEBGPU, wg_available, wg_alloc, wg_free, wg_upload, wg_download, wg_sync,
     wg_kernel, wg_stats, wg_empty_cache, NULL, NULL, NULL, /* no forked regions */
+    wg_reset_peak,
 };
 
 /* ---- public queries (include/ctorch/webgpu.h) ---- */
