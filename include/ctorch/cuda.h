@@ -16,6 +16,16 @@ bool ct_cuda_is_available(void);
 const char *ct_cuda_unavailable_reason(void);
 /* The device's name ("NVIDIA H200"), "" if none. */
 const char *ct_cuda_device_name(int index);
+/* torch.cuda.get_device_properties: what the driver reports of device `index`. */
+typedef struct {
+  char name[256];
+  int64_t total_memory; /* bytes */
+  int major, minor;     /* compute capability */
+  int multi_processor_count;
+} ct_cuda_device_props;
+ct_status ct_cuda_get_device_properties(int index, ct_cuda_device_props *out);
+/* torch.cuda.mem_get_info: the device's free and total bytes as the driver sees them now. */
+ct_status ct_cuda_mem_get_info(int index, int64_t *free_bytes, int64_t *total_bytes);
 /* Waits for every queued kernel and copy of the device; reports an asynchronous error. */
 ct_status ct_cuda_synchronize(int index);
 /* torch.backends.cuda.matmul.allow_tf32 (default false, as PyTorch): float32 matrix

@@ -608,7 +608,8 @@ from . import _cuda_extra  # noqa: E402
 for _n in ("CUDAGraph", "graph", "graph_pool_handle", "is_current_stream_capturing", "Stream", "Event", "stream",
            "current_stream", "default_stream", "get_autocast_gpu_dtype", "is_bf16_supported", "memory_allocated",
            "max_memory_allocated", "memory_reserved", "empty_cache", "reset_peak_memory_stats",
-           "reset_max_memory_allocated", "set_device", "device"):
+           "reset_max_memory_allocated", "set_device", "device", "get_device_properties", "get_device_capability",
+           "mem_get_info"):
     _v = getattr(_cuda_extra, _n)  # classes as they are, functions as static methods of torch.cuda
     setattr(_Cuda, _n, _v if isinstance(_v, type) else staticmethod(_v))
 del _n, _v

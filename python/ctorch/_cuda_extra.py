@@ -239,6 +239,41 @@ def reset_peak_memory_stats(device=None):
 reset_max_memory_allocated = reset_peak_memory_stats
 
 
+class _CudaDeviceProperties:
+    """torch.cuda.get_device_properties(d): name, total_memory (bytes), major, minor, multi_processor_count"""
+
+    def __init__(self, name, total_memory, major, minor, multi_processor_count):
+        self.name, self.total_memory = name, total_memory
+        self.major, self.minor, self.multi_processor_count = major, minor, multi_processor_count
+        self.is_integrated, self.is_multi_gpu_board = False, False
+
+    def __repr__(self):
+        return ("_CudaDeviceProperties(name='%s', major=%d, minor=%d, total_memory=%dMB, multi_processor_count=%d)" %
+                (self.name, self.major, self.minor, self.total_memory // (1024 * 1024), self.multi_processor_count))
+
+
+def _checked_index(device):
+    _no_cuda()
+    i = _index(device)
+    if i < 0 or i >= _C._cuda_device_count():
+        raise AssertionError("Invalid device id")
+    return i
+
+
+def get_device_properties(device):
+    return _CudaDeviceProperties(*_C._cuda_device_properties(_checked_index(device)))
+
+
+def get_device_capability(device=None):
+    p = get_device_properties(device)
+    return (p.major, p.minor)
+
+
+def mem_get_info(device=None):
+    """(free, total) bytes of the device as the driver sees them now"""
+    return _C._cuda_mem_get_info(_checked_index(device))
+
+
 def set_device(device):
     """ctorch's current CUDA device is device 0 ("cuda" means "cuda:0"); choosing it is accepted, another
     one is refused rather than silently ignored."""
@@ -321,7 +356,7 @@ def is_autocast_enabled():
 
 
 def is_bf16_supported():
-    return _C._cuda_device_count() > 0  # the backend is built for sm_90 (bfloat16 tensor cores)
+    return _C._cuda_device_count() > 0 and get_device_capability()[0] >= 8  # bfloat16 tensor cores
 
 
 def get_autocast_gpu_dtype():

@@ -500,6 +500,13 @@ CUDA_TEST(errors_and_memory) {
   ct_memory_stats m2 = ct_memory_get_stats(ct_cuda(0));
   CHECK(m2.allocated_bytes == m0.allocated_bytes);
   CHECK(m2.peak_allocated_bytes >= m1.allocated_bytes);
+  ct_cuda_device_props pr;
+  int64_t fr = 0, tot = 0;
+  CHECK_OK(ct_cuda_get_device_properties(0, &pr));
+  CHECK(!strcmp(pr.name, ct_cuda_device_name(0)) && pr.major >= 7 && pr.multi_processor_count > 0);
+  CHECK_OK(ct_cuda_mem_get_info(0, &fr, &tot));
+  CHECK(tot == pr.total_memory && fr > 0 && fr <= tot);
+  CHECK_ERR(ct_cuda_get_device_properties(ct_cuda_device_count(), &pr), "invalid device ordinal");
   ct_memory_reset_peak(ct_cuda(0)); /* the peak restarts from what is allocated now */
   CHECK(ct_memory_get_stats(ct_cuda(0)).peak_allocated_bytes == m2.allocated_bytes);
   ct_memory_empty_cache(ct_cuda(0));
@@ -700,6 +707,10 @@ TEST(cuda_queries_without_device) {
   ct_tensor *x = ct_ones(1, (int64_t[]){2}, ct_opts());
   CHECK_ERR_PTR(ct_to_device(x, ct_cuda(0)), "not available");
   ct_release(x);
+  ct_cuda_device_props pr;
+  int64_t fr, tot;
+  CHECK(ct_cuda_get_device_properties(0, &pr) != CT_OK && ct_cuda_mem_get_info(0, &fr, &tot) != CT_OK);
+  ct_clear_error();
   /* graphs: refused with the reason, nothing left capturing */
   CHECK(ct_cuda_graph_begin(0) != CT_OK && ct_last_error()[0]);
   ct_clear_error();

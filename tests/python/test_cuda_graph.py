@@ -75,6 +75,8 @@ def _cpu_only_checks():
     assert ctorch.cuda.memory_allocated() == 0 and ctorch.cuda.max_memory_allocated() == 0
     assert ctorch.cuda.memory_reserved() == 0 and ctorch.cuda.empty_cache() is None
     for fn in (lambda: ctorch.cuda.set_device(0), lambda: ctorch.cuda.reset_peak_memory_stats(),
+               lambda: ctorch.cuda.get_device_properties(0), lambda: ctorch.cuda.get_device_capability(),
+               lambda: ctorch.cuda.mem_get_info(),
                lambda: ctorch.cuda.device(0).__enter__()):
         try:
             fn()
@@ -240,6 +242,18 @@ def _gpu_memory_checks():
     assert ctorch.cuda.max_memory_allocated() == base
     ctorch.cuda.empty_cache()
     assert ctorch.cuda.memory_reserved() == ctorch.cuda.memory_allocated()
+    p = ctorch.cuda.get_device_properties(0)
+    assert p.name == ctorch.cuda.get_device_name(0) and p.total_memory > 1 << 30 and p.multi_processor_count > 0
+    assert ctorch.cuda.get_device_capability() == (p.major, p.minor) and p.major >= 8 and ctorch.cuda.is_bf16_supported()
+    assert repr(p).startswith("_CudaDeviceProperties(name='%s', major=%d" % (p.name, p.major))
+    free, total = ctorch.cuda.mem_get_info()
+    assert total == p.total_memory and 0 < free <= total
+    try:
+        ctorch.cuda.get_device_properties(ctorch.cuda.device_count())
+    except AssertionError as e:
+        assert str(e) == "Invalid device id"
+    else:
+        raise AssertionError("properties of a device past the last")
     ctorch.cuda.set_device(0)
     with ctorch.cuda.device("cuda:0"):
         pass

@@ -709,7 +709,24 @@ static PyObject *m_cuda_reset_peak(PyObject *m, PyObject *arg) {
   Py_RETURN_NONE;
 }
 
+static PyObject *m_cuda_device_properties(PyObject *m, PyObject *arg) {
+  long i = PyLong_AsLong(arg);
+  if (i == -1 && PyErr_Occurred()) return NULL;
+  ct_cuda_device_props p;
+  if (ct_cuda_get_device_properties((int)i, &p) != CT_OK) return pyct_raise();
+  return Py_BuildValue("(sLiii)", p.name, (long long)p.total_memory, p.major, p.minor, p.multi_processor_count);
+}
+static PyObject *m_cuda_mem_get_info(PyObject *m, PyObject *arg) {
+  long i = PyLong_AsLong(arg);
+  if (i == -1 && PyErr_Occurred()) return NULL;
+  int64_t fr = 0, tot = 0;
+  if (ct_cuda_mem_get_info((int)i, &fr, &tot) != CT_OK) return pyct_raise();
+  return Py_BuildValue("(LL)", (long long)fr, (long long)tot);
+}
+
 static PyMethodDef misc_functions[] = {
+  {"_cuda_device_properties", m_cuda_device_properties, METH_O, NULL},
+  {"_cuda_mem_get_info", m_cuda_mem_get_info, METH_O, NULL},
   {"_cuda_memory_stats", m_cuda_memory_stats, METH_O, NULL},
   {"_cuda_empty_cache", m_cuda_empty_cache, METH_O, NULL},
   {"_cuda_reset_peak", m_cuda_reset_peak, METH_O, NULL},

@@ -8,6 +8,8 @@ int ct_cuda_impl_device_count(void);
 const char *ct_cuda_impl_reason(void);
 const char *ct_cuda_impl_name(int index);
 ct_status ct_cuda_impl_sync(int index);
+ct_status ct_cuda_impl_props(int index, ct_cuda_device_props *out);
+ct_status ct_cuda_impl_mem_info(int index, int64_t *free_bytes, int64_t *total_bytes);
 void ct_cuda_impl_set_tf32(bool allow);
 bool ct_cuda_impl_tf32(void);
 void ct_cuda_impl_set_bf16(bool on);
@@ -24,6 +26,12 @@ bool ct_cuda_is_available(void) { return ct_cuda_impl_device_count() > 0; }
 const char *ct_cuda_unavailable_reason(void) { return ct_cuda_impl_reason(); }
 const char *ct_cuda_device_name(int index) { return ct_cuda_impl_name(index); }
 ct_status ct_cuda_synchronize(int index) { return ct_cuda_impl_sync(index); }
+ct_status ct_cuda_get_device_properties(int index, ct_cuda_device_props *out) {
+  return ct_cuda_impl_props(index, out);
+}
+ct_status ct_cuda_mem_get_info(int index, int64_t *free_bytes, int64_t *total_bytes) {
+  return ct_cuda_impl_mem_info(index, free_bytes, total_bytes);
+}
 void ct_cuda_set_allow_tf32(bool allow) { ct_cuda_impl_set_tf32(allow); }
 bool ct_cuda_allow_tf32(void) { return ct_cuda_impl_tf32(); }
 ct_status ct_cuda_set_autocast_bf16(bool on) {
@@ -75,6 +83,14 @@ const char *ct_cuda_unavailable_reason(void) { return "ctorch was built without 
 const char *ct_cuda_device_name(int index) { (void)index; return ""; }
 ct_status ct_cuda_synchronize(int index) {
   (void)index;
+  return CT_ERR(CT_ERR_RUNTIME, "Torch not compiled with CUDA enabled");
+}
+ct_status ct_cuda_get_device_properties(int index, ct_cuda_device_props *out) {
+  (void)index, (void)out;
+  return CT_ERR(CT_ERR_RUNTIME, "Torch not compiled with CUDA enabled");
+}
+ct_status ct_cuda_mem_get_info(int index, int64_t *free_bytes, int64_t *total_bytes) {
+  (void)index, (void)free_bytes, (void)total_bytes;
   return CT_ERR(CT_ERR_RUNTIME, "Torch not compiled with CUDA enabled");
 }
 static bool tf32_flag;

@@ -13,6 +13,7 @@
 extern "C" {
 #include "cuda_backend.h"
 #include "ops/op_table.h"
+#include "ctorch/cuda.h"
 }
 
 #define MAX_DEV 16
@@ -974,6 +975,28 @@ extern "C" const char *ct_cuda_impl_reason(void) {
 extern "C" const char *ct_cuda_impl_name(int index) {
   pthread_once(&once, discover);
   return index >= 0 && index < n_dev ? D[index].name : "";
+}
+extern "C" ct_status ct_cuda_impl_props(int index, ct_cuda_device_props *out) {
+  pthread_once(&once, discover);
+  if (index < 0 || index >= n_dev) return CT_ERR(CT_ERR_RUNTIME, "CUDA error: invalid device ordinal");
+  cudaDeviceProp p;
+  cudaError_t e = cudaGetDeviceProperties(&p, index);
+  if (e != cudaSuccess) return ct_cuda_fail(e, "cudaGetDeviceProperties");
+  snprintf(out->name, sizeof out->name, "%s", p.name);
+  out->total_memory = (int64_t)p.totalGlobalMem;
+  out->major = p.major;
+  out->minor = p.minor;
+  out->multi_processor_count = p.multiProcessorCount;
+  return CT_OK;
+}
+extern "C" ct_status ct_cuda_impl_mem_info(int index, int64_t *free_bytes, int64_t *total_bytes) {
+  CT_TRY(dev_ready(index));
+  size_t fr = 0, tot = 0;
+  cudaError_t e = cudaMemGetInfo(&fr, &tot);
+  if (e != cudaSuccess) return ct_cuda_fail(e, "cudaMemGetInfo");
+  *free_bytes = (int64_t)fr;
+  *total_bytes = (int64_t)tot;
+  return CT_OK;
 }
 extern "C" ct_status ct_cuda_impl_sync(int index) { return cu_sync(index); }
 extern "C" void ct_cuda_impl_set_tf32(bool allow) { __atomic_store_n(&tf32, allow, __ATOMIC_RELAXED); }
