@@ -13,7 +13,9 @@ ordering; they choose no other stream.
 
 Autocast: torch.autocast("cuda", dtype=torch.bfloat16) is the C library's bf16 mode with bfloat16 activations
 (ct_cuda_set_autocast_bf16 + ct_cuda_set_autocast_bf16_outputs: matrix products in bfloat16, the float32 list
-upcast). Other dtypes and CPU autocast are refused rather than run in another precision.
+upcast). Its lower-precision list is PyTorch's matrix products (mm, addmm, bmm, baddbmm, matmul, linear);
+convolutions are not on it yet and stay float32 (PyTorch would return bfloat16). Other dtypes and CPU autocast
+are refused rather than run in another precision.
 """
 import functools as _functools
 import gc as _gc
