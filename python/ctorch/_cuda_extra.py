@@ -145,12 +145,10 @@ class CUDAGraph:
             raise RuntimeError("This CUDAGraph instance was already captured; call reset() before capturing again")
         _C._cuda_graph_begin(0)
         self._device = 0
-        _capturing[0] += 1
 
     def capture_end(self, _ok=True):
         if self._device is None:
             raise RuntimeError("capture_end() without capture_begin()")
-        _capturing[0] -= 1
         dev, self._device = self._device, None
         self._graph = _C._cuda_graph_end(dev, _ok)
 
@@ -182,11 +180,8 @@ def graph_pool_handle():
     return (0, 0)
 
 
-_capturing = [0]  # captures begun and not ended (one device: 0)
-
-
 def is_current_stream_capturing():
-    return _capturing[0] > 0
+    return _C._cuda_is_capturing(0)
 
 
 class graph:  # noqa: N801  (PyTorch's name)

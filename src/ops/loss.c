@@ -6,6 +6,7 @@
 #include "pointwise.h"
 #include "autocast.h"
 #include "loss_fused.h"
+#include "ctorch/cuda.h"
 #include "../backend/cpu/simd/simd.h"
 #include <math.h>
 #include <stdio.h>
@@ -363,7 +364,9 @@ static ct_status check_nll(const ct_tensor *x, const ct_tensor *t, const ct_tens
     return CT_ERR(CT_ERR_RUNTIME, "\"%s\" not implemented for '%s'",
                   x->ndim == 4 || x->ndim >= 3 ? "nll_loss2d_forward_out_frame" : "nll_loss_out_frame",
                   ct_dtype_torch_name(x->dtype));
-  /* every non-ignored target must name a class */
+  /* every non-ignored target must name a class; not inside a CUDA graph capture, which cannot read values on the
+   * host (the kernels skip a target outside [0, C), the graphs' rule for bad indices: include/ctorch/cuda.h) */
+  if (t->storage->device.type == CT_DEVICE_CUDA && ct_cuda_is_capturing(t->storage->device.index)) return CT_OK;
   int64_t n = ct_numel(t);
   int64_t *v = ct_xmalloc((size_t)(n ? n : 1) * sizeof(int64_t));
   if (!v) return ct_last_status();

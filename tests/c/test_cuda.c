@@ -1931,6 +1931,66 @@ static void graph_cnn_check(bool none) {
   }
   ct_scope_end(s);
 }
+/* cross_entropy (the checked form, as Python's F.cross_entropy calls it) inside a capture: the target range check
+ * reads the targets on the host eagerly and is skipped while capturing (ct_cuda_is_capturing), so the step captures;
+ * replays with new targets equal the eager loss and gradient; eagerly a bad target is still refused. */
+typedef struct {
+  ct_tensor *x, *t, *loss, *grad; /* loss and grad: outputs of the step */
+} ce_step;
+static ct_status ce_step_run(void *user) {
+  ce_step *c = user;
+  CHECK(ct_cuda_is_capturing(0) == (c->loss != NULL)); /* the eager warm-up runs first, uncaptured */
+  ct_scope *sc = ct_scope_begin();
+  ct_tensor *l = ct_cross_entropy(c->x, c->t, NULL, CT_REDUCTION_MEAN, -100, 0.0);
+  ct_tensor *gx = NULL;
+  ct_status st = l ? ct_autograd_grad(1, &l, NULL, 1, &c->x, &gx, false, false, false) : ct_last_status();
+  if (st == CT_OK) {
+    ct_release(c->loss);
+    ct_release(c->grad);
+    c->loss = ct_keep(l);
+    c->grad = gx;
+  } else ct_release(gx);
+  ct_scope_end(sc);
+  return st;
+}
+CUDA_TEST(graph_cross_entropy_checked) {
+  ct_scope *s = ct_scope_begin();
+  int64_t sx[2] = {16, 7};
+  ct_tensor *xh = rnd(2, sx, CT_FLOAT32, false);
+  int64_t tv[2][16];
+  for (int k = 0; k < 2; k++)
+    for (int i = 0; i < 16; i++) tv[k][i] = (i * (3 + k)) % 7;
+  ct_tensor *t0 = ct_from_buffer(tv[0], CT_INT64, 1, (int64_t[]){16}, ct_opts_dtype(CT_INT64)),
+            *t1 = ct_from_buffer(tv[1], CT_INT64, 1, (int64_t[]){16}, ct_opts_dtype(CT_INT64));
+  ce_step c = {G(xh), G(t0), NULL, NULL};
+  ct_requires_grad_(c.x, true);
+  CHECK(!ct_cuda_is_capturing(0));
+  CHECK_OK(ce_step_run(&c));
+  ct_cuda_graph *g = ct_cuda_graph_capture(0, ce_step_run, &c);
+  CHECK(g != NULL);
+  CHECK(!ct_cuda_is_capturing(0));
+  for (int k = 0; g && k < 2; k++) {
+    ct_tensor *tk = k ? t1 : t0;
+    CHECK_OK(ct_copy_(c.t, tk));
+    CHECK_OK(ct_cuda_graph_replay(g));
+    ct_tensor *xe = ct_detach(c.x), *ge = NULL;
+    ct_requires_grad_(xe, true);
+    ct_tensor *le = ct_cross_entropy(xe, G(tk), NULL, CT_REDUCTION_MEAN, -100, 0.0);
+    CHECK_OK(ct_autograd_grad(1, &le, NULL, 1, &xe, &ge, false, false, false));
+    same("captured cross_entropy loss", H(le), H(c.loss), 0, 0);
+    same("captured cross_entropy grad", H(ge), H(c.grad), 0, 0);
+    ct_release(ge);
+  }
+  ct_cuda_graph_free(g);
+  tv[0][3] = 7; /* eagerly, a target outside [0, 7) is still PyTorch's error */
+  CHECK_ERR_PTR(ct_cross_entropy(c.x, G(ct_from_buffer(tv[0], CT_INT64, 1, (int64_t[]){16}, ct_opts_dtype(CT_INT64))), NULL, CT_REDUCTION_MEAN,
+                                 -100, 0.0),
+                "Target 7 is out of bounds.");
+  ct_release(c.loss);
+  ct_release(c.grad);
+  ct_scope_end(s);
+}
+
 CUDA_TEST(graph_cnn_step) { graph_cnn_check(false); }
 CUDA_TEST(graph_cnn_step_grads_none) { graph_cnn_check(true); }
 

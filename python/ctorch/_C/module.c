@@ -640,6 +640,11 @@ static void graph_capsule_free(PyObject *cap) {
   free(b);
 }
 static graph_box *graph_arg(PyObject *cap) { return PyCapsule_GetPointer(cap, "ctorch.cuda_graph"); }
+static PyObject *m_cuda_is_capturing(PyObject *m, PyObject *arg) {
+  long i = PyLong_AsLong(arg);
+  if (i == -1 && PyErr_Occurred()) return NULL;
+  return PyBool_FromLong(ct_cuda_is_capturing((int)i));
+}
 static PyObject *m_cuda_graph_begin(PyObject *m, PyObject *arg) {
   long i = PyLong_AsLong(arg);
   if (i == -1 && PyErr_Occurred()) return NULL;
@@ -734,6 +739,7 @@ static PyMethodDef misc_functions[] = {
   {"_cuda_allow_tf32", m_cuda_allow_tf32, METH_NOARGS, NULL},
   {"_cuda_set_autocast_bf16", m_cuda_set_autocast_bf16, METH_VARARGS, NULL},
   {"_cuda_autocast_bf16", m_cuda_autocast_bf16, METH_NOARGS, NULL},
+  {"_cuda_is_capturing", m_cuda_is_capturing, METH_O, NULL},
   {"_cuda_graph_begin", m_cuda_graph_begin, METH_O, NULL},
   {"_cuda_graph_end", m_cuda_graph_end, METH_VARARGS, NULL},
   {"_cuda_graph_replay", m_cuda_graph_replay, METH_O, NULL},

@@ -15,6 +15,7 @@ bool ct_cuda_impl_tf32(void);
 void ct_cuda_impl_set_bf16(bool on);
 ct_cuda_graph *ct_cuda_impl_graph_capture(int dev, ct_status (*fn)(void *), void *user);
 ct_status ct_cuda_impl_graph_begin(int dev);
+bool ct_cuda_impl_capturing(int dev);
 ct_cuda_graph *ct_cuda_impl_graph_end(int dev, ct_status body);
 ct_status ct_cuda_impl_graph_replay(ct_cuda_graph *cg);
 int64_t ct_cuda_impl_graph_nodes(const ct_cuda_graph *cg);
@@ -58,6 +59,7 @@ ct_cuda_graph *ct_cuda_graph_capture(int index, ct_status (*fn)(void *user), voi
   }
   return ct_cuda_impl_graph_capture(index, fn, user);
 }
+bool ct_cuda_is_capturing(int index) { return ct_cuda_impl_capturing(index); }
 ct_status ct_cuda_graph_begin(int index) {
   if (index < 0 || index >= ct_cuda_impl_device_count())
     return CT_ERR(CT_ERR_RUNTIME, "CUDA graph capture: no CUDA device %d (%d available)", index,
@@ -112,6 +114,10 @@ ct_cuda_graph *ct_cuda_graph_capture(int index, ct_status (*fn)(void *user), voi
 ct_status ct_cuda_graph_replay(ct_cuda_graph *g) {
   (void)g;
   return CT_ERR(CT_ERR_RUNTIME, "Torch not compiled with CUDA enabled");
+}
+bool ct_cuda_is_capturing(int index) {
+  (void)index;
+  return false;
 }
 ct_status ct_cuda_graph_begin(int index) {
   (void)index;

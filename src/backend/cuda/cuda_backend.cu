@@ -1087,6 +1087,11 @@ extern "C" ct_cuda_graph *ct_cuda_impl_graph_capture(int dev, ct_status (*fn)(vo
   return ct_cuda_impl_graph_end(dev, fn(user));
 }
 
+extern "C" bool ct_cuda_impl_capturing(int dev) {
+  pthread_once(&once, discover);
+  return dev >= 0 && dev < n_dev && D[dev].capturing;
+}
+
 extern "C" ct_status ct_cuda_impl_graph_replay(ct_cuda_graph *cg) {
   if (!cg) return CT_ERR(CT_ERR_VALUE, "CUDA graph replay: the graph is NULL");
   CT_TRY(dev_ready(cg->dev));
