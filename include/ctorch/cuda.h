@@ -32,6 +32,11 @@ ct_status ct_cuda_synchronize(int index);
  * products on the TF32 tensor cores (10-bit mantissa inputs, float32 accumulation). */
 void ct_cuda_set_allow_tf32(bool allow);
 bool ct_cuda_allow_tf32(void);
+/* torch.backends.cudnn.allow_tf32: float32 convolutions on the TF32 tensor cores. mode -1 (the default in C)
+ * follows ct_cuda_set_allow_tf32; 0 / 1 set it apart (Python's torch.backends.cudnn.allow_tf32 starts at 1, as
+ * PyTorch's). */
+void ct_cuda_set_cudnn_allow_tf32(int mode);
+bool ct_cuda_cudnn_allow_tf32(void);
 /* bf16 mixed precision (an autocast-style mode for the training step): while on, float32 matrix
  * products on CUDA (mm, bmm, addmm, baddbmm, linear) round their inputs to bfloat16 and multiply on
  * the bf16 tensor cores with float32 accumulation and float32 results; parameters, gradients,

@@ -647,15 +647,7 @@ class _Backends:
         def is_built():
             return _C._cuda_device_count() > 0 or "without CUDA" not in _C._cuda_unavailable_reason()
 
-    class cudnn:
-        allow_tf32 = True
-        deterministic = False
-        benchmark = False
-        enabled = True
-
-        @staticmethod
-        def is_available():
-            return False
+    cudnn = _cuda_extra._Cudnn()
 
 
 backends = _Backends()

@@ -376,6 +376,31 @@ class _Matmul:
     allow_fp16_reduced_precision_reduction = True
 
 
+class _Cudnn:
+    """torch.backends.cudnn: allow_tf32 is the C library's switch for float32 convolutions (PyTorch's default True,
+    set when ctorch is imported); deterministic / benchmark are accepted and change nothing (ctorch's CUDA
+    convolutions pick one algorithm per shape by cuDNN's heuristics)."""
+
+    deterministic = False
+    benchmark = False
+    enabled = True
+
+    def __init__(self):
+        _C._cudnn_set_allow_tf32(True)
+
+    @property
+    def allow_tf32(self):
+        return _C._cudnn_allow_tf32()
+
+    @allow_tf32.setter
+    def allow_tf32(self, on):
+        _C._cudnn_set_allow_tf32(bool(on))
+
+    @staticmethod
+    def is_available():
+        return False
+
+
 _PRECISIONS = ("highest", "high", "medium")
 
 

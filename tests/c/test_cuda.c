@@ -3076,3 +3076,22 @@ CUDA_TEST(autocast_bf16_op_error_census) {
   }
   ct_scope_end(s);
 }
+
+/* The convolutions' TF32 switch: -1 (the default) follows the matrix products' switch, 0 / 1 set it apart
+ * (torch.backends.cudnn.allow_tf32 vs torch.backends.cuda.matmul.allow_tf32); no device needed. */
+TEST(cuda_cudnn_tf32_switch) {
+  bool was = ct_cuda_allow_tf32();
+  ct_cuda_set_cudnn_allow_tf32(-1);
+  ct_cuda_set_allow_tf32(true);
+  CHECK(ct_cuda_cudnn_allow_tf32());
+  ct_cuda_set_allow_tf32(false);
+  CHECK(!ct_cuda_cudnn_allow_tf32());
+  ct_cuda_set_cudnn_allow_tf32(1);
+  CHECK(ct_cuda_cudnn_allow_tf32() && !ct_cuda_allow_tf32());
+  ct_cuda_set_allow_tf32(true);
+  ct_cuda_set_cudnn_allow_tf32(0);
+  CHECK(!ct_cuda_cudnn_allow_tf32() && ct_cuda_allow_tf32());
+  ct_cuda_set_cudnn_allow_tf32(-1);
+  CHECK(ct_cuda_cudnn_allow_tf32());
+  ct_cuda_set_allow_tf32(was);
+}

@@ -37,6 +37,17 @@ def _switch_checks():
     finally:
         m.allow_tf32 = was
     assert ctorch.backends.cuda.matmul.allow_tf32 is was
+    # the convolutions' switch apart from the products' (PyTorch's defaults: True and False)
+    c = ctorch.backends.cudnn
+    assert c.allow_tf32 is True
+    try:
+        c.allow_tf32 = False
+        assert c.allow_tf32 is False and m.allow_tf32 is was
+        m.allow_tf32 = True
+        assert c.allow_tf32 is False
+    finally:
+        c.allow_tf32 = True
+        m.allow_tf32 = was
     # autocast: the CPU's is refused (it would run float32, not bfloat16); disabled forms are no-ops
     try:
         ctorch.autocast("cpu", dtype=ctorch.bfloat16)

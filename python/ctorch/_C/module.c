@@ -615,6 +615,13 @@ static PyObject *m_cuda_set_allow_tf32(PyObject *m, PyObject *arg) {
   Py_RETURN_NONE;
 }
 static PyObject *m_cuda_allow_tf32(PyObject *m, PyObject *u) { return PyBool_FromLong(ct_cuda_allow_tf32()); }
+static PyObject *m_cudnn_set_allow_tf32(PyObject *m, PyObject *arg) {
+  int on = PyObject_IsTrue(arg);
+  if (on < 0) return NULL;
+  ct_cuda_set_cudnn_allow_tf32(on);
+  Py_RETURN_NONE;
+}
+static PyObject *m_cudnn_allow_tf32(PyObject *m, PyObject *u) { return PyBool_FromLong(ct_cuda_cudnn_allow_tf32()); }
 /* (bf16 matrix products, bf16 activations): both off, or the products only (C's bf16-fp32act), or both */
 static PyObject *m_cuda_set_autocast_bf16(PyObject *m, PyObject *args) {
   int mm, outs;
@@ -737,6 +744,8 @@ static PyMethodDef misc_functions[] = {
   {"_cuda_reset_peak", m_cuda_reset_peak, METH_O, NULL},
   {"_cuda_set_allow_tf32", m_cuda_set_allow_tf32, METH_O, NULL},
   {"_cuda_allow_tf32", m_cuda_allow_tf32, METH_NOARGS, NULL},
+  {"_cudnn_set_allow_tf32", m_cudnn_set_allow_tf32, METH_O, NULL},
+  {"_cudnn_allow_tf32", m_cudnn_allow_tf32, METH_NOARGS, NULL},
   {"_cuda_set_autocast_bf16", m_cuda_set_autocast_bf16, METH_VARARGS, NULL},
   {"_cuda_autocast_bf16", m_cuda_autocast_bf16, METH_NOARGS, NULL},
   {"_cuda_is_capturing", m_cuda_is_capturing, METH_O, NULL},

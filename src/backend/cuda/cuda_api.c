@@ -12,6 +12,8 @@ ct_status ct_cuda_impl_props(int index, ct_cuda_device_props *out);
 ct_status ct_cuda_impl_mem_info(int index, int64_t *free_bytes, int64_t *total_bytes);
 void ct_cuda_impl_set_tf32(bool allow);
 bool ct_cuda_impl_tf32(void);
+void ct_cuda_impl_set_conv_tf32(int mode);
+bool ct_cuda_conv_tf32(void);
 void ct_cuda_impl_set_bf16(bool on);
 ct_cuda_graph *ct_cuda_impl_graph_capture(int dev, ct_status (*fn)(void *), void *user);
 ct_status ct_cuda_impl_graph_begin(int dev);
@@ -35,6 +37,8 @@ ct_status ct_cuda_mem_get_info(int index, int64_t *free_bytes, int64_t *total_by
 }
 void ct_cuda_set_allow_tf32(bool allow) { ct_cuda_impl_set_tf32(allow); }
 bool ct_cuda_allow_tf32(void) { return ct_cuda_impl_tf32(); }
+void ct_cuda_set_cudnn_allow_tf32(int mode) { ct_cuda_impl_set_conv_tf32(mode); }
+bool ct_cuda_cudnn_allow_tf32(void) { return ct_cuda_conv_tf32(); }
 ct_status ct_cuda_set_autocast_bf16(bool on) {
   ct_cuda_impl_set_bf16(on);
   return CT_OK;
@@ -98,6 +102,9 @@ ct_status ct_cuda_mem_get_info(int index, int64_t *free_bytes, int64_t *total_by
 static bool tf32_flag;
 void ct_cuda_set_allow_tf32(bool allow) { tf32_flag = allow; }
 bool ct_cuda_allow_tf32(void) { return tf32_flag; }
+static int conv_tf32_mode = -1;
+void ct_cuda_set_cudnn_allow_tf32(int mode) { conv_tf32_mode = mode < 0 ? -1 : mode > 0; }
+bool ct_cuda_cudnn_allow_tf32(void) { return conv_tf32_mode < 0 ? tf32_flag : conv_tf32_mode != 0; }
 ct_status ct_cuda_set_autocast_bf16(bool on) {
   return on ? CT_ERR(CT_ERR_RUNTIME, "Torch not compiled with CUDA enabled") : CT_OK;
 }

@@ -1002,6 +1002,13 @@ extern "C" ct_status ct_cuda_impl_sync(int index) { return cu_sync(index); }
 extern "C" void ct_cuda_impl_set_tf32(bool allow) { __atomic_store_n(&tf32, allow, __ATOMIC_RELAXED); }
 extern "C" bool ct_cuda_impl_tf32(void) { return __atomic_load_n(&tf32, __ATOMIC_RELAXED); }
 extern "C" bool ct_cuda_tf32(void) { return ct_cuda_impl_tf32(); }
+/* torch.backends.cudnn.allow_tf32 apart from the matrix products' switch: -1 (the C default) follows it */
+static int conv_tf32 = -1;
+extern "C" void ct_cuda_impl_set_conv_tf32(int mode) { __atomic_store_n(&conv_tf32, mode < 0 ? -1 : mode > 0, __ATOMIC_RELAXED); }
+extern "C" bool ct_cuda_conv_tf32(void) {
+  int m = __atomic_load_n(&conv_tf32, __ATOMIC_RELAXED);
+  return m < 0 ? ct_cuda_impl_tf32() : m != 0;
+}
 /* ---- CUDA graphs ---- */
 /* No graph uses the pool any more (g->mu held): its free blocks join the general cache, and the
  * blocks still held by tensors go there when they are freed. */

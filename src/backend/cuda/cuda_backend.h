@@ -27,6 +27,7 @@ ct_status ct_cuda_flag_take(int dev, int *value);
 /* Device of a call's tensors (its first output, else its first input). */
 int ct_cuda_call_dev(const ct_call *c);
 bool ct_cuda_tf32(void);
+bool ct_cuda_conv_tf32(void); /* the convolutions' TF32 switch (ct_cuda_set_cudnn_allow_tf32; default: ct_cuda_tf32) */
 /* After a capture: the diagnostics the environment asks for (graph_diag.cu; cudaGraph_t graph). */
 void ct_cuda_graph_diagnostics(void *graph);
 
@@ -73,7 +74,7 @@ const char *ct_cuda_cudnn_info(void); /* "cuDNN 9.x.y (folder)" or why it is not
  * `stream`, which must be the device's own stream; false, having done nothing, where the call does not fit
  * (cuDNN then runs). CT_CUDA_CONV_GEMM=0 turns it off. k_linalg.cu's raw products under it: ready says whether
  * cuBLAS can run on `stream` (the device's stream, outside a region; makes the handle outside a capture), raw
- * launches C_i = op(A_i) op(B_i) there (column-major terms, strided batches, beta 0, TF32 as ct_cuda_tf32). */
+ * launches C_i = op(A_i) op(B_i) there (column-major terms, strided batches, beta 0, TF32 as ct_cuda_conv_tf32). */
 bool ct_cuda_conv_gemm(const ct_call *c, void *stream, ct_status *st);
 bool ct_cuda_sgemm_ready(int dev, void *stream);
 ct_status ct_cuda_sgemm_raw(int dev, bool ta, bool tb, int m, int n, int k, const float *A, int lda, long long sa,

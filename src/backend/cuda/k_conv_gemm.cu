@@ -14,7 +14,7 @@
  *    overwritten (cuDNN's beta 0 in k_cudnn.cu), plus the bias where the op has one (the transposed convolution's
  *    form), after the sum. 1x1 stride 1 unpadded: the product writes dx directly.
  * The products go through cuBLAS (k_linalg.cu's handle of the device, ct_cuda_sgemm_raw): float32 accumulation with
- * FMA, on the TF32 tensor cores only when ct_cuda_tf32() allows (as cuDNN's math type in k_cudnn.cu). cuBLAS's
+ * FMA, on the TF32 tensor cores only when ct_cuda_conv_tf32() allows (as cuDNN's math type in k_cudnn.cu). cuBLAS's
  * results are the same bits at every run on one GPU (no atomics mode). The handle is bound to the device's own
  * stream: any other stream (a forked region's, the second stream) is declined and cuDNN runs.
  *

@@ -7,8 +7,8 @@
  * Algorithms come from cuDNN's heuristics (cudnnGet*_v7: no trial launches, so a CUDA graph
  * capture can go through here), cached per geometry with their descriptors; the weight and
  * input gradients take deterministic algorithms only (replays and reruns give the same
- * bits). float32 runs without TF32 (CUDNN_FMA_MATH) unless ct_cuda_set_allow_tf32 is on,
- * like torch.backends.cudnn.allow_tf32 = False in the benchmarks' peer. */
+ * bits). float32 runs without TF32 (CUDNN_FMA_MATH) unless ct_cuda_conv_tf32() (ct_cuda_set_cudnn_allow_tf32,
+ * by default following ct_cuda_set_allow_tf32), like torch.backends.cudnn.allow_tf32 = False in the benchmarks' peer. */
 #include "cu_common.cuh"
 #include <dlfcn.h>
 #include <glob.h>
@@ -533,7 +533,7 @@ extern "C" bool ct_cuda_cudnn_conv(const ct_call *c, ct_status *st) {
   k.dt = dt;
   k.nb = 2 + (nd < 2 ? 2 : nd);
   k.groups = (int)c->a.k[1];
-  k.math = dt == CT_FLOAT32 ? (ct_cuda_tf32() ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH)
+  k.math = dt == CT_FLOAT32 ? (ct_cuda_conv_tf32() ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH)
            : dt == CT_FLOAT64 ? CUDNN_DEFAULT_MATH : CUDNN_TENSOR_OP_MATH;
   k.lx = lx, k.lw = lw, k.ly = ly;
   if (!dims_of(x, nd, k.x) || !dims_of(w, nd, k.w) || !dims_of(y, nd, k.y)) return false;
@@ -697,7 +697,7 @@ extern "C" ct_status ct_cuda_conv_bias_act(const ct_tensor *x, const ct_tensor *
   k.dt = CT_FLOAT32;
   k.nb = 4;
   k.groups = 1;
-  k.math = ct_cuda_tf32() ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
+  k.math = ct_cuda_conv_tf32() ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
   if (!dims_of(x, 2, k.x) || !dims_of(w, 2, k.w) || !dims_of(y, 2, k.y))
     return CT_ERR(CT_ERR_VALUE, "fused convolution: empty or too large operands");
   for (int i = 0; i < 2; i++) k.str[i] = stride, k.pad[i] = pad, k.dil[i] = 1;

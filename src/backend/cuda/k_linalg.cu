@@ -309,14 +309,14 @@ extern "C" bool ct_cuda_sgemm_ready(int dev, void *stream) {
 }
 /* C_i = op(A_i) op(B_i) (beta 0) for i < batch (X_i = X + i * sx, elements), cuBLAS's column-major terms: C m x n
  * (ldc), op(A) m x k, op(B) k x n; ta / tb: op T. float32 with float32 accumulation, on the TF32 tensor cores only
- * when ct_cuda_tf32() allows (as run_cublas). Call ct_cuda_sgemm_ready(dev, stream) first (true); the launch goes to
+ * when ct_cuda_conv_tf32() allows (the convolutions' switch, as cuDNN's math type). Call ct_cuda_sgemm_ready(dev, stream) first (true); the launch goes to
  * the handle's stream, which is `stream`. */
 extern "C" ct_status ct_cuda_sgemm_raw(int dev, bool ta, bool tb, int m, int n, int k, const float *A, int lda,
                                        long long sa, const float *Bm, int ldb, long long sb, float *C, int ldc,
                                        long long sc, int batch) {
   if (dev < 0 || dev >= 16 || !B.h[dev]) return CT_ERR(CT_ERR_RUNTIME, "cuBLAS: no handle for device %d (internal)", dev);
   cublasHandle_t h = B.h[dev];
-  bool tf32 = ct_cuda_tf32();
+  bool tf32 = ct_cuda_conv_tf32(); /* its one caller is k_conv_gemm.cu: the convolutions' switch */
   B.set_math(h, tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH);
   float one = 1.0f, zero = 0.0f;
   cublasStatus_t s = B.gemm(h, ta ? CUBLAS_OP_T : CUBLAS_OP_N, tb ? CUBLAS_OP_T : CUBLAS_OP_N, m, n, k, &one, A, CUDA_R_32F,
