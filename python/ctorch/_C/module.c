@@ -591,19 +591,26 @@ static PyObject *m_live_tensors(PyObject *m, PyObject *a) { return PyLong_FromLo
 /* torch.cuda's queries over the C backend (0 devices without the backend, a driver or a GPU) */
 static PyObject *m_cuda_device_count(PyObject *m, PyObject *u) { return PyLong_FromLong(ct_cuda_device_count()); }
 static PyObject *m_cuda_reason(PyObject *m, PyObject *u) { return PyUnicode_FromString(ct_cuda_unavailable_reason()); }
-static PyObject *m_cuda_device_name(PyObject *m, PyObject *arg) {
+/* a CUDA device index argument (a Python int); false with the Python error set */
+static bool dev_arg(PyObject *arg, int *dev) {
   long i = PyLong_AsLong(arg);
-  if (i == -1 && PyErr_Occurred()) return NULL;
+  if (i == -1 && PyErr_Occurred()) return false;
+  *dev = i > INT_MAX || i < INT_MIN ? -1 : (int)i; /* out of int's range: no such device (-1), not a wrapped one */
+  return true;
+}
+static PyObject *m_cuda_device_name(PyObject *m, PyObject *arg) {
+  int i;
+  if (!dev_arg(arg, &i)) return NULL;
   if (i < 0 || i >= ct_cuda_device_count()) {
     PyErr_SetString(PyExc_AssertionError, "Invalid device id");
     return NULL;
   }
-  return PyUnicode_FromString(ct_cuda_device_name((int)i));
+  return PyUnicode_FromString(ct_cuda_device_name(i));
 }
 static PyObject *m_cuda_synchronize(PyObject *m, PyObject *arg) {
-  long i = PyLong_AsLong(arg);
-  if (i == -1 && PyErr_Occurred()) return NULL;
-  if (ct_cuda_synchronize((int)i) != CT_OK) return pyct_raise();
+  int i;
+  if (!dev_arg(arg, &i)) return NULL;
+  if (ct_cuda_synchronize(i) != CT_OK) return pyct_raise();
   Py_RETURN_NONE;
 }
 
@@ -648,14 +655,14 @@ static void graph_capsule_free(PyObject *cap) {
 }
 static graph_box *graph_arg(PyObject *cap) { return PyCapsule_GetPointer(cap, "ctorch.cuda_graph"); }
 static PyObject *m_cuda_is_capturing(PyObject *m, PyObject *arg) {
-  long i = PyLong_AsLong(arg);
-  if (i == -1 && PyErr_Occurred()) return NULL;
-  return PyBool_FromLong(ct_cuda_is_capturing((int)i));
+  int i;
+  if (!dev_arg(arg, &i)) return NULL;
+  return PyBool_FromLong(ct_cuda_is_capturing(i));
 }
 static PyObject *m_cuda_graph_begin(PyObject *m, PyObject *arg) {
-  long i = PyLong_AsLong(arg);
-  if (i == -1 && PyErr_Occurred()) return NULL;
-  if (ct_cuda_graph_begin((int)i) != CT_OK) return pyct_raise();
+  int i;
+  if (!dev_arg(arg, &i)) return NULL;
+  if (ct_cuda_graph_begin(i) != CT_OK) return pyct_raise();
   Py_RETURN_NONE;
 }
 /* (device, ok): ok false (the captured Python code raised) ends and discards the capture; None then */
@@ -702,37 +709,37 @@ static PyObject *m_cuda_graph_reset(PyObject *m, PyObject *cap) {
 
 /* torch.cuda's memory queries: (allocated, cached, peak allocated, system allocations) of CUDA device i */
 static PyObject *m_cuda_memory_stats(PyObject *m, PyObject *arg) {
-  long i = PyLong_AsLong(arg);
-  if (i == -1 && PyErr_Occurred()) return NULL;
-  ct_memory_stats st = ct_memory_get_stats(ct_cuda((int)i));
+  int i;
+  if (!dev_arg(arg, &i)) return NULL;
+  ct_memory_stats st = ct_memory_get_stats(ct_cuda(i));
   return Py_BuildValue("(LLLL)", (long long)st.allocated_bytes, (long long)st.cached_bytes,
                        (long long)st.peak_allocated_bytes, (long long)st.n_allocs);
 }
 static PyObject *m_cuda_empty_cache(PyObject *m, PyObject *arg) {
-  long i = PyLong_AsLong(arg);
-  if (i == -1 && PyErr_Occurred()) return NULL;
-  ct_memory_empty_cache(ct_cuda((int)i));
+  int i;
+  if (!dev_arg(arg, &i)) return NULL;
+  ct_memory_empty_cache(ct_cuda(i));
   Py_RETURN_NONE;
 }
 static PyObject *m_cuda_reset_peak(PyObject *m, PyObject *arg) {
-  long i = PyLong_AsLong(arg);
-  if (i == -1 && PyErr_Occurred()) return NULL;
-  ct_memory_reset_peak(ct_cuda((int)i));
+  int i;
+  if (!dev_arg(arg, &i)) return NULL;
+  ct_memory_reset_peak(ct_cuda(i));
   Py_RETURN_NONE;
 }
 
 static PyObject *m_cuda_device_properties(PyObject *m, PyObject *arg) {
-  long i = PyLong_AsLong(arg);
-  if (i == -1 && PyErr_Occurred()) return NULL;
+  int i;
+  if (!dev_arg(arg, &i)) return NULL;
   ct_cuda_device_props p;
-  if (ct_cuda_get_device_properties((int)i, &p) != CT_OK) return pyct_raise();
+  if (ct_cuda_get_device_properties(i, &p) != CT_OK) return pyct_raise();
   return Py_BuildValue("(sLiii)", p.name, (long long)p.total_memory, p.major, p.minor, p.multi_processor_count);
 }
 static PyObject *m_cuda_mem_get_info(PyObject *m, PyObject *arg) {
-  long i = PyLong_AsLong(arg);
-  if (i == -1 && PyErr_Occurred()) return NULL;
+  int i;
+  if (!dev_arg(arg, &i)) return NULL;
   int64_t fr = 0, tot = 0;
-  if (ct_cuda_mem_get_info((int)i, &fr, &tot) != CT_OK) return pyct_raise();
+  if (ct_cuda_mem_get_info(i, &fr, &tot) != CT_OK) return pyct_raise();
   return Py_BuildValue("(LL)", (long long)fr, (long long)tot);
 }
 
