@@ -74,11 +74,11 @@ void ct_cuda_graph_free(ct_cuda_graph *g);                 /* NULL-safe; waits f
  * device's launches are recorded, under the same rules. body is the step's status: anything but CT_OK ends the
  * capture, discards it and returns NULL with the step's error left in place. */
 ct_status ct_cuda_graph_begin(int index);
+ct_cuda_graph *ct_cuda_graph_end(int index, ct_status body);
 /* torch.cuda.is_current_stream_capturing: device `index` is between ct_cuda_graph_begin and _end (or inside
  * ct_cuda_graph_capture's fn). Ops whose checks read values on the host skip those reads then (a bad index is
  * skipped by the kernels, as above). */
 bool ct_cuda_is_capturing(int index);
-ct_cuda_graph *ct_cuda_graph_end(int index, ct_status body);
 
 /* ResNet inference on CUDA (torchvision's BasicBlock ResNets, ct_resnet_basic_new): each batch norm's
  * running statistics folded into the convolution before it (w * gamma / sqrt(var + eps), beta - mean *

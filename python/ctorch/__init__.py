@@ -645,7 +645,7 @@ class _Backends:
 
         @staticmethod
         def is_built():
-            return _C._cuda_device_count() > 0 or "without CUDA" not in _C._cuda_unavailable_reason()
+            return "cuda" in _C._backends_compiled().split(",")
 
     cudnn = _cuda_extra._Cudnn()
 

@@ -591,6 +591,7 @@ static PyObject *m_live_tensors(PyObject *m, PyObject *a) { return PyLong_FromLo
 /* torch.cuda's queries over the C backend (0 devices without the backend, a driver or a GPU) */
 static PyObject *m_cuda_device_count(PyObject *m, PyObject *u) { return PyLong_FromLong(ct_cuda_device_count()); }
 static PyObject *m_cuda_reason(PyObject *m, PyObject *u) { return PyUnicode_FromString(ct_cuda_unavailable_reason()); }
+static PyObject *m_backends_compiled(PyObject *m, PyObject *u) { return PyUnicode_FromString(ct_backends_compiled()); }
 /* a CUDA device index argument (a Python int); false with the Python error set */
 static bool dev_arg(PyObject *arg, int *dev) {
   long i = PyLong_AsLong(arg);
@@ -763,6 +764,7 @@ static PyMethodDef misc_functions[] = {
   {"_cuda_graph_reset", m_cuda_graph_reset, METH_O, NULL},
   {"_cuda_device_count", m_cuda_device_count, METH_NOARGS, NULL},
   {"_cuda_unavailable_reason", m_cuda_reason, METH_NOARGS, NULL},
+  {"_backends_compiled", m_backends_compiled, METH_NOARGS, NULL},
   {"_cuda_device_name", m_cuda_device_name, METH_O, NULL},
   {"_cuda_synchronize", m_cuda_synchronize, METH_O, NULL},
   {"_set_classes", m_set_classes, METH_VARARGS, NULL},

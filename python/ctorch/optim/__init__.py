@@ -111,30 +111,21 @@ class Adam(Optimizer):
                 exp_avg, exp_avg_sq = st["exp_avg"], st["exp_avg_sq"]
                 exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1)
                 exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+                if g["amsgrad"]:
+                    st["max_exp_avg_sq"].copy_(_C.maximum(st["max_exp_avg_sq"], exp_avg_sq))
+                    v = st["max_exp_avg_sq"]
+                else:
+                    v = exp_avg_sq
                 if capturable:  # PyTorch 1.13's capturable order: everything on the device, no host read
                     step_t = st["step"]
                     step_size_neg = (lr / (1 - _C.pow(beta1, step_t))).neg()
                     bc2_sqrt = (1 - _C.pow(beta2, step_t)).sqrt()
-                    if g["amsgrad"]:
-                        st["max_exp_avg_sq"].copy_(_C.maximum(st["max_exp_avg_sq"], exp_avg_sq))
-                        v = st["max_exp_avg_sq"]
-                    else:
-                        v = exp_avg_sq
-                    denom = (v.sqrt() / (bc2_sqrt * step_size_neg)).add_(eps / step_size_neg)
-                    p.addcdiv_(exp_avg, denom)
-                    continue
-                step = st["step"].item()
-                bias_correction1 = 1 - beta1 ** step
-                bias_correction2 = 1 - beta2 ** step
-                step_size = lr / bias_correction1
-                bc2_sqrt = math.sqrt(bias_correction2)
-                if g["amsgrad"]:
-                    mx = _C.maximum(st["max_exp_avg_sq"], exp_avg_sq)
-                    st["max_exp_avg_sq"].copy_(mx)
-                    denom = (st["max_exp_avg_sq"].sqrt() / bc2_sqrt).add_(eps)
+                    p.addcdiv_(exp_avg, (v.sqrt() / (bc2_sqrt * step_size_neg)).add_(eps / step_size_neg))
                 else:
-                    denom = (exp_avg_sq.sqrt() / bc2_sqrt).add_(eps)
-                p.addcdiv_(exp_avg, denom, value=-step_size)
+                    step = st["step"].item()
+                    step_size = lr / (1 - beta1 ** step)
+                    bc2_sqrt = math.sqrt(1 - beta2 ** step)
+                    p.addcdiv_(exp_avg, (v.sqrt() / bc2_sqrt).add_(eps), value=-step_size)
         return loss
 
 

@@ -15,7 +15,6 @@ bool ct_cuda_impl_tf32(void);
 void ct_cuda_impl_set_conv_tf32(int mode);
 bool ct_cuda_conv_tf32(void);
 void ct_cuda_impl_set_bf16(bool on);
-ct_cuda_graph *ct_cuda_impl_graph_capture(int dev, ct_status (*fn)(void *), void *user);
 ct_status ct_cuda_impl_graph_begin(int dev);
 bool ct_cuda_impl_capturing(int dev);
 ct_cuda_graph *ct_cuda_impl_graph_end(int dev, ct_status body);
@@ -51,33 +50,29 @@ ct_status ct_cuda_set_autocast_bf16_outputs(bool on) {
 }
 bool ct_cuda_autocast_bf16_outputs(void) { return bf16_outputs && ct_cuda_impl_bf16(); }
 #include "core/internal.h"
+/* the device check of every capture entry point */
+static ct_status graph_device(int index) {
+  if (index < 0 || index >= ct_cuda_impl_device_count())
+    return CT_ERR(CT_ERR_RUNTIME, "CUDA graph capture: no CUDA device %d (%d available)", index,
+                  ct_cuda_impl_device_count());
+  return CT_OK;
+}
+ct_status ct_cuda_graph_begin(int index) {
+  CT_TRY(graph_device(index));
+  return ct_cuda_impl_graph_begin(index);
+}
+ct_cuda_graph *ct_cuda_graph_end(int index, ct_status body) {
+  return graph_device(index) == CT_OK ? ct_cuda_impl_graph_end(index, body) : NULL;
+}
 ct_cuda_graph *ct_cuda_graph_capture(int index, ct_status (*fn)(void *user), void *user) {
   if (!fn) {
     ct_set_error(CT_ERR_VALUE, "CUDA graph capture: the step function is NULL");
     return NULL;
   }
-  if (index < 0 || index >= ct_cuda_impl_device_count()) {
-    ct_set_error(CT_ERR_RUNTIME, "CUDA graph capture: no CUDA device %d (%d available)", index,
-                 ct_cuda_impl_device_count());
-    return NULL;
-  }
-  return ct_cuda_impl_graph_capture(index, fn, user);
+  if (ct_cuda_graph_begin(index) != CT_OK) return NULL;
+  return ct_cuda_graph_end(index, fn(user));
 }
 bool ct_cuda_is_capturing(int index) { return ct_cuda_impl_capturing(index); }
-ct_status ct_cuda_graph_begin(int index) {
-  if (index < 0 || index >= ct_cuda_impl_device_count())
-    return CT_ERR(CT_ERR_RUNTIME, "CUDA graph capture: no CUDA device %d (%d available)", index,
-                  ct_cuda_impl_device_count());
-  return ct_cuda_impl_graph_begin(index);
-}
-ct_cuda_graph *ct_cuda_graph_end(int index, ct_status body) {
-  if (index < 0 || index >= ct_cuda_impl_device_count()) {
-    ct_set_error(CT_ERR_RUNTIME, "CUDA graph capture: no CUDA device %d (%d available)", index,
-                 ct_cuda_impl_device_count());
-    return NULL;
-  }
-  return ct_cuda_impl_graph_end(index, body);
-}
 ct_status ct_cuda_graph_replay(ct_cuda_graph *g) { return ct_cuda_impl_graph_replay(g); }
 int64_t ct_cuda_graph_num_nodes(const ct_cuda_graph *g) { return ct_cuda_impl_graph_nodes(g); }
 void ct_cuda_graph_free(ct_cuda_graph *g) { ct_cuda_impl_graph_free(g); }

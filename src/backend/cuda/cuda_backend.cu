@@ -1033,7 +1033,7 @@ struct ct_cuda_graph {
 };
 
 /* A capture in two halves, so that a caller whose step is not one C function (Python's `with
- * torch.cuda.graph(g):`) can run it in between; ct_cuda_impl_graph_capture is begin, fn, end. */
+ * torch.cuda.graph(g):`) can run it in between; ct_cuda_graph_capture (cuda_api.c) is begin, fn, end. */
 extern "C" ct_status ct_cuda_impl_graph_begin(int dev) {
   CT_TRY(dev_ready(dev));
   cu_dev *g = &D[dev];
@@ -1087,11 +1087,6 @@ extern "C" ct_cuda_graph *ct_cuda_impl_graph_end(int dev, ct_status body) {
   g->n_graphs++;
   pthread_mutex_unlock(&g->mu);
   return cg;
-}
-
-extern "C" ct_cuda_graph *ct_cuda_impl_graph_capture(int dev, ct_status (*fn)(void *), void *user) {
-  if (ct_cuda_impl_graph_begin(dev) != CT_OK) return NULL;
-  return ct_cuda_impl_graph_end(dev, fn(user));
 }
 
 extern "C" bool ct_cuda_impl_capturing(int dev) {
