@@ -163,8 +163,10 @@ int main(int argc, char **argv) {
   const char *filter = argc > 1 ? argv[1] : NULL;
   int passed = 0, failed = 0;
   int64_t live0 = ct_live_tensors();
+  bool verbose = getenv("CT_TEST_VERBOSE") != NULL; /* each test's name before it runs: which one crashed */
   for (int i = 0; i < n_tests; i++) {
     if (filter && !strstr(tests[i].name, filter)) continue;
+    if (verbose) fprintf(stderr, "RUN %s (%s)\n", tests[i].name, tests[i].file);
     ct_test_failures = 0;
     int64_t before = ct_live_tensors();
     ct_scope *s = ct_scope_begin();

@@ -1948,8 +1948,8 @@ static ct_status ce_step_run(void *user) {
     ct_release(c->loss);
     ct_release(c->grad);
     c->loss = ct_keep(l);
-    c->grad = gx;
-  } else ct_release(gx);
+    c->grad = ct_keep(gx); /* made inside sc: kept past it as the loss is */
+  }
   ct_scope_end(sc);
   return st;
 }

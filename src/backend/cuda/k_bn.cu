@@ -390,7 +390,7 @@ static void bn_geom(BnArgs *a, const ct_tensor *x) {
 struct BnCl {
   BnArgs a;
   unsigned C, M, R, V; /* R row slices, V elements per load (1 or 4) */
-  double *part;        /* [R][C][2] partial sums */
+  double *part;        /* [C][R][2] partial sums: a channel's slices adjacent, read coalesced by the finish */
   float *coef;         /* [4][C]: fwd m, scale, bias; bwd m, av, cg, cx */
   /* the running statistics' update folded into the forward finish (bn_fold_*): NULL pointers: none */
   float *rm, *rv;
@@ -442,26 +442,41 @@ __global__ void __launch_bounds__(BNC_TX *BNC_TY) k_bn_cl_sums(BnCl f, bool back
   if (ty == 0 && c < f.C) {
     double a = 0, b = 0;
     for (int k = 0; k < BNC_TY; k++) a += sh[0][k][tx], b += sh[1][k][tx];
-    double *p = f.part + ((size_t)blockIdx.y * f.C + c) * 2;
+    double *p = f.part + ((size_t)c * f.R + blockIdx.y) * 2;
     p[0] = a;
     p[1] = b;
   }
 }
 
 /* one warp per channel: lane l adds the slices r = l, l + 32, ... and the lanes meet in a fixed
- * shuffle tree (a thread walking all R slices alone waited R dependent L2 loads) */
+ * shuffle tree (a thread walking all R slices alone waited R dependent L2 loads). Lane 0 loads the
+ * channel's own inputs (shift, weight, bias, running or saved statistics) before the slices are added,
+ * so their latency overlaps the slices' instead of following the first store (session 16: the stores
+ * to mean / rstd kept the compiler from hoisting the later loads, ~5 dependent round trips a kernel). */
 __global__ void __launch_bounds__(256) k_bn_cl_finish(BnCl f, bool backward) {
   bn_pdl_enter();
   unsigned c = blockIdx.x * 8 + threadIdx.x / 32, lane = threadIdx.x % 32;
   if (c >= f.C) return; /* whole warps leave together (c is per warp) */
   const BnArgs &a = f.a;
-  double s1 = 0, s2 = 0;
   bool need = !backward ? a.training : (a.mean || a.rstd || (a.y && a.training));
+  float xs = 0.f, wc = 1.f, bc = 0.f, rmc = 0.f, rvc = 0.f, frm = 0.f, frv = 0.f;
+  if (lane == 0) {
+    if (a.w) wc = ((const float *)a.w)[c];
+    if (!backward && a.training) xs = ((const float *)a.x)[c];
+    if (backward || !a.training) rmc = ((const float *)a.rm)[c], rvc = ((const float *)a.rv)[c];
+    if (!backward) {
+      if (a.b) bc = ((const float *)a.b)[c];
+      if (f.rm) frm = f.rm[c];
+      if (f.rv) frv = f.rv[c];
+    }
+  }
+  double s1 = 0, s2 = 0;
   if (need) {
+#pragma unroll 4 /* the slices' loads in flight together; the adds keep their order */
     for (unsigned r = lane; r < f.R; r += 32) {
-      const double *p = f.part + ((size_t)r * f.C + c) * 2;
-      s1 += p[0];
-      s2 += p[1];
+      double2 p = *(const double2 *)(f.part + ((size_t)c * f.R + r) * 2);
+      s1 += p.x;
+      s2 += p.y;
     }
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) {
@@ -470,18 +485,18 @@ __global__ void __launch_bounds__(256) k_bn_cl_finish(BnCl f, bool backward) {
     }
   }
   if (lane) return;
-  double M = (double)f.M;
+  double M = (double)f.M, wd = a.w ? (double)wc : 1.0;
   float *k = f.coef;
   if (!backward) {
     double mean, var;
     if (a.training) {
-      double shift = (double)((const float *)a.x)[c], d = s1 / M;
+      double shift = (double)xs, d = s1 / M;
       mean = shift + d;
       var = s2 / M - d * d;
       if (var < 0) var = 0;
     } else {
-      mean = (double)((const float *)a.rm)[c];
-      var = (double)((const float *)a.rv)[c];
+      mean = (double)rmc;
+      var = (double)rvc;
     }
     double rstd = 1.0 / sqrt(var + a.eps);
     float m = (float)mean;
@@ -489,18 +504,18 @@ __global__ void __launch_bounds__(256) k_bn_cl_finish(BnCl f, bool backward) {
     ((float *)a.rstd)[c] = (float)rstd;
     ((float *)a.var)[c] = (float)var;
     k[c] = m;
-    k[f.C + c] = (float)(rstd * (a.w ? (double)((const float *)a.w)[c] : 1.0));
-    k[2 * f.C + c] = a.b ? ((const float *)a.b)[c] : 0.f;
+    k[f.C + c] = (float)(rstd * wd);
+    k[2 * f.C + c] = bc;
     /* k_bn_running's expression on the same float statistics: the same bits, no node of its own */
-    if (f.rm) f.rm[c] = bn_add(bn_mul(f.rm[c], (float)f.keep), bn_mul(m, (float)f.fm));
-    if (f.rv) f.rv[c] = bn_add(bn_mul(f.rv[c], (float)f.keep), bn_mul((float)var, (float)f.fv));
+    if (f.rm) f.rm[c] = bn_add(bn_mul(frm, (float)f.keep), bn_mul(m, (float)f.fm));
+    if (f.rv) f.rv[c] = bn_add(bn_mul(frv, (float)f.keep), bn_mul((float)var, (float)f.fv));
     if (c == 0 && f.count) *f.count += f.inc;
   } else {
-    double rstd = (double)((const float *)a.rv)[c];
+    double rstd = (double)rvc;
     if (a.mean) ((float *)a.mean)[c] = (float)(s2 * rstd);
     if (a.rstd) ((float *)a.rstd)[c] = (float)s1;
-    k[c] = ((const float *)a.rm)[c];
-    k[f.C + c] = (float)(rstd * (a.w ? (double)((const float *)a.w)[c] : 1.0));
+    k[c] = rmc;
+    k[f.C + c] = (float)(rstd * wd);
     k[2 * f.C + c] = (float)(s1 / M);
     k[3 * f.C + c] = (float)(rstd * rstd * s2 / M);
   }
