@@ -390,7 +390,7 @@ static void bn_geom(BnArgs *a, const ct_tensor *x) {
 struct BnCl {
   BnArgs a;
   unsigned C, M, R, V; /* R row slices, V elements per load (1 or 4) */
-  double *part;        /* [C][R][2] partial sums: a channel's slices adjacent, read coalesced by the finish */
+  double *part;        /* [R][C][2] partial sums */
   float *coef;         /* [4][C]: fwd m, scale, bias; bwd m, av, cg, cx */
   /* the running statistics' update folded into the forward finish (bn_fold_*): NULL pointers: none */
   float *rm, *rv;
@@ -442,7 +442,7 @@ __global__ void __launch_bounds__(BNC_TX *BNC_TY) k_bn_cl_sums(BnCl f, bool back
   if (ty == 0 && c < f.C) {
     double a = 0, b = 0;
     for (int k = 0; k < BNC_TY; k++) a += sh[0][k][tx], b += sh[1][k][tx];
-    double *p = f.part + ((size_t)c * f.R + blockIdx.y) * 2;
+    double *p = f.part + ((size_t)blockIdx.y * f.C + c) * 2;
     p[0] = a;
     p[1] = b;
   }
@@ -474,7 +474,7 @@ __global__ void __launch_bounds__(256) k_bn_cl_finish(BnCl f, bool backward) {
   if (need) {
 #pragma unroll 4 /* the slices' loads in flight together; the adds keep their order */
     for (unsigned r = lane; r < f.R; r += 32) {
-      double2 p = *(const double2 *)(f.part + ((size_t)c * f.R + r) * 2);
+      double2 p = *(const double2 *)(f.part + ((size_t)r * f.C + c) * 2);
       s1 += p.x;
       s2 += p.y;
     }
