@@ -1041,15 +1041,21 @@ struct SgdH {
   float sg, mom;
   bool WD, MOM, NEST;
 };
-__device__ __forceinline__ void sgd_elem(float *p, float *buf, const float *g, int64_t k, const SgdH &H, bool FIRST) {
-  float d = __fmul_rn(g[k], H.sg);
-  if (H.WD) d = adda(d, p[k], H.wd);
+/* one element's update on values in registers (pk, bk: the parameter and its momentum, updated in place) */
+__device__ __forceinline__ void sgd_val(float &pk, float &bk, float gk, const SgdH &H, bool FIRST) {
+  float d = __fmul_rn(gk, H.sg);
+  if (H.WD) d = adda(d, pk, H.wd);
   if (H.MOM) {
-    float bk = FIRST ? d : adda(__fmul_rn(buf[k], H.mom), d, H.omd);
-    buf[k] = bk;
+    bk = FIRST ? d : adda(__fmul_rn(bk, H.mom), d, H.omd);
     d = H.NEST ? adda(d, bk, H.m) : bk;
   }
-  p[k] = adda(p[k], d, H.nlr);
+  pk = adda(pk, d, H.nlr);
+}
+__device__ __forceinline__ void sgd_elem(float *p, float *buf, const float *g, int64_t k, const SgdH &H, bool FIRST) {
+  float pk = p[k], bk = H.MOM && !FIRST ? buf[k] : 0.f;
+  sgd_val(pk, bk, g[k], H, FIRST);
+  if (H.MOM) buf[k] = bk;
+  p[k] = pk;
 }
 __global__ void __launch_bounds__(CU_THREADS) k_sgd(SgdP P) {
   SgdH H = {P.wd, P.m, P.omd, P.nlr, P.sg, P.mom, P.WD, P.MOM, P.NEST};
@@ -1082,7 +1088,40 @@ __global__ void __launch_bounds__(CU_THREADS) k_sgd_mt(const __grid_constant__ S
   int t = lo;
   int64_t n = P.n[t], k0 = (b - P.blk0[t]) * SGD_CHUNK, k1 = k0 + SGD_CHUNK < n ? k0 + SGD_CHUNK : n;
   bool first = (P.first >> t) & 1;
-  for (int64_t k = k0 + threadIdx.x; k < k1; k += blockDim.x) sgd_elem(P.p[t], P.buf[t], P.g[t], k, P.H, first);
+  float *p = P.p[t], *buf = P.buf[t];
+  const float *g = P.g[t];
+  const SgdH &H = P.H;
+  bool mom_in = H.MOM && !first;
+  if ((k1 - k0) % 4 || ((uintptr_t)p | (uintptr_t)g | (uintptr_t)(H.MOM ? buf : p)) % 16) {
+    for (int64_t k = k0 + threadIdx.x; k < k1; k += blockDim.x) sgd_elem(p, buf, g, k, H, first);
+    return;
+  }
+  /* float4 path: every load of the thread's share issued before any store (with scalar code the stores to p
+   * and buf kept the next element's loads waiting: they may alias as far as the compiler knows) */
+  constexpr int V = SGD_CHUNK / 4 / CU_THREADS;
+  float4 gv[V], pv[V], bv[V];
+  int64_t q0 = k0 / 4 + threadIdx.x, q1 = k1 / 4;
+#pragma unroll
+  for (int i = 0; i < V; i++) {
+    int64_t q = q0 + (int64_t)i * CU_THREADS;
+    if (q < q1) {
+      gv[i] = ((const float4 *)g)[q];
+      pv[i] = ((const float4 *)p)[q];
+      bv[i] = mom_in ? ((const float4 *)buf)[q] : make_float4(0.f, 0.f, 0.f, 0.f);
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < V; i++) {
+    int64_t q = q0 + (int64_t)i * CU_THREADS;
+    if (q < q1) {
+      sgd_val(pv[i].x, bv[i].x, gv[i].x, H, first);
+      sgd_val(pv[i].y, bv[i].y, gv[i].y, H, first);
+      sgd_val(pv[i].z, bv[i].z, gv[i].z, H, first);
+      sgd_val(pv[i].w, bv[i].w, gv[i].w, H, first);
+      if (H.MOM) ((float4 *)buf)[q] = bv[i];
+      ((float4 *)p)[q] = pv[i];
+    }
+  }
 }
 
 static bool fused_usable(const ct_tensor *t, int dev) {
