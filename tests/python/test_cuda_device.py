@@ -9,6 +9,7 @@ the GPU equal the CPU's. This file needs no PyTorch, so it runs as well on a GPU
 import sys
 
 import ctorch
+from expect_error import error_of
 
 HAVE_CUDA = ctorch.cuda.is_available()
 
@@ -29,23 +30,14 @@ CUDA_CALLS = {
 
 def _cpu_only_checks():
     for name, fn in CUDA_CALLS.items():
-        try:
-            fn()
-        except AssertionError as e:
-            assert str(e).split("\n")[0] == "Torch not compiled with CUDA enabled", (name, e)
-        else:
-            raise AssertionError("%s: no error without a GPU" % name)
+        e = error_of(AssertionError, fn, "%s: no error without a GPU" % name)
+        assert e.split("\n")[0] == "Torch not compiled with CUDA enabled", (name, e)
     assert ctorch.cuda.device_count() == 0
     x = ctorch.ones(2)
     assert str(x.device) == "cpu" and not x.is_cuda and x.is_cpu and x.get_device() == -1
     assert x.cpu() is x and x.to("cpu") is x
     for bad, exc in (("cuda:x", RuntimeError), ("gpu", RuntimeError)):
-        try:
-            x.to(bad)
-        except exc:
-            pass
-        else:
-            raise AssertionError("to(%r) accepted" % bad)
+        error_of(exc, lambda: x.to(bad), "to(%r) accepted" % bad)
 
 
 def _gpu_checks():
@@ -60,12 +52,8 @@ def _gpu_checks():
     assert h.is_cuda and h.dtype == ctorch.float64
     assert ctorch.zeros(2, 3, device="cuda").is_cuda
     assert ctorch.tensor([1, 2], device="cuda:0").tolist() == [1, 2]
-    try:
-        g.numpy()
-    except TypeError as e:
-        assert "can't convert cuda:0 device type tensor to numpy" in str(e)
-    else:
-        raise AssertionError("numpy() of a CUDA tensor")
+    e = error_of(TypeError, g.numpy, "numpy() of a CUDA tensor")
+    assert "can't convert cuda:0 device type tensor to numpy" in e, e
     # arithmetic on the device equals the CPU's
     for f in (lambda t: (t * 2 + 1).exp().sum(1), lambda t: t @ t.t(), lambda t: t.softmax(-1),
               lambda t: t.relu().mean()):

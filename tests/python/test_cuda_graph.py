@@ -15,6 +15,7 @@ import sys
 import warnings
 
 import ctorch
+from expect_error import error_of
 
 HAVE_CUDA = ctorch.cuda.is_available()
 
@@ -49,20 +50,12 @@ def _switch_checks():
         c.allow_tf32 = True
         m.allow_tf32 = was
     # autocast: the CPU's is refused (it would run float32, not bfloat16); disabled forms are no-ops
-    try:
-        ctorch.autocast("cpu", dtype=ctorch.bfloat16)
-    except RuntimeError as e:
-        assert "autocast on the CPU is not supported" in str(e)
-    else:
-        raise AssertionError("CPU autocast accepted")
+    assert "autocast on the CPU is not supported" in error_of(
+        RuntimeError, lambda: ctorch.autocast("cpu", dtype=ctorch.bfloat16), "CPU autocast accepted")
     with ctorch.autocast("cpu", enabled=False):
         assert not ctorch.is_autocast_enabled()
-    try:
-        ctorch.autocast("tpu")
-    except RuntimeError as e:
-        assert "unsupported autocast device_type 'tpu'" in str(e)
-    else:
-        raise AssertionError("autocast('tpu') accepted")
+    assert "unsupported autocast device_type 'tpu'" in error_of(
+        RuntimeError, lambda: ctorch.autocast("tpu"), "autocast('tpu') accepted")
 
 
 def _cpu_only_checks():
@@ -75,12 +68,8 @@ def _cpu_only_checks():
     assert any("CUDA is not available. Disabling" in str(x.message) for x in w)
     for name, fn in (("CUDAGraph", ctorch.cuda.CUDAGraph), ("Stream", ctorch.cuda.Stream),
                      ("Event", ctorch.cuda.Event), ("current_stream", ctorch.cuda.current_stream)):
-        try:
-            fn()
-        except AssertionError as e:
-            assert str(e) == "Torch not compiled with CUDA enabled", (name, e)
-        else:
-            raise AssertionError("%s: no error without a GPU" % name)
+        e = error_of(AssertionError, fn, "%s: no error without a GPU" % name)
+        assert e == "Torch not compiled with CUDA enabled", (name, e)
     assert not ctorch.cuda.is_current_stream_capturing() and not ctorch.cuda.is_bf16_supported()
     # memory queries answer 0 without CUDA (as PyTorch); choosing a device is refused
     assert ctorch.cuda.memory_allocated() == 0 and ctorch.cuda.max_memory_allocated() == 0
@@ -89,12 +78,7 @@ def _cpu_only_checks():
                lambda: ctorch.cuda.get_device_properties(0), lambda: ctorch.cuda.get_device_capability(),
                lambda: ctorch.cuda.mem_get_info(),
                lambda: ctorch.cuda.device(0).__enter__()):
-        try:
-            fn()
-        except AssertionError as e:
-            assert str(e) == "Torch not compiled with CUDA enabled"
-        else:
-            raise AssertionError("no error without a GPU")
+        assert error_of(AssertionError, fn, "no error without a GPU") == "Torch not compiled with CUDA enabled"
 
 
 def _model():
@@ -159,33 +143,23 @@ def _gpu_graph_checks():
     for p, q in zip(model.parameters(), ref.parameters()):
         assert _close(p.detach(), q.detach(), 1e-6)
     g.reset()
-    try:
-        g.replay()
-    except RuntimeError as e:
-        assert "was not captured" in str(e)
-    else:
-        raise AssertionError("replay after reset")
+    assert "was not captured" in error_of(RuntimeError, g.replay, "replay after reset")
 
     # a host read inside the capture raises; the capture is discarded and the device works on
     g2 = ctorch.cuda.CUDAGraph()
-    try:
+
+    def host_read_captured():
         with ctorch.cuda.graph(g2):
             (static_x * 2).sum().item()
-    except RuntimeError as e:
-        assert "CUDA graph" in str(e) or "captur" in str(e), e
-    else:
-        raise AssertionError("a host read inside a capture did not raise")
+
+    e = error_of(RuntimeError, host_read_captured, "a host read inside a capture did not raise")
+    assert "CUDA graph" in e or "captur" in e, e
     assert not ctorch.cuda.is_current_stream_capturing()
     assert g2.num_nodes() == 0
     assert (static_x * 2).sum().item() == (static_x.cpu() * 2).sum().item()
     g3 = ctorch.cuda.CUDAGraph()
     g3.capture_begin()
-    try:
-        g3.capture_begin()
-    except RuntimeError as e:
-        assert "already capturing" in str(e)
-    else:
-        raise AssertionError("a second capture on a capturing device")
+    assert "already capturing" in error_of(RuntimeError, g3.capture_begin, "a second capture on a capturing device")
     out = static_x + 1
     g3.capture_end()
     static_x.fill_(2.0)
@@ -229,13 +203,13 @@ def _gpu_adam_checks():
         assert _close(p.detach(), q.detach(), 1e-5)
     plain = ctorch.optim.Adam(model.parameters(), lr=1e-2)
     g2 = ctorch.cuda.CUDAGraph()
-    try:
+
+    def plain_step_captured():
         with ctorch.cuda.graph(g2):
             plain.step()
-    except RuntimeError as e:
-        assert "constructed with capturable=False" in str(e), e
-    else:
-        raise AssertionError("capturable=False Adam captured")
+
+    e = error_of(RuntimeError, plain_step_captured, "capturable=False Adam captured")
+    assert "constructed with capturable=False" in e, e
     assert not ctorch.cuda.is_current_stream_capturing()
 
 
@@ -259,21 +233,13 @@ def _gpu_memory_checks():
     assert repr(p).startswith("_CudaDeviceProperties(name='%s', major=%d" % (p.name, p.major))
     free, total = ctorch.cuda.mem_get_info()
     assert total == p.total_memory and 0 < free <= total
-    try:
-        ctorch.cuda.get_device_properties(ctorch.cuda.device_count())
-    except AssertionError as e:
-        assert str(e) == "Invalid device id"
-    else:
-        raise AssertionError("properties of a device past the last")
+    assert error_of(AssertionError, lambda: ctorch.cuda.get_device_properties(ctorch.cuda.device_count()),
+                    "properties of a device past the last") == "Invalid device id"
     ctorch.cuda.set_device(0)
     with ctorch.cuda.device("cuda:0"):
         pass
-    try:
-        ctorch.cuda.set_device(ctorch.cuda.device_count())
-    except RuntimeError as e:
-        assert "invalid device ordinal" in str(e)
-    else:
-        raise AssertionError("set_device past the last device")
+    assert "invalid device ordinal" in error_of(
+        RuntimeError, lambda: ctorch.cuda.set_device(ctorch.cuda.device_count()), "set_device past the last device")
 
 
 def _gpu_autocast_checks():
@@ -291,12 +257,9 @@ def _gpu_autocast_checks():
     # inputs rounded to bfloat16 (8 bits), float32 accumulation over 48 terms, a bfloat16 result
     err = (y.cpu().double() - ref).abs().max().item()
     assert err <= 2 ** -7 * (a.cpu().abs() @ b.cpu().abs()).max().item(), err
-    try:
-        ctorch.autocast("cuda")  # PyTorch's default float16: not run as bfloat16
-    except RuntimeError as e:
-        assert "dtype=torch.bfloat16 only" in str(e)
-    else:
-        raise AssertionError("float16 autocast accepted")
+    # PyTorch's default float16: not run as bfloat16
+    assert "dtype=torch.bfloat16 only" in error_of(RuntimeError, lambda: ctorch.autocast("cuda"),
+                                                   "float16 autocast accepted")
 
     @ctorch.autocast("cuda", dtype=ctorch.bfloat16)
     def f(u, v):
