@@ -24,7 +24,7 @@ void ct_cuda_tmp_free(int dev, void *p, size_t nbytes);
  * the stream, reads it and resets it to 0. */
 int *ct_cuda_flag(int dev);
 ct_status ct_cuda_flag_take(int dev, int *value);
-/* Device of a call's tensors (its first output, else its first input). */
+/* Device of a call's tensors: its first present output, else its first present input (optional slots are NULL). */
 int ct_cuda_call_dev(const ct_call *c);
 bool ct_cuda_tf32(void);
 bool ct_cuda_conv_tf32(void); /* the convolutions' TF32 switch (ct_cuda_set_cudnn_allow_tf32; default: ct_cuda_tf32) */

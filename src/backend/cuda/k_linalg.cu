@@ -309,8 +309,8 @@ extern "C" bool ct_cuda_sgemm_ready(int dev, void *stream) {
 }
 /* C_i = op(A_i) op(B_i) (beta 0) for i < batch (X_i = X + i * sx, elements), cuBLAS's column-major terms: C m x n
  * (ldc), op(A) m x k, op(B) k x n; ta / tb: op T. float32 with float32 accumulation, on the TF32 tensor cores only
- * when ct_cuda_conv_tf32() allows (the convolutions' switch, as cuDNN's math type). Call ct_cuda_sgemm_ready(dev, stream) first (true); the launch goes to
- * the handle's stream, which is `stream`. */
+ * when ct_cuda_conv_tf32() allows (the convolutions' switch, as cuDNN's math type). Call ct_cuda_sgemm_ready(dev,
+ * stream) first (true); the launch goes to the handle's stream, which is `stream`. */
 extern "C" ct_status ct_cuda_sgemm_raw(int dev, bool ta, bool tb, int m, int n, int k, const float *A, int lda,
                                        long long sa, const float *Bm, int ldb, long long sb, float *C, int ldc,
                                        long long sc, int batch) {
